@@ -1,0 +1,3 @@
+from clotho.cli import main
+
+main()

@@ -1,0 +1,236 @@
+"""Commands on sessions and the tree (no model involved)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from clotho.errors import UsageError
+from mnemosyne import Node, Session
+
+from . import render
+from ._app import Cli, app, command, session_app
+from .style import out, paint
+
+ExpectVersion = Annotated[
+    int | None,
+    typer.Option(
+        "--expect-version",
+        help="Refuse (exit 3) unless the session is still at this version.",
+        show_default=False,
+    ),
+]
+DeltaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--delta",
+        help='World-state operations as JSON, e.g. \'[{"op":"inc","path":"hp","value":-10}]\'',
+        show_default=False,
+    ),
+]
+NameOption = Annotated[
+    str | None, typer.Option("--name", help="The speaker's name.", show_default=False)
+]
+
+
+def parse_delta(raw: str | None) -> list[dict[str, Any]] | None:
+    """The ``--delta`` option: a JSON list of operation objects."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--delta is not valid JSON: {error}") from error
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(op, dict) for op in value):
+        raise UsageError(f"--delta must be a JSON list of operation objects, not {raw!r}")
+    return value
+
+
+def _head_report(cli: Cli, session_id: str, node: Node, session: Session) -> None:
+    turn = cli.store.turn(session_id, node.id)
+    cli.emit(
+        {**turn.as_dict(), "version": session.version},
+        lambda: out(
+            render.node_line(node, head_id=session.head_id, alternatives=render.alternatives(turn))
+        ),
+    )
+
+
+# --- sessions -------------------------------------------------------------------
+
+
+@command(session_app, "new")
+def session_new(
+    cli: Cli,
+    title: Annotated[str | None, typer.Option("--title", help="A title.")] = None,
+    campaign: Annotated[
+        Path | None, typer.Option("--campaign", help="The campaign folder.", show_default=False)
+    ] = None,
+) -> None:
+    """Create a session; later commands act on it by default."""
+    campaign_path = None
+    if campaign is not None:
+        if not campaign.is_dir():
+            raise UsageError(f"--campaign {campaign}: no such folder")
+        campaign_path = str(campaign.resolve())
+    session = cli.store.create_session(title=title, campaign=campaign_path)
+    cli.remember(session.id)
+    cli.emit(
+        session.as_dict(),
+        lambda: out(
+            f"Created session {paint(session.id, 'bold')}"
+            + (f" ({session.title})" if session.title else "")
+        ),
+    )
+
+
+@command(session_app, "list")
+def session_list(cli: Cli) -> None:
+    """List the sessions, most recently changed first (* marks the default)."""
+    store = cli.store
+    sessions = store.sessions()
+    counts = store.node_counts()
+    current = store.preference("last_session_id")
+    cli.emit(
+        [
+            {**s.as_dict(), "nodes": counts.get(s.id, 0), "current": s.id == current}
+            for s in sessions
+        ],
+        lambda: render.print_sessions(sessions, counts, current),
+    )
+
+
+@command(session_app, "use")
+def session_use(
+    cli: Cli,
+    ref: Annotated[str, typer.Argument(metavar="SESSION", help="Session id or prefix.")],
+) -> None:
+    """Make a session the default of later commands."""
+    chosen = cli.store.session(ref)
+    cli.remember(chosen.id)
+    cli.emit(chosen.as_dict(), lambda: out(f"Now on session {paint(chosen.id, 'bold')}"))
+
+
+# --- growing the tree by hand -----------------------------------------------------
+
+
+@command(app, "add")
+def add(
+    cli: Cli,
+    role: Annotated[str, typer.Argument(help="system, user or assistant.")],
+    text: Annotated[str, typer.Argument(help="The message.")],
+    name: NameOption = None,
+    delta: DeltaOption = None,
+    disabled: Annotated[
+        bool, typer.Option("--disabled", help="Store it disabled (out of the projection).")
+    ] = False,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Append a node under HEAD; HEAD moves to it."""
+    operations = parse_delta(delta)
+    session_id = cli.session_id()
+    node, session = cli.store.append(
+        session_id,
+        role,
+        text,
+        name=name,
+        delta=operations,
+        enabled=not disabled,
+        expected_version=expect_version,
+    )
+    cli.emit(
+        node.as_dict(),
+        lambda: out(render.node_line(node, head_id=session.head_id)),
+    )
+
+
+@command(app, "fork")
+def fork(
+    cli: Cli,
+    node: Annotated[str, typer.Argument(help="The node to add an alternative to.")],
+    text: Annotated[str, typer.Argument(help="The alternative's text.")],
+    name: NameOption = None,
+    delta: DeltaOption = None,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """A new sibling of NODE (same parent, same role); HEAD moves to it."""
+    operations = parse_delta(delta)
+    session_id = cli.session_id()
+    created, session = cli.store.add_sibling(
+        session_id, node, text, name=name, delta=operations, expected_version=expect_version
+    )
+    cli.emit(
+        created.as_dict(),
+        lambda: out(render.node_line(created, head_id=session.head_id)),
+    )
+
+
+# --- moving HEAD -------------------------------------------------------------------
+
+
+@command(app, "checkout")
+def checkout(
+    cli: Cli,
+    node: Annotated[str, typer.Argument(help="Node id or prefix.")],
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Move HEAD to NODE."""
+    session_id = cli.session_id()
+    moved, session = cli.store.checkout(session_id, node, expected_version=expect_version)
+    _head_report(cli, session_id, moved, session)
+
+
+@command(app, "swipe")
+def swipe(
+    cli: Cli,
+    direction: Annotated[Literal["next", "prev"], typer.Argument(help="next or prev.")],
+    node: Annotated[
+        str | None, typer.Argument(help="Whose alternatives (default: HEAD).", show_default=False)
+    ] = None,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Go to the next/previous alternative of NODE, then down to the leaf last seen there."""
+    session_id = cli.session_id()
+    moved, session = cli.store.switch_sibling(
+        session_id, direction, node, expected_version=expect_version
+    )
+    _head_report(cli, session_id, moved, session)
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+@command(app, "log")
+def log(cli: Cli) -> None:
+    """The linear projection: what the model sees, root to HEAD."""
+    session, turns = cli.store.projection_turns(cli.session_id())
+    cli.emit(
+        [t.node.as_dict() for t in turns],
+        lambda: render.print_log(session, turns),
+    )
+
+
+@command(app, "tree")
+def tree(cli: Cli) -> None:
+    """The whole tree as a graph, HEAD marked."""
+    whole = cli.store.tree(cli.session_id())
+    cli.emit(whole.as_dict(), lambda: render.print_tree(whole))
+
+
+@command(app, "show")
+def show(
+    cli: Cli,
+    node: Annotated[
+        str | None, typer.Argument(help="Node id or prefix (default: HEAD).", show_default=False)
+    ] = None,
+) -> None:
+    """One node, with its place among its alternatives."""
+    session_id = cli.session_id()
+    turn = cli.store.turn(session_id, node)
+    head = cli.store.session(session_id).head_id
+    cli.emit(turn.as_dict(), lambda: render.print_node(turn, head))

@@ -1,0 +1,43 @@
+"""Clotho's settings: from arguments, then ``CLOTHO_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for Clotho (platformdirs)."""
+    from platformdirs import user_data_path
+
+    return user_data_path("clotho", appauthor=False)
+
+
+class Settings(BaseSettings):
+    """Everything configurable, each with its ``CLOTHO_`` environment variable.
+
+    Built by the wiring code (the CLI, the server), never at import time, so tests
+    can make their own.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CLOTHO_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL; default: clotho.db in the data directory",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir, description="where files live")
+    session: str | None = Field(default=None, description="the session to act on")
+    model: str | None = Field(default=None, description="litellm model string")
+    api_base: str | None = Field(default=None, description="the model server's base URL")
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to a SQLite file in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'clotho.db'}"

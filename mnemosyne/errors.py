@@ -1,0 +1,107 @@
+"""The errors of mnemosyne: one hierarchy, every message naming what was wrong.
+
+Each error carries a short machine-readable ``code`` (for the CLI's exit codes and
+the HTTP API's problem documents) and subclasses the built-in it means, so callers
+that only know Python's own exceptions still catch it sensibly.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousIdError",
+    "ConflictError",
+    "ForeignNodeError",
+    "InvalidOperationError",
+    "MnemosyneError",
+    "NotFoundError",
+    "StorageError",
+    "UnknownNodeError",
+    "UnknownSessionError",
+]
+
+
+class MnemosyneError(Exception):
+    """Base of every error mnemosyne raises on purpose."""
+
+    code = "mnemosyne_error"
+
+
+class NotFoundError(MnemosyneError, LookupError):
+    """Something named by id does not exist."""
+
+    code = "not_found"
+
+
+class UnknownSessionError(NotFoundError):
+    """No session has this id (or id prefix)."""
+
+    code = "unknown_session"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"unknown session: {session_id!r}")
+        self.session_id = session_id
+
+
+class UnknownNodeError(NotFoundError):
+    """No node has this id (or id prefix) in the session."""
+
+    code = "unknown_node"
+
+    def __init__(self, node_id: str, session_id: str | None = None) -> None:
+        where = f" in session {session_id}" if session_id else ""
+        super().__init__(f"unknown node: {node_id!r}{where}")
+        self.node_id = node_id
+        self.session_id = session_id
+
+
+class AmbiguousIdError(MnemosyneError, LookupError):
+    """An abbreviated id matches more than one object."""
+
+    code = "ambiguous_id"
+
+    def __init__(self, kind: str, prefix: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:5])
+        super().__init__(f"{kind} id prefix {prefix!r} is ambiguous: it matches {shown}")
+        self.prefix = prefix
+        self.matches = matches
+
+
+class ForeignNodeError(MnemosyneError, ValueError):
+    """A node was named in a session it does not belong to."""
+
+    code = "foreign_node"
+
+    def __init__(self, node_id: str, owner_session_id: str, session_id: str) -> None:
+        super().__init__(
+            f"node {node_id} belongs to session {owner_session_id}, not to session {session_id}"
+        )
+        self.node_id = node_id
+        self.owner_session_id = owner_session_id
+        self.session_id = session_id
+
+
+class ConflictError(MnemosyneError):
+    """A write named a session version that is no longer current; nothing was changed."""
+
+    code = "conflict"
+
+    def __init__(self, session_id: str, expected_version: int, current_version: int) -> None:
+        super().__init__(
+            f"session {session_id} is at version {current_version}, not {expected_version}: "
+            "it was changed by another writer; read it again and retry"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.current_version = current_version
+
+
+class InvalidOperationError(MnemosyneError, ValueError):
+    """The operation is not possible on this input (a bad role, no next sibling, ...)."""
+
+    code = "invalid_operation"
+
+
+class StorageError(MnemosyneError):
+    """The database cannot be used: not a database, corrupt, or of an unknown schema."""
+
+    code = "storage_error"

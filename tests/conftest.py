@@ -1,0 +1,103 @@
+"""Shared fixtures: a store on every backend, each test on a fresh database.
+
+Storage tests take the ``store`` (or ``database_url``) fixture and run once on
+SQLite and once on PostgreSQL. The PostgreSQL server is started by the test
+session itself (see ``tests/_postgres.py``). On a machine without PostgreSQL those
+runs are skipped with the reason; under ``CI=true`` a missing server fails them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mnemosyne import Store
+
+from ._postgres import ENV_URL, throwaway_server
+
+BACKENDS = ["sqlite", "postgresql"]
+_counter = itertools.count()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server (without a database name)."""
+    url = os.environ.get(ENV_URL)
+    if url:
+        yield url.rstrip("/")
+        return
+    try:
+        server = throwaway_server()
+        base = server.__enter__()
+    except (FileNotFoundError, RuntimeError) as error:
+        reason = f"PostgreSQL tests need a server: {error}"
+        if _in_ci():
+            pytest.fail(f"{reason} (CI=true: a missing server is a failure)")
+        pytest.skip(reason)
+    try:
+        yield base
+    finally:
+        server.__exit__(None, None, None)
+
+
+def _admin(base: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(statement)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server: str) -> str:
+    """A database migrated once, copied for every test (much faster than migrating)."""
+    name = "clotho_template"
+    _admin(postgres_server, f"DROP DATABASE IF EXISTS {name}")
+    _admin(postgres_server, f"CREATE DATABASE {name}")
+    Store.open(f"{postgres_server}/{name}", migrate=True).close()
+    return name
+
+
+@pytest.fixture
+def blank_database_url(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], str]:
+    """A factory of URLs of new, empty databases of a backend (no schema yet)."""
+
+    def make(backend: str) -> str:
+        n = next(_counter)
+        if backend == "sqlite":
+            return f"sqlite:///{tmp_path / f'blank{n}.db'}"
+        base = request.getfixturevalue("postgres_server")
+        name = f"clotho_blank_{os.getpid()}_{n}"
+        _admin(base, f"CREATE DATABASE {name}")
+        return f"{base}/{name}"
+
+    return make
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest, tmp_path) -> str:
+    """The URL of a fresh database with the current schema, on ``backend``."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'clotho.db'}"
+    base = request.getfixturevalue("postgres_server")
+    template = request.getfixturevalue("postgres_template")
+    name = f"clotho_test_{os.getpid()}_{next(_counter)}"
+    _admin(base, f"CREATE DATABASE {name} TEMPLATE {template}")
+    return f"{base}/{name}"
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    with Store.open(database_url, migrate=True) as opened:
+        yield opened
