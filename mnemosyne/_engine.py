@@ -53,9 +53,6 @@ def _configure_sqlite(engine: Engine) -> None:
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA synchronous = NORMAL")
-            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode.lower() not in ("wal", "memory"):
-                cursor.execute("PRAGMA journal_mode = WAL")
         finally:
             cursor.close()
 
@@ -110,6 +107,7 @@ def ensure_schema(engine: Engine, *, migrate: bool) -> None:
     """
     current = schema_revision(engine)
     if current == SCHEMA_REVISION:
+        _use_wal(engine)
         return
     if current is not None and current not in KNOWN_REVISIONS:
         raise StorageError(
@@ -121,7 +119,27 @@ def ensure_schema(engine: Engine, *, migrate: bool) -> None:
         raise StorageError(
             f"{describe(engine)} {state}, not {SCHEMA_REVISION!r}: run `clotho db upgrade`"
         )
+    _use_wal(engine)
     upgrade(engine)
+
+
+def _use_wal(engine: Engine) -> None:
+    """Put a SQLite file of ours in WAL mode (it stays so): readers never block the writer.
+
+    Done only once the file is known to be ours, so that opening somebody else's
+    file changes nothing in it.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    raw = engine.raw_connection()  # outside any transaction, as the pragma requires
+    try:
+        cursor = raw.cursor()
+        mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() not in ("wal", "memory"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+    finally:
+        raw.close()
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

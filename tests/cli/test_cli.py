@@ -1,0 +1,201 @@
+"""The ``clotho`` command run as a subprocess: its JSON output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLOTHO = shutil.which("clotho", path=str(Path(sys.executable).parent)) or "clotho"
+
+
+class Run:
+    """Runs ``clotho`` against one database with a private home directory."""
+
+    def __init__(self, url: str, home: Path) -> None:
+        self.url = url
+        self.env = {
+            **os.environ,
+            "CLOTHO_DATABASE_URL": url,
+            "HOME": str(home),
+            "XDG_DATA_HOME": str(home / "data"),
+            "NO_COLOR": "1",
+        }
+        self.env.pop("CLOTHO_SESSION", None)
+
+    def __call__(self, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [CLOTHO, *args], env=self.env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+        return done
+
+    def json(self, *args: str) -> Any:
+        done = self("--json", *args)
+        return json.loads(done.stdout)  # the whole of stdout is one document
+
+    def fails(self, *args: str, code: int = 1) -> str:
+        done = self(*args, code=code)
+        if code in (1, 3):
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1, done.stderr
+            return lines[0]
+        return done.stderr
+
+
+@pytest.fixture
+def run(database_url: str, tmp_path: Path) -> Run:
+    return Run(database_url, tmp_path / "home")
+
+
+@pytest.fixture
+def run_sqlite(tmp_path: Path) -> Run:
+    return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+
+
+def test_a_campaign_by_hand(run: Run) -> None:
+    session = run.json("session", "new", "--title", "Goblins")
+    assert (session["title"], session["head_id"], session["version"]) == ("Goblins", None, 0)
+    system = run.json("add", "system", "You narrate.")
+    user = run.json("add", "user", "I attack", "--name", "Alice")
+    first = run.json(
+        "add", "assistant", "You miss", "--delta", '[{"op":"inc","path":"hp","value":-10}]'
+    )
+    assert user["parent_id"] == system["id"] and first["parent_id"] == user["id"]
+    assert first["delta"] == [{"op": "inc", "path": "hp", "value": -10}]
+    assert set(first) >= {"id", "parent_id", "role", "name", "content", "enabled"}
+    second = run.json("fork", first["id"][:8], "You hit")
+    assert (second["parent_id"], second["role"]) == (user["id"], "assistant")
+
+    log = run.json("log")
+    assert [n["id"] for n in log] == [system["id"], user["id"], second["id"]]
+    shown = run.json("show", first["id"][:7])
+    assert (shown["siblings"], shown["index"]) == ([first["id"], second["id"]], 0)
+
+    back = run.json("swipe", "prev")
+    assert (back["id"], back["index"]) == (first["id"], 0)
+    assert [n["id"] for n in run.json("log")][-1] == first["id"]
+    run.fails("swipe", "prev")  # the first of two: nothing before it
+
+    forward = run.json("swipe", "next", first["id"])
+    assert forward["id"] == second["id"]
+    moved = run.json("checkout", user["id"][:6])
+    assert moved["id"] == user["id"]
+
+    tree = run.json("tree")
+    assert tree["head_id"] == user["id"]
+    assert [n["id"] for n in tree["nodes"]] == [system["id"], user["id"], first["id"], second["id"]]
+    listed = run.json("session", "list")
+    assert [(s["id"], s["nodes"], s["current"]) for s in listed] == [(session["id"], 4, True)]
+
+
+def test_text_output_shows_the_graph_and_head(run_sqlite: Run) -> None:
+    run = run_sqlite
+    run("session", "new")
+    run("add", "user", "Open the door")
+    first = run.json("add", "assistant", "It creaks")
+    second = run.json("fork", first["id"], "It is locked")
+    tree = run("tree").stdout.splitlines()
+    assert tree[0].startswith("* ") and "Open the door" in tree[0]
+    assert tree[1] == "|\\"
+    assert tree[2].startswith("| * ") and first["id"][:8] in tree[2] and "< 1/2 >" in tree[2]
+    assert tree[3].startswith("* ") and second["id"][:8] in tree[3] and "(HEAD)" in tree[3]
+    log = run("log").stdout
+    assert "It is locked" in log and "It creaks" not in log and "< 2/2 >" in log
+    assert first["id"] in run("show", first["id"]).stdout
+
+
+def test_global_options_go_before_or_after_the_command(run_sqlite: Run, tmp_path: Path) -> None:
+    run = run_sqlite
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    made = json.loads(run("--db", other, "--json", "session", "new").stdout)
+    again = json.loads(run("session", "list", "--db", other, "--json").stdout)
+    assert [s["id"] for s in again] == [made["id"]]
+    assert run.json("session", "list") == []  # the default database is another one
+
+
+def test_sessions_are_chosen_by_flag_or_the_last_used(run_sqlite: Run) -> None:
+    run = run_sqlite
+    run.fails("log")  # no session yet
+    one = run.json("session", "new", "--title", "one")["id"]
+    two = run.json("session", "new", "--title", "two")["id"]
+    run.json("add", "user", "in two")
+    assert run.json("--session", one[:6], "log") == []
+    # Naming a session makes it the default of what follows.
+    run.json("add", "user", "in one")
+    assert [n["content"] for n in run.json("log")] == ["in one"]
+    run.json("session", "use", two)
+    assert [n["content"] for n in run.json("log")] == ["in two"]
+
+
+def test_errors_name_what_was_wrong_and_change_nothing(run: Run) -> None:
+    run.json("session", "new")
+    node = run.json("add", "user", "hello")
+    before = run.json("tree")
+    assert "'narrator'" in run.fails("add", "narrator", "x")
+    assert "role must be one of" in run.fails("add", "", "x")
+    assert "'abcdef12'" in run.fails("checkout", "abcdef12")
+    assert "too short" in run.fails("show", "abc")
+    assert "--delta" in run.fails("add", "user", "x", "--delta", "{not json")
+    assert "version" in run.fails("add", "user", "x", "--expect-version", "0", code=3)
+    run.fails("swipe", "sideways", code=2)
+    run.fails("no-such-command", code=2)
+    other = run.json("--session", node["session_id"], "session", "new")["id"]
+    foreign = run.json("--session", other, "add", "user", "elsewhere")
+    message = run.fails("--session", node["session_id"], "checkout", foreign["id"])
+    assert foreign["id"] in message and other in message
+    assert run.json("--session", node["session_id"], "tree") == before
+
+
+def test_a_corrupt_database_is_reported_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "broken.db"
+    path.write_bytes(b"\x00not sqlite\x00" * 500)
+    run = Run(f"sqlite:///{path}", tmp_path / "home")
+    message = run.fails("session", "list")
+    assert "not a usable database" in message and str(path) in message
+    assert path.read_bytes() == b"\x00not sqlite\x00" * 500
+
+
+def test_db_upgrade_and_status(
+    backend: str, blank_database_url: Callable[[str], str], tmp_path: Path
+) -> None:
+    run = Run(blank_database_url(backend), tmp_path / "home")
+    status = run.json("db", "status")
+    assert (status["revision"], status["current"]) == (None, False)
+    upgraded = run.json("db", "upgrade")
+    assert upgraded["before"] is None and upgraded["after"] == status["expected"]
+    assert run.json("db", "status")["current"] is True
+    assert run.json("db", "upgrade")["before"] == upgraded["after"]
+    assert run.json("session", "new")["version"] == 0
+
+
+def test_the_demo_runs_with_nothing_configured(tmp_path: Path) -> None:
+    run = Run(f"sqlite:///{tmp_path / 'unused.db'}", tmp_path / "home")
+    text = run("demo").stdout
+    assert "(HEAD)" in text and "|\\" in text
+    result = run.json("demo")
+    steps = {s["step"]: s for s in result["steps"]}
+    assert {"scene", "reroll", "swipe", "edit", "checkout"} <= set(steps)
+    assert len(steps["reroll"]["siblings"]) == 2
+    assert result["tree"]["head_id"] == steps["checkout"]["head_id"]
+    assert not (tmp_path / "unused.db").exists()  # the demo never touches the user's data
+
+
+def test_python_dash_m_works(tmp_path: Path) -> None:
+    env = {**os.environ, "CLOTHO_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "clotho", "--json", "session", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == []
