@@ -1,13 +1,21 @@
-"""Read queries on an open connection, shared by reads and write transactions."""
+"""Read queries on an open connection, shared by reads and write transactions.
+
+Rows refer to each other by integer ``pk``; what leaves this module speaks public
+``id``s only. The hot path (the projection) walks integers in one recursive CTE and
+decodes its rows by hand: timestamps with ``datetime.fromisoformat``, JSON columns
+with a shortcut for the empty ones.
+"""
 
 from __future__ import annotations
 
+import json
 import string
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, literal, select
+from sqlalchemy import Connection, Text, literal, select, type_coerce
 
 from ._schema import ID_LENGTH, nodes, sessions
 from .errors import (
@@ -24,66 +32,131 @@ MIN_PREFIX = 6
 MAX_DEPTH = 10_000_000
 _HEX = frozenset(string.hexdigits.lower())
 
+# --- decoding ------------------------------------------------------------------------
+
+
+def timestamp(value: Any) -> datetime:
+    """A stored time as an aware UTC datetime (SQLite keeps ISO text without a zone)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def encode_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_object(text: str | None) -> dict[str, Any]:
+    if not text or text == "{}":
+        return {}
+    return json.loads(text)
+
+
+def decode_list(text: str | None) -> list[Any]:
+    if not text or text == "[]":
+        return []
+    return json.loads(text)
+
+
+# The columns a Node is made of, in the order node_from_row reads them.
 NODE_COLUMNS = (
+    nodes.c.pk,
     nodes.c.id,
-    nodes.c.session_id,
-    nodes.c.parent_id,
+    nodes.c.parent_pk,
+    nodes.c.active_child_pk,
     nodes.c.role,
     nodes.c.name,
     nodes.c.content,
     nodes.c.enabled,
-    nodes.c.created_at,
+    type_coerce(nodes.c.created_at, Text).label("created_at"),
     nodes.c.metadata,
     nodes.c.delta,
-    nodes.c.active_child_id,
 )
+
+
+def node_from_row(row: Sequence[Any], session_id: str, ids: dict[int, str]) -> Node:
+    """A Node from NODE_COLUMNS; ``ids`` maps the pks it refers to onto public ids."""
+    parent_pk, child_pk = row[2], row[3]
+    return Node(
+        row[1],
+        session_id,
+        None if parent_pk is None else ids[parent_pk],
+        row[4],
+        row[5],
+        row[6],
+        bool(row[7]),
+        timestamp(row[8]),
+        decode_object(row[9]),
+        decode_list(row[10]),
+        None if child_pk is None else ids[child_pk],
+    )
+
+
+def nodes_from_rows(
+    conn: Connection, rows: Sequence[Sequence[Any]], session_id: str, ids: dict[int, str]
+) -> list[Node]:
+    """Nodes from rows, looking up the public ids of pks neither given nor in ``rows``."""
+    for row in rows:
+        ids[row[0]] = row[1]
+    missing = {pk for row in rows for pk in (row[2], row[3]) if pk is not None and pk not in ids}
+    if missing:
+        ids.update(public_ids(conn, missing))
+    return [node_from_row(row, session_id, ids) for row in rows]
+
+
+def public_ids(conn: Connection, pks: Iterable[int]) -> dict[int, str]:
+    wanted = list(pks)
+    out: dict[int, str] = {}
+    for i in range(0, len(wanted), 500):
+        query = select(nodes.c.pk, nodes.c.id).where(nodes.c.pk.in_(wanted[i : i + 500]))
+        out.update((pk, node_id) for pk, node_id in conn.execute(query))
+    return out
+
+
+# --- sessions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session as stored: its keys and the public view."""
+
+    pk: int
+    head_pk: int | None
+    session: Session
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+
+_head = nodes.alias("head")
 SESSION_COLUMNS = (
+    sessions.c.pk,
+    sessions.c.head_pk,
     sessions.c.id,
     sessions.c.title,
-    sessions.c.head_id,
+    _head.c.id.label("head_id"),
     sessions.c.version,
-    sessions.c.created_at,
-    sessions.c.updated_at,
+    type_coerce(sessions.c.created_at, Text).label("created_at"),
+    type_coerce(sessions.c.updated_at, Text).label("updated_at"),
     sessions.c.campaign,
     sessions.c.metadata,
 )
+_SESSIONS = sessions.outerjoin(_head, _head.c.pk == sessions.c.head_pk)
 
 
-def utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time we store is UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def node_from_row(row: Row[Any] | Sequence[Any]) -> Node:
-    return Node(
-        row[0],
-        row[1],
+def record_from_row(row: Sequence[Any]) -> SessionRecord:
+    session = Session(
         row[2],
         row[3],
         row[4],
         row[5],
-        bool(row[6]),
-        utc(row[7]),
-        row[8] if row[8] is not None else {},
-        row[9] if row[9] is not None else [],
-        row[10],
+        timestamp(row[6]),
+        timestamp(row[7]),
+        row[8],
+        decode_object(row[9]),
     )
-
-
-def session_from_row(row: Row[Any] | Sequence[Any]) -> Session:
-    return Session(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        utc(row[4]),
-        utc(row[5]),
-        row[6],
-        row[7] if row[7] is not None else {},
-    )
-
-
-# --- ids ---------------------------------------------------------------------
+    return SessionRecord(row[0], row[1], session)
 
 
 def _prefix(kind: str, ref: str) -> str:
@@ -100,113 +173,117 @@ def _prefix(kind: str, ref: str) -> str:
     return value
 
 
-def _range(column: Any, prefix: str) -> Any:
+def _starts_with(column: Any, prefix: str) -> Any:
     # An index-friendly "starts with" for lowercase hex ids ('g' sorts after 'f').
     if len(prefix) == ID_LENGTH:
         return column == prefix
     return (column >= prefix) & (column < prefix + "g")
 
 
-def resolve_session_id(conn: Connection, ref: str) -> str:
+def session_record(conn: Connection, ref: str, *, for_update: bool = False) -> SessionRecord:
+    """A session by id or unique prefix; ``for_update`` locks its row (PostgreSQL)."""
     prefix = _prefix("session", ref)
-    found = list(
-        conn.execute(select(sessions.c.id).where(_range(sessions.c.id, prefix)).limit(6)).scalars()
-    )
-    found = [f for f in found if f.startswith(prefix)]
+    query = select(*SESSION_COLUMNS).select_from(_SESSIONS)
+    query = query.where(_starts_with(sessions.c.id, prefix)).limit(6)
+    if for_update:
+        query = query.with_for_update(of=sessions)
+    found = [row for row in conn.execute(query) if row[2].startswith(prefix)]
     if not found:
         raise UnknownSessionError(ref)
     if len(found) > 1:
-        raise AmbiguousIdError("session", ref, found)
-    return found[0]
-
-
-def resolve_node_id(conn: Connection, session_id: str, ref: str) -> str:
-    prefix = _prefix("node", ref)
-    query = select(nodes.c.id).where(nodes.c.session_id == session_id, _range(nodes.c.id, prefix))
-    found = [f for f in conn.execute(query.limit(6)).scalars() if f.startswith(prefix)]
-    if len(found) > 1:
-        raise AmbiguousIdError("node", ref, found)
-    if found:
-        return found[0]
-    # Not here: say so precisely if it is a node of another session.
-    elsewhere = conn.execute(
-        select(nodes.c.id, nodes.c.session_id).where(_range(nodes.c.id, prefix)).limit(2)
-    ).all()
-    elsewhere = [r for r in elsewhere if r[0].startswith(prefix)]
-    if len(elsewhere) == 1:
-        raise ForeignNodeError(elsewhere[0][0], elsewhere[0][1], session_id)
-    raise UnknownNodeError(ref, session_id)
-
-
-# --- sessions and nodes ------------------------------------------------------------
-
-
-def get_session(conn: Connection, session_id: str, *, for_update: bool = False) -> Session:
-    query = select(*SESSION_COLUMNS).where(sessions.c.id == session_id)
-    if for_update:
-        query = query.with_for_update()
-    row = conn.execute(query).first()
-    if row is None:
-        raise UnknownSessionError(session_id)
-    return session_from_row(row)
+        raise AmbiguousIdError("session", ref, [row[2] for row in found])
+    return record_from_row(found[0])
 
 
 def list_sessions(conn: Connection) -> list[Session]:
-    query = select(*SESSION_COLUMNS).order_by(sessions.c.updated_at.desc(), sessions.c.id)
-    return [session_from_row(r) for r in conn.execute(query)]
-
-
-def get_node(conn: Connection, session_id: str, node_id: str) -> Node:
-    row = conn.execute(select(*NODE_COLUMNS).where(nodes.c.id == node_id)).first()
-    if row is None:
-        raise UnknownNodeError(node_id, session_id)
-    node = node_from_row(row)
-    if node.session_id != session_id:
-        raise ForeignNodeError(node_id, node.session_id, session_id)
-    return node
-
-
-def children(conn: Connection, session_id: str, parent_id: str | None) -> list[Node]:
-    """Children of ``parent_id`` in order (``None``: the session's roots)."""
-    parent = nodes.c.parent_id.is_(None) if parent_id is None else nodes.c.parent_id == parent_id
     query = (
-        select(*NODE_COLUMNS).where(nodes.c.session_id == session_id, parent).order_by(nodes.c.seq)
+        select(*SESSION_COLUMNS)
+        .select_from(_SESSIONS)
+        .order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc())
     )
-    return [node_from_row(r) for r in conn.execute(query)]
+    return [record_from_row(row).session for row in conn.execute(query)]
 
 
-def sibling_ids(conn: Connection, session_id: str, parent_id: str | None) -> list[str]:
-    parent = nodes.c.parent_id.is_(None) if parent_id is None else nodes.c.parent_id == parent_id
-    query = select(nodes.c.id).where(nodes.c.session_id == session_id, parent).order_by(nodes.c.seq)
+# --- nodes ------------------------------------------------------------------------------
+
+
+def resolve_node(conn: Connection, record: SessionRecord, ref: str) -> tuple[int, str]:
+    """The (pk, id) of a node of the session, by id or unique prefix.
+
+    Raises:
+        UnknownNodeError, AmbiguousIdError, ForeignNodeError (it is another session's).
+    """
+    prefix = _prefix("node", ref)
+    query = select(nodes.c.pk, nodes.c.id, nodes.c.session_pk).where(
+        _starts_with(nodes.c.id, prefix)
+    )
+    found = [row for row in conn.execute(query.limit(50)) if row[1].startswith(prefix)]
+    mine = [row for row in found if row[2] == record.pk]
+    if len(mine) > 1:
+        raise AmbiguousIdError("node", ref, [row[1] for row in mine])
+    if mine:
+        return mine[0][0], mine[0][1]
+    if len(found) == 1:
+        owner = conn.execute(select(sessions.c.id).where(sessions.c.pk == found[0][2])).scalar()
+        raise ForeignNodeError(found[0][1], owner or "?", record.id)
+    raise UnknownNodeError(ref, record.id)
+
+
+def get_node(conn: Connection, record: SessionRecord, pk: int) -> Node:
+    row = conn.execute(
+        select(*NODE_COLUMNS).where(nodes.c.pk == pk, nodes.c.session_pk == record.pk)
+    ).one()
+    return nodes_from_rows(conn, [row], record.id, {})[0]
+
+
+def children(conn: Connection, record: SessionRecord, parent_pk: int | None) -> list[Node]:
+    """Children of ``parent_pk`` in order (``None``: the session's roots)."""
+    rows = conn.execute(
+        select(*NODE_COLUMNS)
+        .where(nodes.c.session_pk == record.pk, _is(nodes.c.parent_pk, parent_pk))
+        .order_by(nodes.c.pk)
+    ).all()
+    return nodes_from_rows(conn, rows, record.id, {})
+
+
+def sibling_keys(conn: Connection, record: SessionRecord, parent_pk: int | None) -> list[int]:
+    query = (
+        select(nodes.c.pk)
+        .where(nodes.c.session_pk == record.pk, _is(nodes.c.parent_pk, parent_pk))
+        .order_by(nodes.c.pk)
+    )
     return list(conn.execute(query).scalars())
 
 
+def parent_key(conn: Connection, pk: int) -> int | None:
+    return conn.execute(select(nodes.c.parent_pk).where(nodes.c.pk == pk)).scalar_one()
+
+
 def sibling_lists(
-    conn: Connection, session_id: str, parent_ids: Iterable[str | None]
-) -> dict[str | None, list[str]]:
-    """For each parent (``None``: the roots), its children's ids in order."""
-    wanted = list(dict.fromkeys(parent_ids))
-    out: dict[str | None, list[str]] = {p: [] for p in wanted}
+    conn: Connection, record: SessionRecord, parent_pks: Iterable[int | None]
+) -> dict[int | None, list[int]]:
+    """For each parent (``None``: the roots), its children's pks in order."""
+    wanted = list(dict.fromkeys(parent_pks))
+    out: dict[int | None, list[int]] = {p: [] for p in wanted}
     real = [p for p in wanted if p is not None]
-    conditions = [nodes.c.parent_id.in_(real[i : i + 500]) for i in range(0, len(real), 500)]
+    conditions = [nodes.c.parent_pk.in_(real[i : i + 500]) for i in range(0, len(real), 500)]
     if None in out:
-        conditions.append(nodes.c.parent_id.is_(None))
+        conditions.append(nodes.c.parent_pk.is_(None))
     for condition in conditions:
         query = (
-            select(nodes.c.parent_id, nodes.c.id)
-            .where(nodes.c.session_id == session_id, condition)
-            .order_by(nodes.c.seq)
+            select(nodes.c.parent_pk, nodes.c.pk)
+            .where(nodes.c.session_pk == record.pk, condition)
+            .order_by(nodes.c.pk)
         )
-        for parent_id, node_id in conn.execute(query):
-            out[parent_id].append(node_id)
+        for parent_pk, pk in conn.execute(query):
+            out[parent_pk].append(pk)
     return out
 
 
-def all_nodes(conn: Connection, session_id: str) -> list[Node]:
+def all_nodes(conn: Connection, record: SessionRecord) -> list[Node]:
     """Every node of the session, parents before children, siblings in order."""
-    query = select(*NODE_COLUMNS).where(nodes.c.session_id == session_id).order_by(nodes.c.seq)
-    rows = [node_from_row(r) for r in conn.execute(query)]
-    return preorder(rows)
+    query = select(*NODE_COLUMNS).where(nodes.c.session_pk == record.pk).order_by(nodes.c.pk)
+    return preorder(nodes_from_rows(conn, conn.execute(query).all(), record.id, {}))
 
 
 def preorder(rows: Iterable[Node]) -> list[Node]:
@@ -223,57 +300,63 @@ def preorder(rows: Iterable[Node]) -> list[Node]:
     return out
 
 
-# --- paths ---------------------------------------------------------------------------
+def _is(column: Any, value: int | None) -> Any:
+    return column.is_(None) if value is None else column == value
 
 
-def path_up(
-    conn: Connection, session_id: str, node_id: str, *, columns: Sequence[Any]
-) -> list[Row[Any]]:
-    """The rows of the path from ``node_id`` up to its root, ``node_id`` first.
+# --- paths ---------------------------------------------------------------------------------
 
-    One recursive CTE; ``columns`` are the node columns to carry along.
-    """
-    names = [c.name for c in columns]
-    start = select(*columns, literal(0).label("depth")).where(
-        nodes.c.id == node_id, nodes.c.session_id == session_id
-    )
+
+def _path_cte(pk: int) -> Any:
+    start = select(nodes.c.pk, nodes.c.parent_pk, literal(0).label("depth")).where(nodes.c.pk == pk)
     path = start.cte("path", recursive=True)
-    step = select(*[nodes.c[n] for n in names], (path.c.depth + 1).label("depth")).where(
-        nodes.c.id == path.c.parent_id, path.c.depth < MAX_DEPTH
+    step = select(nodes.c.pk, nodes.c.parent_pk, (path.c.depth + 1).label("depth")).where(
+        nodes.c.pk == path.c.parent_pk, path.c.depth < MAX_DEPTH
     )
-    path = path.union_all(step)
-    return list(conn.execute(select(path).order_by(path.c.depth)))
+    return path.union_all(step)
 
 
-def projection(conn: Connection, session_id: str, node_id: str | None) -> list[Node]:
-    """The linear projection root -> ``node_id``, disabled nodes left out."""
-    if node_id is None:
+def path_rows(conn: Connection, pk: int) -> list[Sequence[Any]]:
+    """The rows (NODE_COLUMNS) of the path from ``pk`` up to its root, root first.
+
+    One recursive CTE that walks integer keys only, then one join for the columns.
+    """
+    path = _path_cte(pk)
+    query = select(path.c.depth, *NODE_COLUMNS).join_from(path, nodes, nodes.c.pk == path.c.pk)
+    rows = conn.execute(query).all()
+    rows.sort(key=lambda row: -row[0])
+    return [row[1:] for row in rows]
+
+
+def path_keys(conn: Connection, pk: int) -> list[tuple[int, int | None, int | None]]:
+    """(pk, parent_pk, active_child_pk) along the path from ``pk`` up, ``pk`` first."""
+    path = _path_cte(pk)
+    query = select(path.c.depth, nodes.c.pk, nodes.c.parent_pk, nodes.c.active_child_pk)
+    rows = conn.execute(query.join_from(path, nodes, nodes.c.pk == path.c.pk)).all()
+    rows.sort(key=lambda row: row[0])
+    return [(row[1], row[2], row[3]) for row in rows]
+
+
+def projection(conn: Connection, record: SessionRecord, pk: int | None) -> list[Node]:
+    """The linear projection root -> ``pk``, disabled nodes left out."""
+    if pk is None:
         return []
-    rows = path_up(conn, session_id, node_id, columns=NODE_COLUMNS)
-    return [node_from_row(r) for r in reversed(rows) if r[6]]
+    rows = path_rows(conn, pk)
+    made = nodes_from_rows(conn, rows, record.id, {})
+    return [node for node in made if node.enabled]
 
 
-def head_projection(conn: Connection, session_id: str) -> tuple[Session, list[Node]]:
-    session = get_session(conn, session_id)
-    return session, projection(conn, session_id, session.head_id)
-
-
-def descend(conn: Connection, node_id: str) -> str:
-    """Follow the active-child pointers down from ``node_id`` to a leaf; its id."""
-    start = select(nodes.c.id, nodes.c.active_child_id, literal(0).label("depth")).where(
-        nodes.c.id == node_id
+def descend(conn: Connection, pk: int) -> int:
+    """Follow the active-child pointers down from ``pk`` to a leaf; its pk."""
+    start = select(nodes.c.pk, nodes.c.active_child_pk, literal(0).label("depth")).where(
+        nodes.c.pk == pk
     )
     down = start.cte("down", recursive=True)
-    step = select(nodes.c.id, nodes.c.active_child_id, (down.c.depth + 1).label("depth")).where(
-        nodes.c.id == down.c.active_child_id,
-        nodes.c.parent_id == down.c.id,
+    step = select(nodes.c.pk, nodes.c.active_child_pk, (down.c.depth + 1).label("depth")).where(
+        nodes.c.pk == down.c.active_child_pk,
+        nodes.c.parent_pk == down.c.pk,
         down.c.depth < MAX_DEPTH,
     )
     down = down.union_all(step)
-    query = select(down.c.id).order_by(down.c.depth.desc()).limit(1)
-    return conn.execute(query).scalar_one()
-
-
-def count_nodes(conn: Connection, session_id: str) -> int:
-    query = select(func.count()).select_from(nodes).where(nodes.c.session_id == session_id)
+    query = select(down.c.pk).order_by(down.c.depth.desc()).limit(1)
     return conn.execute(query).scalar_one()

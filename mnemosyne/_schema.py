@@ -1,22 +1,28 @@
 """The tables (SQLAlchemy Core: the ORM is not needed and costs start-up time).
 
-Alembic compares the migrations with this ``metadata`` (a test does).
+Every row has two keys: ``pk``, an integer the database hands out (what rows refer
+to each other by: small, and the recursive walk up a path follows integers), and
+``id``, 32 random hex characters, the public name (stable across export and
+import, abbreviable to a unique prefix). Sibling order is creation order: ``pk``.
 
 Integrity the database itself guarantees, whatever the code does:
 
 - a node's parent, its active child and a session's HEAD are nodes *of the same
-  session* (composite foreign keys onto ``nodes(session_id, id)``);
-- a role is one of the three;
-- a node is not its own parent.
+  session* (composite foreign keys onto ``nodes(session_pk, pk)``);
+- a role is one of the three; a node is not its own parent.
 
 The node-to-node keys are deferrable (checked at commit) so that an edit may move
 several nodes in one transaction through intermediate states.
+
+``metadata`` and ``delta`` are JSON kept as text: the store encodes and decodes
+them itself (an empty object costs two bytes and no parsing). Alembic compares the
+migrations with this ``metadata`` (a test does).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (
-    JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -47,22 +53,24 @@ naming_convention = {
 
 metadata = MetaData(naming_convention=naming_convention)
 
+# SQLite: INTEGER PRIMARY KEY is the rowid itself; PostgreSQL: a bigint identity.
+Key = BigInteger().with_variant(Integer(), "sqlite")
+
 sessions = Table(
     "sessions",
     metadata,
-    Column("id", String(ID_LENGTH), primary_key=True),
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("id", String(ID_LENGTH), nullable=False, unique=True),
     Column("title", Text),
     Column("campaign", Text),
-    Column("head_id", String(ID_LENGTH)),
+    Column("head_pk", Key),
     Column("version", Integer, nullable=False),
-    # The last sibling-order number handed out to a node of this session.
-    Column("last_seq", Integer, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
-    Column("metadata", JSON, nullable=False),
+    Column("metadata", Text, nullable=False),
     ForeignKeyConstraint(
-        ["id", "head_id"],
-        ["nodes.session_id", "nodes.id"],
+        ["pk", "head_pk"],
+        ["nodes.session_pk", "nodes.pk"],
         use_alter=True,
         deferrable=True,
         initially="DEFERRED",
@@ -74,43 +82,37 @@ sessions = Table(
 nodes = Table(
     "nodes",
     metadata,
-    Column("id", String(ID_LENGTH), primary_key=True),
-    Column(
-        "session_id",
-        String(ID_LENGTH),
-        ForeignKey("sessions.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    Column("parent_id", String(ID_LENGTH)),
-    # Order among siblings: taken from the session's counter when the node is stored.
-    Column("seq", Integer, nullable=False),
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("id", String(ID_LENGTH), nullable=False, unique=True),
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), nullable=False),
+    Column("parent_pk", Key),
     Column("role", String(16), nullable=False),
     Column("name", Text),
     Column("content", Text, nullable=False),
     Column("enabled", Boolean, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("metadata", JSON, nullable=False),
-    # The world-state delta (a list of operations); NULL stores an empty one cheaply.
-    Column("delta", JSON),
-    Column("active_child_id", String(ID_LENGTH)),
-    UniqueConstraint("session_id", "id"),
+    Column("metadata", Text, nullable=False),
+    # The world-state delta (a JSON list of operations); NULL is the empty one.
+    Column("delta", Text),
+    Column("active_child_pk", Key),
+    UniqueConstraint("session_pk", "pk"),
     ForeignKeyConstraint(
-        ["session_id", "parent_id"],
-        ["nodes.session_id", "nodes.id"],
+        ["session_pk", "parent_pk"],
+        ["nodes.session_pk", "nodes.pk"],
         deferrable=True,
         initially="DEFERRED",
         name="fk_nodes_parent",
     ),
     ForeignKeyConstraint(
-        ["session_id", "active_child_id"],
-        ["nodes.session_id", "nodes.id"],
+        ["session_pk", "active_child_pk"],
+        ["nodes.session_pk", "nodes.pk"],
         deferrable=True,
         initially="DEFERRED",
         name="fk_nodes_active_child",
     ),
     CheckConstraint("role IN ('system', 'user', 'assistant')", name="role_known"),
-    CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
-    Index("ix_nodes_children", "session_id", "parent_id", "seq"),
+    CheckConstraint("parent_pk IS NULL OR parent_pk <> pk", name="not_own_parent"),
+    Index("ix_nodes_children", "session_pk", "parent_pk", "pk"),
 )
 
 #: Small key/value settings kept with the data (such as the session used last).

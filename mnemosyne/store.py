@@ -47,7 +47,19 @@ def _check_role(role: str) -> Role:
 def _check_content(content: object) -> str:
     if not isinstance(content, str):
         raise InvalidOperationError(f"content must be text, not {type(content).__name__}")
+    if "\x00" in content:
+        raise InvalidOperationError("content must not contain NUL characters (\\x00)")
     return content
+
+
+def _check_name(name: object) -> str | None:
+    if name is None or name == "":
+        return None
+    if not isinstance(name, str):
+        raise InvalidOperationError(f"name must be text, not {type(name).__name__}")
+    if "\x00" in name:
+        raise InvalidOperationError("name must not contain NUL characters (\\x00)")
+    return name
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -77,32 +89,35 @@ class SessionTransaction:
     Obtained from :meth:`Store.transaction`; valid only inside its ``with`` block.
     Every operation checks its input before it writes, so a refused operation
     raises before anything of it is stored, and the whole transaction rolls back.
+
+    It keeps one invariant that reads rely on: every ancestor of HEAD has its
+    active child on the path to HEAD.
     """
 
-    def __init__(self, conn: Connection, session: Session, last_seq: int) -> None:
+    def __init__(self, conn: Connection, record: q.SessionRecord) -> None:
         self._conn = conn
-        self._read = session
-        self._head = session.head_id
-        self._last_seq = last_seq
+        self._record = record
+        self._head_pk = record.head_pk
+        self._head_id = record.session.head_id
         self._dirty = False
-        self.session: Session = session
-        """The session as read at the start of the transaction."""
+        self.session: Session = record.session
+        """The session as read at the start; after the commit, as it was left."""
 
     @property
     def head_id(self) -> str | None:
         """HEAD as it stands inside this transaction."""
-        return self._head
+        return self._head_id
 
     # -- reads inside the transaction ----------------------------------------
 
     def node(self, ref: str) -> Node:
         """A node of this session by id or unique prefix (>= 6 characters)."""
-        node_id = q.resolve_node_id(self._conn, self._read.id, ref)
-        return q.get_node(self._conn, self._read.id, node_id)
+        pk, _ = q.resolve_node(self._conn, self._record, ref)
+        return q.get_node(self._conn, self._record, pk)
 
     def projection(self) -> list[Node]:
         """The linear projection at HEAD as it stands inside the transaction."""
-        return q.projection(self._conn, self._read.id, self._head)
+        return q.projection(self._conn, self._record, self._head_pk)
 
     # -- growth ---------------------------------------------------------------
 
@@ -117,7 +132,9 @@ class SessionTransaction:
         enabled: bool = True,
     ) -> Node:
         """Append a node under HEAD (a root if the session is empty); HEAD moves to it."""
-        return self._insert(self._head, role, content, name, metadata, delta, enabled)
+        return self._insert(
+            self._head_pk, self._head_id, role, content, name, metadata, delta, enabled
+        )
 
     def add_sibling(
         self,
@@ -135,8 +152,11 @@ class SessionTransaction:
         This is a reroll or an edit as fork: the other siblings stay as they were.
         HEAD moves to the new node.
         """
-        original = self.node(of)
-        return self._insert(
+        pk, _ = q.resolve_node(self._conn, self._record, of)
+        original = q.get_node(self._conn, self._record, pk)
+        parent_pk = q.parent_key(self._conn, pk)
+        node = self._insert(
+            parent_pk,
             original.parent_id,
             role if role is not None else original.role,
             content,
@@ -145,9 +165,13 @@ class SessionTransaction:
             delta,
             enabled,
         )
+        if parent_pk is not None:
+            self._point_path_at(parent_pk)
+        return node
 
     def _insert(
         self,
+        parent_pk: int | None,
         parent_id: str | None,
         role: str,
         content: str,
@@ -158,38 +182,38 @@ class SessionTransaction:
     ) -> Node:
         node = Node(
             id=new_id(),
-            session_id=self._read.id,
+            session_id=self._record.id,
             parent_id=parent_id,
             role=_check_role(role),
-            name=name or None,
+            name=_check_name(name),
             content=_check_content(content),
             enabled=bool(enabled),
             created_at=_now(),
             metadata=_check_metadata(metadata),
             delta=_check_delta(delta) or [],
         )
-        self._last_seq += 1
-        self._conn.execute(
-            insert(nodes).values(
+        pk = self._conn.execute(
+            insert(nodes)
+            .values(
                 id=node.id,
-                session_id=node.session_id,
-                parent_id=node.parent_id,
-                seq=self._last_seq,
+                session_pk=self._record.pk,
+                parent_pk=parent_pk,
                 role=node.role,
                 name=node.name,
                 content=node.content,
                 enabled=node.enabled,
                 created_at=node.created_at,
-                metadata=node.metadata,
-                delta=node.delta or None,
-                active_child_id=None,
+                metadata=q.encode_json(node.metadata),
+                delta=q.encode_json(node.delta) if node.delta else None,
+                active_child_pk=None,
             )
-        )
-        if parent_id is not None:
+            .returning(nodes.c.pk)
+        ).scalar_one()
+        if parent_pk is not None:
             self._conn.execute(
-                update(nodes).where(nodes.c.id == parent_id).values(active_child_id=node.id)
+                update(nodes).where(nodes.c.pk == parent_pk).values(active_child_pk=pk)
             )
-        self._head = node.id
+        self._head_pk, self._head_id = pk, node.id
         self._dirty = True
         return node
 
@@ -197,11 +221,8 @@ class SessionTransaction:
 
     def checkout(self, ref: str) -> Node:
         """Move HEAD to a node; every node above it now remembers this path."""
-        node = self.node(ref)
-        self._point_path_at(node.id)
-        self._head = node.id
-        self._dirty = True
-        return node
+        pk, _ = q.resolve_node(self._conn, self._record, ref)
+        return self._move_head(pk)
 
     def switch_sibling(self, direction: Direction, ref: str | None = None) -> Node:
         """Move to the next/previous sibling of ``ref`` (default HEAD), then down its
@@ -213,63 +234,61 @@ class SessionTransaction:
         if direction not in ("next", "prev"):
             raise InvalidOperationError(f"direction must be 'next' or 'prev', not {direction!r}")
         if ref is None:
-            if self._head is None:
-                raise InvalidOperationError(f"session {self._read.id} is empty: nothing to switch")
-            ref = self._head
-        node = self.node(ref)
-        siblings = q.sibling_ids(self._conn, self._read.id, node.parent_id)
-        index = siblings.index(node.id)
+            if self._head_pk is None:
+                raise InvalidOperationError(
+                    f"session {self._record.id} is empty: nothing to switch"
+                )
+            pk, node_id = self._head_pk, self._head_id
+        else:
+            pk, node_id = q.resolve_node(self._conn, self._record, ref)
+        siblings = q.sibling_keys(self._conn, self._record, q.parent_key(self._conn, pk))
+        index = siblings.index(pk)
         target = index + (1 if direction == "next" else -1)
         if not 0 <= target < len(siblings):
             end = "last" if direction == "next" else "first"
             raise InvalidOperationError(
-                f"node {node.id} is the {end} of its {len(siblings)} alternative(s): "
+                f"node {node_id} is the {end} of its {len(siblings)} alternative(s): "
                 f"there is no {direction} one"
             )
-        leaf = q.descend(self._conn, siblings[target])
-        return self.checkout(leaf)
+        return self._move_head(q.descend(self._conn, siblings[target]))
 
-    def _point_path_at(self, node_id: str) -> None:
-        rows = q.path_up(
-            self._conn,
-            self._read.id,
-            node_id,
-            columns=(nodes.c.id, nodes.c.parent_id, nodes.c.active_child_id),
-        )
+    def _move_head(self, pk: int) -> Node:
+        self._point_path_at(pk)
+        node = q.get_node(self._conn, self._record, pk)
+        self._head_pk, self._head_id = pk, node.id
+        self._dirty = True
+        return node
+
+    def _point_path_at(self, pk: int) -> None:
+        """Make every ancestor of ``pk`` point its active child along the path to it."""
+        path = q.path_keys(self._conn, pk)
         changes = [
-            {"pid": parent.id, "child": child.id}
-            for child, parent in itertools.pairwise(rows)
-            if parent.active_child_id != child.id
+            {"parent": parent[0], "child": child[0]}
+            for child, parent in itertools.pairwise(path)
+            if parent[2] != child[0]
         ]
         if changes:
             self._conn.execute(
                 update(nodes)
-                .where(nodes.c.id == bindparam("pid"))
-                .values(active_child_id=bindparam("child")),
+                .where(nodes.c.pk == bindparam("parent"))
+                .values(active_child_pk=bindparam("child")),
                 changes,
             )
 
     # -- the end ----------------------------------------------------------------
 
-    def _finish(self) -> Session:
+    def _finish(self) -> None:
         if not self._dirty:
-            return self._read
-        now = _now()
+            return
         result = self._conn.execute(
             update(sessions)
-            .where(sessions.c.id == self._read.id, sessions.c.version == self._read.version)
-            .values(
-                head_id=self._head,
-                version=self._read.version + 1,
-                last_seq=self._last_seq,
-                updated_at=now,
-            )
+            .where(sessions.c.pk == self._record.pk, sessions.c.version == self.session.version)
+            .values(head_pk=self._head_pk, version=self.session.version + 1, updated_at=_now())
         )
         if result.rowcount != 1:  # the row lock makes this unreachable; belt and braces
-            current = q.get_session(self._conn, self._read.id)
-            raise ConflictError(self._read.id, self._read.version, current.version)
-        self.session = q.get_session(self._conn, self._read.id)
-        return self.session
+            current = q.session_record(self._conn, self._record.id).session
+            raise ConflictError(self._record.id, self.session.version, current.version)
+        self.session = q.session_record(self._conn, self._record.id).session
 
 
 class Store:
@@ -364,6 +383,10 @@ class Store:
     ) -> Iterator[SessionTransaction]:
         """One write transaction on a session: all of it happens, or none of it.
 
+        The session's row is locked first (``BEGIN IMMEDIATE`` on SQLite, ``SELECT
+        ... FOR UPDATE`` on PostgreSQL), so writers to one session queue up and none
+        of them can lose another's node.
+
         Args:
             session_id: the session's id or a unique prefix.
             expected_version: the version the caller read. If the session has moved
@@ -375,16 +398,10 @@ class Store:
             session after the commit.
         """
         with self.write() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            row = conn.execute(
-                select(*q.SESSION_COLUMNS, sessions.c.last_seq)
-                .where(sessions.c.id == sid)
-                .with_for_update()
-            ).one()
-            session = q.session_from_row(row)
-            if expected_version is not None and expected_version != session.version:
-                raise ConflictError(session.id, expected_version, session.version)
-            tx = SessionTransaction(conn, session, row.last_seq)
+            record = q.session_record(conn, session_id, for_update=True)
+            if expected_version is not None and expected_version != record.session.version:
+                raise ConflictError(record.id, expected_version, record.session.version)
+            tx = SessionTransaction(conn, record)
             yield tx
             tx._finish()
 
@@ -415,12 +432,11 @@ class Store:
                     id=session.id,
                     title=session.title,
                     campaign=session.campaign,
-                    head_id=None,
+                    head_pk=None,
                     version=0,
-                    last_seq=0,
                     created_at=now,
                     updated_at=now,
-                    metadata=session.metadata,
+                    metadata=q.encode_json(session.metadata),
                 )
             )
         return session
@@ -428,7 +444,7 @@ class Store:
     def session(self, ref: str) -> Session:
         """A session by id or unique prefix (>= 6 characters)."""
         with self.read() as conn:
-            return q.get_session(conn, q.resolve_session_id(conn, ref))
+            return q.session_record(conn, ref).session
 
     def sessions(self) -> list[Session]:
         """Every session, most recently changed first."""
@@ -438,7 +454,11 @@ class Store:
     def node_counts(self) -> dict[str, int]:
         """How many nodes each session has (sessions without nodes are absent)."""
         with self.read() as conn:
-            query = select(nodes.c.session_id, func.count()).group_by(nodes.c.session_id)
+            query = (
+                select(sessions.c.id, func.count())
+                .join_from(nodes, sessions, sessions.c.pk == nodes.c.session_pk)
+                .group_by(sessions.c.id)
+            )
             return {sid: count for sid, count in conn.execute(query)}
 
     # -- node reads ------------------------------------------------------------------
@@ -450,55 +470,64 @@ class Store:
             UnknownNodeError: no such node. ForeignNodeError: it is another session's.
         """
         with self.read() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            return q.get_node(conn, sid, q.resolve_node_id(conn, sid, ref))
+            record = q.session_record(conn, session_id)
+            pk, _ = q.resolve_node(conn, record, ref)
+            return q.get_node(conn, record, pk)
 
     def projection(self, session_id: str, at: str | None = None) -> list[Node]:
         """The linear projection: root -> HEAD (or -> ``at``), disabled nodes left out."""
         with self.read() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            if at is None:
-                return q.head_projection(conn, sid)[1]
-            return q.projection(conn, sid, q.resolve_node_id(conn, sid, at))
+            record = q.session_record(conn, session_id)
+            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            return q.projection(conn, record, pk)
 
     def projection_turns(self, session_id: str) -> tuple[Session, list[TurnView]]:
         """The projection at HEAD with each node's siblings: what a chat view shows."""
         with self.read() as conn:
-            session, path = q.head_projection(conn, q.resolve_session_id(conn, session_id))
-            siblings = q.sibling_lists(conn, session.id, (n.parent_id for n in path))
+            record = q.session_record(conn, session_id)
+            if record.head_pk is None:
+                return record.session, []
+            rows = q.path_rows(conn, record.head_pk)
+            ids: dict[int, str] = {}
+            made = q.nodes_from_rows(conn, rows, record.id, ids)
+            siblings = q.sibling_lists(conn, record, (row[2] for row in rows))
+            ids.update(
+                q.public_ids(conn, {pk for pks in siblings.values() for pk in pks} - ids.keys())
+            )
             turns = []
-            for node in path:
-                ids = siblings[node.parent_id]
-                turns.append(TurnView(node, ids, ids.index(node.id)))
-            return session, turns
+            for row, node in zip(rows, made, strict=True):
+                if node.enabled:
+                    keys = siblings[row[2]]
+                    turns.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
+            return record.session, turns
 
     def children(self, session_id: str, ref: str | None = None) -> list[Node]:
         """The children of a node in order; ``None``: the session's roots."""
         with self.read() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            parent = None if ref is None else q.resolve_node_id(conn, sid, ref)
-            return q.children(conn, sid, parent)
+            record = q.session_record(conn, session_id)
+            parent = None if ref is None else q.resolve_node(conn, record, ref)[0]
+            return q.children(conn, record, parent)
 
     def tree(self, session_id: str) -> Tree:
         """The whole session: its HEAD and every node, parents before children."""
         with self.read() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            return Tree(q.get_session(conn, sid), q.all_nodes(conn, sid))
+            record = q.session_record(conn, session_id)
+            return Tree(record.session, q.all_nodes(conn, record))
 
     def turn(self, session_id: str, ref: str | None = None) -> TurnView:
         """A node (default HEAD) with its siblings' ids and its index among them."""
         with self.read() as conn:
-            sid = q.resolve_session_id(conn, session_id)
-            if ref is None:
-                head = q.get_session(conn, sid).head_id
-                if head is None:
-                    raise InvalidOperationError(f"session {sid} is empty: it has no HEAD")
-                node_id = head
+            record = q.session_record(conn, session_id)
+            if ref is not None:
+                pk = q.resolve_node(conn, record, ref)[0]
+            elif record.head_pk is not None:
+                pk = record.head_pk
             else:
-                node_id = q.resolve_node_id(conn, sid, ref)
-            node = q.get_node(conn, sid, node_id)
-            siblings = q.sibling_ids(conn, sid, node.parent_id)
-            return TurnView(node, siblings, siblings.index(node.id))
+                raise InvalidOperationError(f"session {record.id} is empty: it has no HEAD")
+            node = q.get_node(conn, record, pk)
+            keys = q.sibling_keys(conn, record, q.parent_key(conn, pk))
+            ids = q.public_ids(conn, keys)
+            return TurnView(node, [ids[k] for k in keys], keys.index(pk))
 
     # -- one-operation writes -------------------------------------------------------------
 

@@ -38,6 +38,10 @@ def test_content_metadata_and_delta_are_checked(store: Store, session_id: str) -
     before = store.tree(session_id)
     with pytest.raises(InvalidOperationError, match="content must be text"):
         store.append(session_id, "user", None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidOperationError, match="NUL"):
+        store.append(session_id, "user", "a\x00b")
+    with pytest.raises(InvalidOperationError, match="NUL"):
+        store.append(session_id, "user", "x", name="\x00")
     with pytest.raises(InvalidOperationError, match="metadata must be a mapping"):
         store.append(session_id, "user", "x", metadata=["no"])  # type: ignore[arg-type]
     with pytest.raises(InvalidOperationError, match="list of operations"):
@@ -109,12 +113,17 @@ def test_the_database_refuses_a_head_of_another_session(store: Store, session_id
     foreign, _ = store.append(other, "user", "elsewhere")
     with pytest.raises(MnemosyneError, match="refused by the database"), store.write() as conn:
         conn.execute(
-            text("UPDATE sessions SET head_id = :h WHERE id = :s"),
+            text(
+                "UPDATE sessions SET head_pk = (SELECT pk FROM nodes WHERE id = :h) WHERE id = :s"
+            ),
             {"h": foreign.id, "s": session_id},
         )
     with pytest.raises(MnemosyneError, match="refused by the database"), store.write() as conn:
         conn.execute(
-            text("UPDATE nodes SET parent_id = :p WHERE session_id = :s"),
+            text(
+                "UPDATE nodes SET parent_pk = (SELECT pk FROM nodes WHERE id = :p) "
+                "WHERE session_pk = (SELECT pk FROM sessions WHERE id = :s)"
+            ),
             {"p": foreign.id, "s": session_id},
         )
     assert store.session(session_id).head_id != foreign.id

@@ -16,72 +16,77 @@ branch_labels = None
 depends_on = None
 
 
+Key = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
 def upgrade() -> None:
     op.create_table(
         "sessions",
+        sa.Column("pk", Key, autoincrement=True, nullable=False),
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("title", sa.Text(), nullable=True),
         sa.Column("campaign", sa.Text(), nullable=True),
-        sa.Column("head_id", sa.String(32), nullable=True),
+        sa.Column("head_pk", Key, nullable=True),
         sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("last_seq", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("metadata", sa.JSON(), nullable=False),
+        sa.Column("metadata", sa.Text(), nullable=False),
         sa.CheckConstraint("version >= 0", name=op.f("ck_sessions_version_not_negative")),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_sessions")),
+        sa.PrimaryKeyConstraint("pk", name=op.f("pk_sessions")),
+        sa.UniqueConstraint("id", name=op.f("uq_sessions_id")),
     )
     op.create_table(
         "nodes",
+        sa.Column("pk", Key, autoincrement=True, nullable=False),
         sa.Column("id", sa.String(32), nullable=False),
-        sa.Column("session_id", sa.String(32), nullable=False),
-        sa.Column("parent_id", sa.String(32), nullable=True),
-        sa.Column("seq", sa.Integer(), nullable=False),
+        sa.Column("session_pk", Key, nullable=False),
+        sa.Column("parent_pk", Key, nullable=True),
         sa.Column("role", sa.String(16), nullable=False),
         sa.Column("name", sa.Text(), nullable=True),
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("metadata", sa.JSON(), nullable=False),
-        sa.Column("delta", sa.JSON(), nullable=True),
-        sa.Column("active_child_id", sa.String(32), nullable=True),
+        sa.Column("metadata", sa.Text(), nullable=False),
+        sa.Column("delta", sa.Text(), nullable=True),
+        sa.Column("active_child_pk", Key, nullable=True),
         sa.CheckConstraint(
             "role IN ('system', 'user', 'assistant')", name=op.f("ck_nodes_role_known")
         ),
         sa.CheckConstraint(
-            "parent_id IS NULL OR parent_id <> id", name=op.f("ck_nodes_not_own_parent")
+            "parent_pk IS NULL OR parent_pk <> pk", name=op.f("ck_nodes_not_own_parent")
         ),
         sa.ForeignKeyConstraint(
-            ["session_id"],
-            ["sessions.id"],
-            name=op.f("fk_nodes_session_id_sessions"),
+            ["session_pk"],
+            ["sessions.pk"],
+            name=op.f("fk_nodes_session_pk_sessions"),
             ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
-            ["session_id", "parent_id"],
-            ["nodes.session_id", "nodes.id"],
+            ["session_pk", "parent_pk"],
+            ["nodes.session_pk", "nodes.pk"],
             name="fk_nodes_parent",
             deferrable=True,
             initially="DEFERRED",
         ),
         sa.ForeignKeyConstraint(
-            ["session_id", "active_child_id"],
-            ["nodes.session_id", "nodes.id"],
+            ["session_pk", "active_child_pk"],
+            ["nodes.session_pk", "nodes.pk"],
             name="fk_nodes_active_child",
             deferrable=True,
             initially="DEFERRED",
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_nodes")),
-        sa.UniqueConstraint("session_id", "id", name=op.f("uq_nodes_session_id_id")),
+        sa.PrimaryKeyConstraint("pk", name=op.f("pk_nodes")),
+        sa.UniqueConstraint("id", name=op.f("uq_nodes_id")),
+        sa.UniqueConstraint("session_pk", "pk", name=op.f("uq_nodes_session_pk_pk")),
     )
-    op.create_index("ix_nodes_children", "nodes", ["session_id", "parent_id", "seq"])
+    op.create_index("ix_nodes_children", "nodes", ["session_pk", "parent_pk", "pk"])
     # sessions <-> nodes is a cycle: HEAD's key is added once both tables exist.
     with op.batch_alter_table("sessions") as batch:
         batch.create_foreign_key(
             "fk_sessions_head_nodes",
             "nodes",
-            ["id", "head_id"],
-            ["session_id", "id"],
+            ["pk", "head_pk"],
+            ["session_pk", "pk"],
             deferrable=True,
             initially="DEFERRED",
         )
