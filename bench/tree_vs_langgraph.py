@@ -30,7 +30,10 @@ One continuous chat runs on each side up to the largest ``--turns``; at each val
 - ``ms/turn``: mean wall time (``time.perf_counter``) of a turn over the whole run
   so far, and over the last 100 turns.
 - ``load ms``: the time to load what the model would see at HEAD -- LangGraph's
-  ``graph.get_state(config)``; our ``store.projection(session_id)`` -- median of 5.
+  ``graph.get_state(config)`` (its state: the message objects); our
+  ``store.messages(session_id)`` (id, role, name and text of each message on the
+  path, what the prompt is built from) -- median of 5. The notes give our
+  ``store.projection`` too: whole nodes, with metadata, delta and times.
   Both are checked to return all 2N messages, the last one the expected text.
 
 Then a deep test of our side alone, in a separate file: a session grown to
@@ -215,8 +218,12 @@ class Ours(Side):
             raw.close()
 
     def load(self) -> tuple[int, str]:
-        nodes = self.store.projection(self.session.id)
-        return len(nodes), nodes[-1].content
+        messages = self.store.messages(self.session.id)
+        return len(messages), messages[-1].content
+
+    def note(self) -> str:
+        ms, nodes = median_ms(lambda: self.store.projection(self.session.id), LOAD_REPEATS)
+        return f"whole-node projection {ms:.2f} ms ({len(nodes)} nodes)"
 
     def close(self) -> None:
         self.store.close()
@@ -344,8 +351,16 @@ def deep_test(path: Path, depth: int, turns: Sequence[tuple[str, str]]) -> dict[
         projection_ms, nodes = median_ms(lambda: store.projection(sid), LOAD_REPEATS)
         if len(nodes) != depth:
             raise SystemExit(f"deep projection returned {len(nodes)} nodes, not {depth}")
+        messages_ms, messages = median_ms(lambda: store.messages(sid), LOAD_REPEATS)
+        if len(messages) != depth:
+            raise SystemExit(f"deep messages returned {len(messages)}, not {depth}")
         deep = appends()
-    return {"projection_ms": projection_ms, "shallow_ms": shallow, "deep_ms": deep}
+    return {
+        "projection_ms": projection_ms,
+        "messages_ms": messages_ms,
+        "shallow_ms": shallow,
+        "deep_ms": deep,
+    }
 
 
 # --- output --------------------------------------------------------------------------------
@@ -448,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     deep_ratio = deep["deep_ms"] / deep["shallow_ms"]
     print(
-        f"\ndeep projection_ms={deep['projection_ms']:.2f} "
+        f"\ndeep projection_ms={deep['projection_ms']:.2f} messages_ms={deep['messages_ms']:.2f} "
         f"append_ms@{SHALLOW_DEPTH}={deep['shallow_ms']:.2f} "
         f"append_ms@{args.depth}={deep['deep_ms']:.2f} ratio={deep_ratio:.2f}"
     )

@@ -16,7 +16,7 @@ from .errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import ROLES, Node, Role, Session, Tree, TurnView
+from .models import ROLES, Message, Node, Role, Session, Tree, TurnView
 from .store import SessionTransaction, Store
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ConflictError",
     "ForeignNodeError",
     "InvalidOperationError",
+    "Message",
     "MnemosyneError",
     "Node",
     "NotFoundError",

@@ -53,6 +53,9 @@ def _configure_sqlite(engine: Engine) -> None:
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA synchronous = NORMAL")
+            # Long stories are read whole (the projection): keep pages in memory.
+            cursor.execute("PRAGMA cache_size = -65536")  # KiB, allocated as used
+            cursor.execute("PRAGMA mmap_size = 268435456")
         finally:
             cursor.close()
 

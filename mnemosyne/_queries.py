@@ -13,6 +13,7 @@ import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Text, literal, select, type_coerce
@@ -25,7 +26,7 @@ from .errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import Node, Session
+from .models import Message, Node, Session, parse_utc
 
 MIN_PREFIX = 6
 #: Far deeper than any story; stops a recursive query if a cycle were ever stored.
@@ -36,9 +37,9 @@ _HEX = frozenset(string.hexdigits.lower())
 
 
 def timestamp(value: Any) -> datetime:
-    """A stored time as an aware UTC datetime (SQLite keeps ISO text without a zone)."""
+    """A stored time as an aware UTC datetime (SQLite: ISO text; PostgreSQL: datetime)."""
     if isinstance(value, str):
-        value = datetime.fromisoformat(value)
+        return parse_utc(value)
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
@@ -49,12 +50,6 @@ def encode_json(value: Any) -> str:
 def decode_object(text: str | None) -> dict[str, Any]:
     if not text or text == "{}":
         return {}
-    return json.loads(text)
-
-
-def decode_list(text: str | None) -> list[Any]:
-    if not text or text == "[]":
-        return []
     return json.loads(text)
 
 
@@ -85,9 +80,9 @@ def node_from_row(row: Sequence[Any], session_id: str, ids: dict[int, str]) -> N
         row[5],
         row[6],
         bool(row[7]),
-        timestamp(row[8]),
-        decode_object(row[9]),
-        decode_list(row[10]),
+        row[8],  # decoded on first use (see Node)
+        row[9],
+        row[10],
         None if child_pk is None else ids[child_pk],
     )
 
@@ -307,34 +302,69 @@ def _is(column: Any, value: int | None) -> Any:
 # --- paths ---------------------------------------------------------------------------------
 
 
-def _path_cte(pk: int) -> Any:
-    start = select(nodes.c.pk, nodes.c.parent_pk, literal(0).label("depth")).where(nodes.c.pk == pk)
-    path = start.cte("path", recursive=True)
-    step = select(nodes.c.pk, nodes.c.parent_pk, (path.c.depth + 1).label("depth")).where(
-        nodes.c.pk == path.c.parent_pk, path.c.depth < MAX_DEPTH
-    )
-    return path.union_all(step)
+_WALK_UP = """WITH RECURSIVE path(pk, parent_pk, depth) AS (
+    SELECT pk, parent_pk, 0 FROM nodes WHERE pk = {param}
+    UNION ALL
+    SELECT n.pk, n.parent_pk, path.depth + 1 FROM nodes n JOIN path ON n.pk = path.parent_pk
+    WHERE path.depth < {limit}
+)
+SELECT path.depth, {columns} FROM path JOIN nodes n ON n.pk = path.pk"""
+
+# The columns of NODE_COLUMNS, as SQL on the alias ``n``; created_at comes back as
+# stored (text on SQLite), decoded on first use.
+_NODE_SQL = (
+    "n.pk, n.id, n.parent_pk, n.active_child_pk, n.role, n.name, n.content, n.enabled, "
+    "n.created_at, n.metadata, n.delta"
+)
+_MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content"
 
 
-def path_rows(conn: Connection, pk: int) -> list[Sequence[Any]]:
-    """The rows (NODE_COLUMNS) of the path from ``pk`` up to its root, root first.
+@lru_cache(maxsize=16)
+def _walk_up_sql(paramstyle: str, columns: str) -> str:
+    param = "?" if paramstyle == "qmark" else "%s"
+    return _WALK_UP.format(param=param, limit=MAX_DEPTH, columns=columns)
 
-    One recursive CTE that walks integer keys only, then one join for the columns.
+
+def walk_up(conn: Connection, pk: int, columns: str) -> list[tuple[Any, ...]]:
+    """Rows of ``columns`` for the path from ``pk`` up to its root, root first.
+
+    The projection is the hot path of everything (each turn, each log, each page),
+    so it is one recursive CTE over integer keys, run on the driver's cursor inside
+    the connection's transaction: SQLAlchemy's row objects would cost more than the
+    query itself.
     """
-    path = _path_cte(pk)
-    query = select(path.c.depth, *NODE_COLUMNS).join_from(path, nodes, nodes.c.pk == path.c.pk)
-    rows = conn.execute(query).all()
-    rows.sort(key=lambda row: -row[0])
-    return [row[1:] for row in rows]
+    sql = _walk_up_sql(conn.dialect.paramstyle, columns)
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(sql, (pk,))
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    rows.sort(key=_depth, reverse=True)
+    return rows
+
+
+def _depth(row: Sequence[Any]) -> int:
+    return row[0]
+
+
+def path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
+    """The rows (NODE_COLUMNS) of the path from ``pk`` up to its root, root first."""
+    return [row[1:] for row in walk_up(conn, pk, _NODE_SQL)]
 
 
 def path_keys(conn: Connection, pk: int) -> list[tuple[int, int | None, int | None]]:
     """(pk, parent_pk, active_child_pk) along the path from ``pk`` up, ``pk`` first."""
-    path = _path_cte(pk)
-    query = select(path.c.depth, nodes.c.pk, nodes.c.parent_pk, nodes.c.active_child_pk)
-    rows = conn.execute(query.join_from(path, nodes, nodes.c.pk == path.c.pk)).all()
-    rows.sort(key=lambda row: row[0])
-    return [(row[1], row[2], row[3]) for row in rows]
+    rows = walk_up(conn, pk, "n.pk, n.parent_pk, n.active_child_pk")
+    return [(row[1], row[2], row[3]) for row in reversed(rows)]
+
+
+def messages(conn: Connection, pk: int | None) -> list[Message]:
+    """What the model sees: the enabled messages of the path root -> ``pk``."""
+    if pk is None:
+        return []
+    rows = walk_up(conn, pk, _MESSAGE_SQL)
+    return [Message(row[2], row[3], row[4], row[5]) for row in rows if row[1]]
 
 
 def projection(conn: Connection, record: SessionRecord, pk: int | None) -> list[Node]:

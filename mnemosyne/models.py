@@ -1,24 +1,24 @@
 """The public value objects of the store: what a read returns.
 
-They are plain frozen dataclasses, detached from the database: holding one never
-keeps a connection or a transaction open.
+They are detached from the database: holding one never keeps a connection or a
+transaction open, and changing one changes nothing stored.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ROLES", "Node", "Role", "Session", "Tree", "TurnView"]
+__all__ = ["ROLES", "Message", "Node", "Role", "Session", "Tree", "TurnView"]
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant")
 
 
-@dataclass(frozen=True, slots=True)
 class Node:
-    """One message of a session's tree.
+    """One message of a session's tree: a detached copy of what is stored.
 
     Attributes:
         id: 32 lowercase hex characters, random (so short prefixes are unique).
@@ -32,19 +32,101 @@ class Node:
         metadata: free-form data (model, sampling parameters, token usage...).
         delta: the world-state operations this node applies (a list, may be empty).
         active_child_id: the child last on the active path, ``None`` for a leaf.
+
+    ``created_at``, ``metadata`` and ``delta`` may be handed in as stored (ISO text,
+    JSON text) and are decoded on first use: a projection builds one Node per
+    message and most callers read only the role and the text.
     """
 
-    id: str
-    session_id: str
-    parent_id: str | None
-    role: Role
-    name: str | None
-    content: str
-    enabled: bool
-    created_at: datetime
-    metadata: dict[str, Any] = field(default_factory=dict)
-    delta: list[dict[str, Any]] = field(default_factory=list)
-    active_child_id: str | None = None
+    __slots__ = (
+        "_created_at",
+        "_delta",
+        "_metadata",
+        "active_child_id",
+        "content",
+        "enabled",
+        "id",
+        "name",
+        "parent_id",
+        "role",
+        "session_id",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        session_id: str,
+        parent_id: str | None,
+        role: Role,
+        name: str | None,
+        content: str,
+        enabled: bool,
+        created_at: datetime | str,
+        metadata: dict[str, Any] | str | None = None,
+        delta: list[dict[str, Any]] | str | None = None,
+        active_child_id: str | None = None,
+    ) -> None:
+        self.id = id
+        self.session_id = session_id
+        self.parent_id = parent_id
+        self.role = role
+        self.name = name
+        self.content = content
+        self.enabled = enabled
+        self._created_at = created_at
+        self._metadata = metadata
+        self._delta = delta
+        self.active_child_id = active_child_id
+
+    @property
+    def created_at(self) -> datetime:
+        value = self._created_at
+        if isinstance(value, str):
+            value = self._created_at = parse_utc(value)
+        return value
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        value = self._metadata
+        if not isinstance(value, dict):
+            value = self._metadata = {} if not value or value == "{}" else json.loads(value)
+        return value
+
+    @property
+    def delta(self) -> list[dict[str, Any]]:
+        value = self._delta
+        if not isinstance(value, list):
+            value = self._delta = [] if not value or value == "[]" else json.loads(value)
+        return value
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.session_id,
+            self.parent_id,
+            self.role,
+            self.name,
+            self.content,
+            self.enabled,
+            self.created_at,
+            self.metadata,
+            self.delta,
+            self.active_child_id,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        text = self.content if len(self.content) <= 40 else self.content[:39] + "…"
+        return (
+            f"Node(id={self.id!r}, role={self.role!r}, parent_id={self.parent_id!r}, "
+            f"content={text!r})"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The node as a JSON-ready mapping (the CLI's and the API's shape)."""
@@ -61,6 +143,51 @@ class Node:
             "delta": self.delta,
             "active_child_id": self.active_child_id,
         }
+
+
+class Message:
+    """A message as the model sees it: one enabled node of the projection, lean.
+
+    What the turn loop builds a prompt from; :meth:`mnemosyne.Store.messages`
+    reads only these columns, which makes it the cheapest read of a long story.
+    """
+
+    __slots__ = ("content", "id", "name", "role")
+
+    def __init__(self, id: str, role: Role, name: str | None, content: str) -> None:
+        self.id = id
+        self.role = role
+        self.name = name
+        self.content = content
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.id, self.role, self.name, self.content) == (
+            other.id,
+            other.role,
+            other.name,
+            other.content,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        text = self.content if len(self.content) <= 40 else self.content[:39] + "…"
+        return f"Message(id={self.id!r}, role={self.role!r}, content={text!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"id", "role", "name", "content"}``."""
+        return {"id": self.id, "role": self.role, "name": self.name, "content": self.content}
+
+
+def parse_utc(text: str) -> datetime:
+    """A stored time as an aware UTC datetime.
+
+    SQLite keeps ISO text without a zone (every time we store is UTC); parsing it
+    with the zone appended is several times cheaper than ``replace(tzinfo=...)``.
+    """
+    return datetime.fromisoformat(text + "+00:00" if len(text) <= 26 else text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import itertools
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from . import _queries as q
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._schema import nodes, preferences, sessions
 from .errors import ConflictError, InvalidOperationError, MnemosyneError, StorageError
-from .models import ROLES, Node, Role, Session, Tree, TurnView
+from .models import ROLES, Message, Node, Role, Session, Tree, TurnView
 
 __all__ = ["SessionTransaction", "Store"]
 
@@ -280,15 +281,17 @@ class SessionTransaction:
     def _finish(self) -> None:
         if not self._dirty:
             return
+        now = _now()
+        version = self.session.version + 1
         result = self._conn.execute(
             update(sessions)
             .where(sessions.c.pk == self._record.pk, sessions.c.version == self.session.version)
-            .values(head_pk=self._head_pk, version=self.session.version + 1, updated_at=_now())
+            .values(head_pk=self._head_pk, version=version, updated_at=now)
         )
         if result.rowcount != 1:  # the row lock makes this unreachable; belt and braces
             current = q.session_record(self._conn, self._record.id).session
             raise ConflictError(self._record.id, self.session.version, current.version)
-        self.session = q.session_record(self._conn, self._record.id).session
+        self.session = replace(self.session, head_id=self._head_id, version=version, updated_at=now)
 
 
 class Store:
@@ -480,6 +483,16 @@ class Store:
             record = q.session_record(conn, session_id)
             pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
             return q.projection(conn, record, pk)
+
+    def messages(self, session_id: str, at: str | None = None) -> list[Message]:
+        """What the model sees at HEAD (or at ``at``): the projection's enabled
+        messages with only their id, role, name and text. The cheapest read of a
+        long story; :meth:`projection` gives whole nodes.
+        """
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            return q.messages(conn, pk)
 
     def projection_turns(self, session_id: str) -> tuple[Session, list[TurnView]]:
         """The projection at HEAD with each node's siblings: what a chat view shows."""
