@@ -208,3 +208,48 @@ def test_sessions_resolve_by_prefix(store: Store) -> None:
     missing = "ffffff" if not session.id.startswith("ffffff") else "eeeeee"
     with pytest.raises(UnknownSessionError, match=missing):
         store.session(missing)
+
+
+def test_messages_are_the_projection_as_the_model_sees_it(store: Store) -> None:
+    sid = store.create_session().id
+    assert store.messages(sid) == []
+    store.append(sid, "system", "You narrate.")
+    store.append(sid, "user", "psst", name="Alice", enabled=False)
+    user, _ = store.append(sid, "user", "Hello", name="Alice")
+    store.append(sid, "assistant", "Hi", metadata={"model": "m"})
+    expected = [(n.id, n.role, n.name, n.content) for n in store.projection(sid)]
+    assert [(m.id, m.role, m.name, m.content) for m in store.messages(sid)] == expected
+    assert len(expected) == 3
+    assert [m.content for m in store.messages(sid, at=user.id[:6])] == ["You narrate.", "Hello"]
+
+
+def test_projection_turns_carry_the_alternatives_of_every_message(store: Store) -> None:
+    sid = store.create_session().id
+    greeting, _ = store.append(sid, "assistant", "Welcome")
+    other_greeting, _ = store.add_sibling(sid, greeting.id, "Hello there")
+    user, _ = store.append(sid, "user", "Hi")
+    first, _ = store.append(sid, "assistant", "One")
+    second, _ = store.add_sibling(sid, first.id, "Two")
+    third, _ = store.add_sibling(sid, first.id, "Three")
+    store.checkout(sid, second.id)
+    session, turns = store.projection_turns(sid)
+    assert session.head_id == second.id
+    assert [(t.node.id, t.siblings, t.index) for t in turns] == [
+        (other_greeting.id, [greeting.id, other_greeting.id], 1),
+        (user.id, [user.id], 0),
+        (second.id, [first.id, second.id, third.id], 1),
+    ]
+    empty = store.create_session().id
+    assert store.projection_turns(empty)[1] == []
+
+
+def test_node_fields_survive_the_round_trip(store: Store) -> None:
+    sid = store.create_session().id
+    metadata = {"model": "gpt", "usage": {"prompt": 10}, "text": "ünïcødé ✓"}
+    delta = [{"op": "set", "path": "flags", "value": ["a", "b"]}]
+    node, _ = store.append(sid, "assistant", "multi\nline ✓", metadata=metadata, delta=delta)
+    stored = store.node(sid, node.id)
+    assert stored == node
+    assert (stored.metadata, stored.delta, stored.content) == (metadata, delta, "multi\nline ✓")
+    assert stored.created_at == node.created_at
+    assert stored.as_dict()["created_at"] == node.created_at.isoformat()
