@@ -30,15 +30,26 @@ def create_store_engine(url: str) -> Engine:
     busy timeout, and transactions begun by us: ``BEGIN IMMEDIATE`` for writes, so
     writers queue instead of failing to upgrade a read lock.
     """
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as error:
+        raise StorageError(
+            f"{url!r} is not a database URL (sqlite:///path or postgresql://...)"
+        ) from error
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StorageError(
+            f"{parsed.render_as_string(hide_password=True)}: Clotho stores on SQLite or "
+            f"PostgreSQL, not {backend}"
+        )
+    if backend == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(parsed, connect_args={"timeout": 30.0})
         _configure_sqlite(engine)
         return engine
-    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+    if parsed.drivername == "postgresql":
         # Plain postgresql:// means psycopg 3 here (the driver we depend on).
         parsed = parsed.set(drivername="postgresql+psycopg")
     return create_engine(parsed, pool_pre_ping=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clotho.errors import ClothoError
-from mnemosyne import MnemosyneError
+from sqlalchemy import Engine
+
 from mnemosyne._engine import create_store_engine, describe, schema_revision, upgrade
 from mnemosyne._schema import SCHEMA_REVISION
 
@@ -11,11 +11,8 @@ from ._app import Cli, command, db_app
 from .style import out
 
 
-def _engine(cli: Cli):  # type: ignore[no-untyped-def]
-    try:
-        return create_store_engine(cli.settings.resolved_database_url)
-    except (ValueError, ImportError) as error:
-        raise ClothoError(f"cannot use database URL: {error}") from error
+def _engine(cli: Cli) -> Engine:
+    return create_store_engine(cli.settings.resolved_database_url)
 
 
 @command(db_app, "upgrade")
@@ -27,8 +24,6 @@ def db_upgrade(cli: Cli) -> None:
         if before != SCHEMA_REVISION:
             upgrade(engine)
         after = schema_revision(engine)
-    except MnemosyneError:
-        raise
     finally:
         engine.dispose()
     document = {"database": describe(engine), "before": before, "after": after}

@@ -163,6 +163,19 @@ def test_a_corrupt_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     assert path.read_bytes() == b"\x00not sqlite\x00" * 500
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("nonsense", "not a database URL"),
+        ("mysql://x/y", "not mysql"),
+        ("postgresql://postgres@127.0.0.1:1/none", "Connection refused"),
+    ],
+)
+def test_a_database_that_cannot_be_used_is_named(url: str, expected: str, tmp_path: Path) -> None:
+    message = Run(url, tmp_path / "home").fails("session", "list")
+    assert expected in message
+
+
 def test_db_upgrade_and_status(
     backend: str, blank_database_url: Callable[[str], str], tmp_path: Path
 ) -> None:
