@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import import_module
 
-from . import db, demo, tree  # noqa: F401  (they register their commands)
 from ._app import app
 
 __all__ = ["app", "main"]
+
+# The command modules register their commands when imported; this order is the order
+# of ``clotho --help``.
+for _module in ("tree", "db", "demo"):
+    import_module(f"{__name__}.{_module}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

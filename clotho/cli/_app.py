@@ -45,8 +45,8 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="SQLAlchemy URL of the database [env: CLOTHO_DATABASE_URL; "
-        "default: clotho.db in the user's data directory]",
+        help="SQLAlchemy URL of the database (env CLOTHO_DATABASE_URL; "
+        "default: clotho.db in the user's data directory).",
         show_default=False,
     ),
 ]
@@ -54,8 +54,8 @@ SessionOption = Annotated[
     str | None,
     typer.Option(
         "--session",
-        help="The session to act on (id or prefix) [env: CLOTHO_SESSION; default: the one "
-        "used last]",
+        help="The session to act on, id or prefix (env CLOTHO_SESSION; default: the one "
+        "used last).",
         show_default=False,
     ),
 ]
@@ -64,12 +64,12 @@ JsonOption = Annotated[
 ]
 ModelOption = Annotated[
     str | None,
-    typer.Option("--model", help="litellm model string [env: CLOTHO_MODEL]", show_default=False),
+    typer.Option("--model", help="litellm model string (env CLOTHO_MODEL).", show_default=False),
 ]
 ApiBaseOption = Annotated[
     str | None,
     typer.Option(
-        "--api-base", help="The model server's base URL [env: CLOTHO_API_BASE]", show_default=False
+        "--api-base", help="The model server's base URL (env CLOTHO_API_BASE).", show_default=False
     ),
 ]
 
@@ -89,15 +89,30 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from clotho import __version__
+
+        sys.stdout.write(f"clotho {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
     db: DbOption = None,
     session: SessionOption = None,
     json_output: JsonOption = False,
     model: ModelOption = None,
     api_base: ApiBaseOption = None,
 ) -> None:
+    del version  # handled by its callback
     ctx.obj = {
         "db": db,
         "session": session,

@@ -188,7 +188,9 @@ def checkout(
 @command(app, "swipe")
 def swipe(
     cli: Cli,
-    direction: Annotated[Literal["next", "prev"], typer.Argument(help="next or prev.")],
+    direction: Annotated[
+        Literal["next", "prev"], typer.Argument(metavar="next|prev", help="Which way.")
+    ],
     node: Annotated[
         str | None, typer.Argument(help="Whose alternatives (default: HEAD).", show_default=False)
     ] = None,
