@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -172,3 +174,18 @@ def test_a_closed_database_is_one_self_contained_file(tmp_path: Path) -> None:
     shutil.copy(source, copy)
     with Store.open(f"sqlite:///{copy}") as store:
         assert [n.content for n in store.projection(sid)] == ["kept"]
+
+
+def test_opening_a_current_database_does_not_load_alembic(tmp_path: Path) -> None:
+    """Start-up: the schema check is one query; Alembic is imported only to migrate."""
+    url = f"sqlite:///{tmp_path / 'current.db'}"
+    Store.open(url).close()
+    probe = (
+        "import sys; from mnemosyne import Store; Store.open(sys.argv[1]).close(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'sqlalchemy')"
+        " and ('alembic' in m or '.orm' in m)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, url], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
