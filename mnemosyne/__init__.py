@@ -1,41 +1,56 @@
 """Mnemosyne: Clotho's memory.
 
 The conversation tree of every session (nodes, HEAD, active-child pointers, the
-linear projection), stored with SQLAlchemy on SQLite or PostgreSQL. It imports
-nothing of the rest of Clotho.
+linear projection) and the world state on every node (a schema, validated deltas,
+keyframes), stored with SQLAlchemy on SQLite or PostgreSQL. It imports nothing of
+the rest of Clotho.
 """
 
 from .errors import (
     AmbiguousIdError,
     ConflictError,
+    DeltaProblem,
     ForeignNodeError,
+    InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
     NotFoundError,
+    SchemaError,
     StorageError,
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import ROLES, Message, Node, Role, Session, Tree, TurnView
+from .models import ROLES, Blame, Change, Message, Node, Role, Session, Tree, TurnView, WorldState
+from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 
 __all__ = [
+    "PERMISSIVE",
     "ROLES",
     "AmbiguousIdError",
+    "Blame",
+    "Change",
     "ConflictError",
+    "DeltaProblem",
     "ForeignNodeError",
+    "InvalidDeltaError",
     "InvalidOperationError",
     "Message",
     "MnemosyneError",
     "Node",
     "NotFoundError",
     "Role",
+    "SchemaError",
     "Session",
     "SessionTransaction",
+    "StateSchema",
     "StorageError",
     "Store",
     "Tree",
     "TurnView",
     "UnknownNodeError",
     "UnknownSessionError",
+    "Variable",
+    "WorldState",
+    "schema_from_mapping",
 ]

@@ -118,6 +118,7 @@ class SessionRecord:
     pk: int
     head_pk: int | None
     session: Session
+    schema_json: str | None = None
 
     @property
     def id(self) -> str:
@@ -136,6 +137,7 @@ SESSION_COLUMNS = (
     type_coerce(sessions.c.updated_at, Text).label("updated_at"),
     sessions.c.campaign,
     sessions.c.metadata,
+    sessions.c.state_schema,
 )
 _SESSIONS = sessions.outerjoin(_head, _head.c.pk == sessions.c.head_pk)
 
@@ -151,7 +153,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         row[8],
         decode_object(row[9]),
     )
-    return SessionRecord(row[0], row[1], session)
+    return SessionRecord(row[0], row[1], session, row[10])
 
 
 def _prefix(kind: str, ref: str) -> str:

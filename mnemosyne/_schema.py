@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 
 ID_LENGTH = 32
 
@@ -68,6 +68,9 @@ sessions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     Column("metadata", Text, nullable=False),
+    # The world-state schema as JSON (NULL: the permissive one), fixed at creation so
+    # that every process computes the same states.
+    Column("state_schema", Text),
     ForeignKeyConstraint(
         ["pk", "head_pk"],
         ["nodes.session_pk", "nodes.pk"],
@@ -113,6 +116,15 @@ nodes = Table(
     CheckConstraint("role IN ('system', 'user', 'assistant')", name="role_known"),
     CheckConstraint("parent_pk IS NULL OR parent_pk <> pk", name="not_own_parent"),
     Index("ix_nodes_children", "session_pk", "parent_pk", "pk"),
+)
+
+#: Whole world states cached at some nodes (see mnemosyne.state): the state *after*
+#: the node. A cache: deleting rows loses nothing, reads walk further up.
+keyframes = Table(
+    "keyframes",
+    metadata,
+    Column("node_pk", Key, ForeignKey("nodes.pk", ondelete="CASCADE"), primary_key=True),
+    Column("state", Text, nullable=False),
 )
 
 #: Small key/value settings kept with the data (such as the session used last).

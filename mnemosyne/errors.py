@@ -10,10 +10,13 @@ from __future__ import annotations
 __all__ = [
     "AmbiguousIdError",
     "ConflictError",
+    "DeltaProblem",
     "ForeignNodeError",
+    "InvalidDeltaError",
     "InvalidOperationError",
     "MnemosyneError",
     "NotFoundError",
+    "SchemaError",
     "StorageError",
     "UnknownNodeError",
     "UnknownSessionError",
@@ -99,6 +102,58 @@ class InvalidOperationError(MnemosyneError, ValueError):
     """The operation is not possible on this input (a bad role, no next sibling, ...)."""
 
     code = "invalid_operation"
+
+
+class DeltaProblem:
+    """One refused operation of a delta: where it is, what it was, why."""
+
+    __slots__ = ("index", "operation", "reason")
+
+    def __init__(self, index: int, operation: object, reason: str) -> None:
+        self.index = index
+        self.operation = operation
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"operation {self.index} {describe_operation(self.operation)}: {self.reason}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"index": self.index, "operation": self.operation, "reason": self.reason}
+
+
+def describe_operation(operation: object) -> str:
+    if isinstance(operation, dict):
+        parts = [str(operation.get("op", "?")), str(operation.get("path", "?"))]
+        if "value" in operation:
+            parts.append(repr(operation["value"]))
+        return "(" + " ".join(parts) + ")"
+    return f"({operation!r})"
+
+
+class InvalidDeltaError(InvalidOperationError):
+    """A delta does not apply to the state it was given: nothing of it was stored.
+
+    ``problems`` lists every refused operation, not just the first.
+    """
+
+    code = "invalid_delta"
+
+    def __init__(self, problems: list[DeltaProblem], node_id: str | None = None) -> None:
+        where = f" at node {node_id}" if node_id else ""
+        listed = "; ".join(str(p) for p in problems)
+        super().__init__(f"invalid delta{where}: {listed}")
+        self.problems = problems
+        self.node_id = node_id
+
+
+class SchemaError(MnemosyneError, ValueError):
+    """A state schema is not valid; ``problems`` names each key that is wrong."""
+
+    code = "invalid_schema"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid state schema: " + "; ".join(problems))
+        self.problems = problems
 
 
 class StorageError(MnemosyneError):

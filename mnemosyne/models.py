@@ -11,7 +11,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ROLES", "Message", "Node", "Role", "Session", "Tree", "TurnView"]
+__all__ = [
+    "ROLES",
+    "Blame",
+    "Change",
+    "Message",
+    "Node",
+    "Role",
+    "Session",
+    "Tree",
+    "TurnView",
+    "WorldState",
+]
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant")
@@ -257,3 +268,48 @@ class Tree:
             "version": self.session.version,
             "nodes": [n.as_dict() for n in self.nodes],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class WorldState:
+    """The world as it stands after a node: variables, active lore, running summary."""
+
+    variables: dict[str, Any]
+    active_lore_ids: list[str]
+    summary: str
+
+    @classmethod
+    def from_mapping(cls, state: dict[str, Any]) -> WorldState:
+        return cls(state["variables"], state["active_lore_ids"], state["summary"])
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"variables": {...}, "active_lore_ids": [...], "summary": "..."}``."""
+        return {
+            "variables": self.variables,
+            "active_lore_ids": self.active_lore_ids,
+            "summary": self.summary,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Blame:
+    """Which node on the path last wrote a variable (``node_id`` None: none did)."""
+
+    path: str
+    value: Any
+    node_id: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "value": self.value, "node_id": self.node_id}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A node on the path that wrote a variable: its operations, the value after."""
+
+    node_id: str
+    operations: list[dict[str, Any]]
+    value: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "operations": self.operations, "value": self.value}

@@ -20,10 +20,24 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Engine, bindparam, exc, func, insert, select, update
 
 from . import _queries as q
+from . import _worldstate as ws
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._schema import nodes, preferences, sessions
 from .errors import ConflictError, InvalidOperationError, MnemosyneError, StorageError
-from .models import ROLES, Message, Node, Role, Session, Tree, TurnView
+from .models import (
+    ROLES,
+    Blame,
+    Change,
+    Message,
+    Node,
+    Role,
+    Session,
+    Tree,
+    TurnView,
+    WorldState,
+)
+from .state.delta import diff_states, value_at
+from .state.schema import StateSchema
 
 __all__ = ["SessionTransaction", "Store"]
 
@@ -95,9 +109,16 @@ class SessionTransaction:
     active child on the path to HEAD.
     """
 
-    def __init__(self, conn: Connection, record: q.SessionRecord) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        record: q.SessionRecord,
+        keyframe_every: int = ws.DEFAULT_KEYFRAME_EVERY,
+    ) -> None:
         self._conn = conn
         self._record = record
+        self._schema = ws.parse_schema(record.schema_json)
+        self._every = keyframe_every
         self._head_pk = record.head_pk
         self._head_id = record.session.head_id
         self._dirty = False
@@ -119,6 +140,32 @@ class SessionTransaction:
     def projection(self) -> list[Node]:
         """The linear projection at HEAD as it stands inside the transaction."""
         return q.projection(self._conn, self._record, self._head_pk)
+
+    def state(self, ref: str | None = None) -> WorldState:
+        """The world state after a node (default HEAD) as it stands in the transaction."""
+        pk = self._head_pk if ref is None else q.resolve_node(self._conn, self._record, ref)[0]
+        if pk is None:
+            return WorldState.from_mapping(self._schema.initial_state())
+        return WorldState.from_mapping(ws.state_after(self._conn, self._schema, pk).state)
+
+    # -- keyframes (for edits that change ancestry or enabled flags) ----------------
+
+    def invalidate_keyframes(self, ref: str) -> int:
+        """Drop the keyframes of a node and of its whole subtree (they are caches)."""
+        pk, _ = q.resolve_node(self._conn, self._record, ref)
+        self._dirty = True
+        return ws.invalidate_below(self._conn, pk)
+
+    def rebuild_keyframes(self, ref: str) -> int:
+        """Recompute a subtree's states on its current base, checking every delta, and
+        put its missing keyframes back.
+
+        Raises:
+            InvalidDeltaError: a delta there no longer applies (the node is named).
+        """
+        pk, _ = q.resolve_node(self._conn, self._record, ref)
+        self._dirty = True
+        return ws.rebuild_below(self._conn, self._schema, pk, self._every)
 
     # -- growth ---------------------------------------------------------------
 
@@ -193,6 +240,11 @@ class SessionTransaction:
             metadata=_check_metadata(metadata),
             delta=_check_delta(delta) or [],
         )
+        # The delta is checked against the state it applies to before anything is
+        # written (a disabled node's too: enabling it later must not surprise).
+        parent = ws.state_after(self._conn, self._schema, parent_pk) if parent_pk else None
+        base = parent.state if parent is not None else self._schema.initial_state()
+        after = ws.apply_delta(self._schema, base, node.delta, node_id=node.id)
         pk = self._conn.execute(
             insert(nodes)
             .values(
@@ -210,6 +262,8 @@ class SessionTransaction:
             )
             .returning(nodes.c.pk)
         ).scalar_one()
+        if ws.keyframe_due(parent, self._every):
+            ws.put_keyframe(self._conn, pk, after if node.enabled else base)
         if parent_pk is not None:
             self._conn.execute(
                 update(nodes).where(nodes.c.pk == parent_pk).values(active_child_pk=pk)
@@ -302,11 +356,20 @@ class Store:
     :class:`SessionTransaction`.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, keyframe_every: int = ws.DEFAULT_KEYFRAME_EVERY) -> None:
+        if keyframe_every < 1:
+            raise InvalidOperationError(f"keyframe_every must be at least 1, not {keyframe_every}")
         self._engine = engine
+        self.keyframe_every = keyframe_every
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool | None = None) -> Store:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool | None = None,
+        keyframe_every: int = ws.DEFAULT_KEYFRAME_EVERY,
+    ) -> Store:
         """Open the database at ``url`` (a SQLAlchemy URL).
 
         Args:
@@ -314,6 +377,9 @@ class Store:
             migrate: bring the schema up to date if it is behind. Default: yes for
                 SQLite (an embedded file migrates itself), no for a server database
                 (run ``clotho db upgrade``).
+            keyframe_every: a whole world state is cached at every root and whenever
+                the nearest one above is this many levels up (writes place them;
+                reads use whatever keyframes there are).
 
         Raises:
             StorageError: not a database, corrupt, foreign, newer schema, or behind
@@ -324,10 +390,10 @@ class Store:
             migrate = engine.dialect.name == "sqlite"
         try:
             ensure_schema(engine, migrate=migrate)
+            return cls(engine, keyframe_every=keyframe_every)
         except BaseException:
             engine.dispose()
             raise
-        return cls(engine)
 
     @property
     def engine(self) -> Engine:
@@ -404,7 +470,7 @@ class Store:
             record = q.session_record(conn, session_id, for_update=True)
             if expected_version is not None and expected_version != record.session.version:
                 raise ConflictError(record.id, expected_version, record.session.version)
-            tx = SessionTransaction(conn, record)
+            tx = SessionTransaction(conn, record, self.keyframe_every)
             yield tx
             tx._finish()
 
@@ -416,8 +482,13 @@ class Store:
         title: str | None = None,
         campaign: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        schema: StateSchema | None = None,
     ) -> Session:
-        """A new empty session (no nodes, HEAD none, version 0)."""
+        """A new empty session (no nodes, HEAD none, version 0).
+
+        ``schema`` is its world-state schema, kept with it for good (``None``: the
+        permissive one, where any variable may be set).
+        """
         now = _now()
         session = Session(
             id=new_id(),
@@ -440,6 +511,7 @@ class Store:
                     created_at=now,
                     updated_at=now,
                     metadata=q.encode_json(session.metadata),
+                    state_schema=schema.to_json() if schema is not None else None,
                 )
             )
         return session
@@ -541,6 +613,64 @@ class Store:
             keys = q.sibling_keys(conn, record, q.parent_key(conn, pk))
             ids = q.public_ids(conn, keys)
             return TurnView(node, [ids[k] for k in keys], keys.index(pk))
+
+    # -- world state --------------------------------------------------------------------
+
+    def schema(self, session_id: str) -> StateSchema:
+        """The session's world-state schema."""
+        with self.read() as conn:
+            return ws.parse_schema(q.session_record(conn, session_id).schema_json)
+
+    def state(self, session_id: str, at: str | None = None) -> WorldState:
+        """The world state after HEAD (or after node ``at``).
+
+        A keyframe and at most ``keyframe_every - 1`` deltas: the cost does not grow
+        with the depth of the story.
+        """
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return WorldState.from_mapping(self._state(conn, record, at))
+
+    def diff(self, session_id: str, a: str, b: str) -> dict[str, list[Any]]:
+        """``{path: [value after a, value after b]}`` for every path that differs."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return diff_states(self._state(conn, record, a), self._state(conn, record, b))
+
+    def blame(self, session_id: str, path: str, at: str | None = None) -> Blame:
+        """The node on the path to HEAD (or ``at``) that last wrote ``path``."""
+        start, found = self._touches(session_id, path, at)
+        if not found:
+            return Blame(path, start, None)
+        return Blame(path, found[-1].value, found[-1].node_id)
+
+    def changes(
+        self, session_id: str, path: str, at: str | None = None
+    ) -> tuple[Any, list[Change]]:
+        """The history of ``path`` along the path to HEAD (or ``at``): its value at the
+        start and each node that wrote it, oldest first."""
+        start, found = self._touches(session_id, path, at)
+        return start, [Change(t.node_id, t.operations, t.value) for t in found]
+
+    def _touches(self, session_id: str, path: str, at: str | None) -> tuple[Any, list[ws.Touch]]:
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidOperationError(
+                "a variable path is needed, such as 'hp' or 'affinity.marla'"
+            )
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            schema = ws.parse_schema(record.schema_json)
+            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            if pk is None:
+                return value_at(schema.initial_state(), path), []
+            return ws.touches_along(conn, schema, pk, path)
+
+    def _state(self, conn: Connection, record: q.SessionRecord, at: str | None) -> dict[str, Any]:
+        schema = ws.parse_schema(record.schema_json)
+        pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+        if pk is None:
+            return schema.initial_state()
+        return ws.state_after(conn, schema, pk).state
 
     # -- one-operation writes -------------------------------------------------------------
 

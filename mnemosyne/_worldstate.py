@@ -1,0 +1,187 @@
+"""World state in the database: computing the state at a node, keyframes.
+
+The state *after* a node is its parent's state with its delta applied (a disabled
+node's delta is skipped). Keyframes cache whole states: one at every root, and one
+wherever the nearest keyframe above is ``every`` levels up, so a state is a
+keyframe plus fewer than ``every`` deltas. They are only a cache: a read walks up to
+the nearest keyframe there is (or to the root), so deleting keyframes loses nothing;
+writes put missing ones back on their way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, literal, select
+
+from ._queries import MAX_DEPTH, walk_up
+from ._schema import keyframes, nodes
+from .state.delta import State, apply_delta, touches, value_at
+from .state.schema import StateSchema, schema_from_json
+
+DEFAULT_KEYFRAME_EVERY = 16
+
+_WALK_TO_KEYFRAME = """WITH RECURSIVE up(pk, parent_pk, depth, stop) AS (
+    SELECT n.pk, n.parent_pk, 0, EXISTS (SELECT 1 FROM keyframes k WHERE k.node_pk = n.pk)
+    FROM nodes n WHERE n.pk = {param}
+    UNION ALL
+    SELECT n.pk, n.parent_pk, up.depth + 1,
+           EXISTS (SELECT 1 FROM keyframes k WHERE k.node_pk = n.pk)
+    FROM nodes n JOIN up ON n.pk = up.parent_pk
+    WHERE NOT up.stop AND up.depth < {limit}
+)
+SELECT up.depth, n.id, n.enabled, n.delta, k.state
+FROM up JOIN nodes n ON n.pk = up.pk LEFT JOIN keyframes k ON k.node_pk = up.pk"""
+
+
+@lru_cache(maxsize=4)
+def _walk_sql(paramstyle: str) -> str:
+    return _WALK_TO_KEYFRAME.format(param="?" if paramstyle == "qmark" else "%s", limit=MAX_DEPTH)
+
+
+@lru_cache(maxsize=64)
+def parse_schema(text: str | None) -> StateSchema:
+    """A session's stored schema, parsed once per process."""
+    return schema_from_json(text)
+
+
+def encode_state(state: State) -> str:
+    return json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class Reached:
+    """The state after a node, and how many deltas past a keyframe it took."""
+
+    state: State
+    distance: int | None  # None: no keyframe above, replayed from the root
+
+
+def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
+    """The state after node ``pk``: the nearest keyframe above plus the deltas below it."""
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(_walk_sql(conn.dialect.paramstyle), (pk,))
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    rows.sort(key=lambda row: row[0], reverse=True)
+    top = rows[0]
+    if top[4] is not None:
+        state, below, distance = json.loads(top[4]), rows[1:], len(rows) - 1
+    else:
+        state, below, distance = schema.initial_state(), rows, None
+    for _, node_id, enabled, delta, _ in below:
+        if enabled and delta:
+            state = apply_delta(schema, state, json.loads(delta), node_id=node_id)
+    return Reached(state, distance)
+
+
+def keyframe_due(parent: Reached | None, every: int) -> bool:
+    """Whether a new child of a node reached as ``parent`` gets a keyframe."""
+    return parent is None or parent.distance is None or parent.distance + 1 >= every
+
+
+def put_keyframe(conn: Connection, pk: int, state: State) -> None:
+    conn.execute(insert(keyframes).values(node_pk=pk, state=encode_state(state)))
+
+
+def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
+    """(pk, parent_pk) of ``pk`` and everything below it, parents before children."""
+    start = select(nodes.c.pk, nodes.c.parent_pk, literal(0).label("depth")).where(nodes.c.pk == pk)
+    down = start.cte("down", recursive=True)
+    step = select(nodes.c.pk, nodes.c.parent_pk, (down.c.depth + 1).label("depth")).where(
+        nodes.c.parent_pk == down.c.pk, down.c.depth < MAX_DEPTH
+    )
+    down = down.union_all(step)
+    rows = conn.execute(select(down.c.pk, down.c.parent_pk, down.c.depth)).all()
+    rows.sort(key=lambda row: (row[2], row[0]))
+    return [(row[0], row[1]) for row in rows]
+
+
+def invalidate_below(conn: Connection, pk: int) -> int:
+    """Drop the keyframes of ``pk`` and of everything below it; how many there were."""
+    below = [key for key, _ in subtree_keys(conn, pk)]
+    dropped = 0
+    for i in range(0, len(below), 500):
+        result = conn.execute(delete(keyframes).where(keyframes.c.node_pk.in_(below[i : i + 500])))
+        dropped += result.rowcount or 0
+    return dropped
+
+
+def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) -> int:
+    """Recompute the states of ``pk``'s subtree, checking every delta on its new base,
+    and put keyframes back where they are due. Returns how many were written.
+
+    Raises:
+        InvalidDeltaError: a delta of the subtree does not apply any more (naming
+            the node); the caller's transaction should then be rolled back.
+    """
+    parent_pk = conn.execute(select(nodes.c.parent_pk).where(nodes.c.pk == pk)).scalar_one()
+    top = state_after(conn, schema, parent_pk) if parent_pk is not None else None
+    rows = conn.execute(
+        select(nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta).where(
+            nodes.c.pk.in_([key for key, _ in subtree_keys(conn, pk)])
+        )
+    ).all()
+    children: dict[int | None, list[Any]] = {}
+    for row in rows:
+        children.setdefault(row[2], []).append(row)
+    existing = set(
+        conn.execute(
+            select(keyframes.c.node_pk).where(keyframes.c.node_pk.in_([r[0] for r in rows]))
+        ).scalars()
+    )
+    written = 0
+    root_row = next(row for row in rows if row[0] == pk)
+    stack: list[tuple[Any, Reached | None]] = [(root_row, top)]
+    while stack:
+        row, parent = stack.pop()
+        base = parent.state if parent is not None else schema.initial_state()
+        delta = json.loads(row[4]) if row[4] and row[3] else None
+        state = apply_delta(schema, base, delta, node_id=row[1])
+        if row[0] in existing:
+            reached = Reached(state, 0)
+        elif keyframe_due(parent, every):
+            put_keyframe(conn, row[0], state)
+            written += 1
+            reached = Reached(state, 0)
+        else:
+            assert parent is not None and parent.distance is not None
+            reached = Reached(state, parent.distance + 1)
+        stack.extend((child, reached) for child in children.get(row[0], []))
+    return written
+
+
+# --- reading along a path ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A node on a path that wrote a variable, and the value after it."""
+
+    node_id: str
+    operations: list[dict[str, Any]]
+    value: Any
+
+
+def touches_along(
+    conn: Connection, schema: StateSchema, pk: int, path: str
+) -> tuple[Any, list[Touch]]:
+    """Replay the path root -> ``pk``; the value at the start and every node that
+    wrote ``path`` (enabled nodes only), oldest first."""
+    state = schema.initial_state()
+    start = value_at(state, path)
+    found: list[Touch] = []
+    for _, node_id, enabled, delta in walk_up(conn, pk, "n.id, n.enabled, n.delta"):
+        if not enabled or not delta:
+            continue
+        operations = json.loads(delta)
+        state = apply_delta(schema, state, operations, node_id=node_id)
+        mine = [op for op in operations if touches(op, path)]
+        if mine:
+            found.append(Touch(node_id, mine, value_at(state, path)))
+    return start, found
