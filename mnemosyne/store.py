@@ -244,7 +244,7 @@ class SessionTransaction:
         # written (a disabled node's too: enabling it later must not surprise).
         parent = ws.state_after(self._conn, self._schema, parent_pk) if parent_pk else None
         base = parent.state if parent is not None else self._schema.initial_state()
-        after = ws.apply_delta(self._schema, base, node.delta, node_id=node.id)
+        after = ws.apply_delta(self._schema, base, node.delta)
         pk = self._conn.execute(
             insert(nodes)
             .values(

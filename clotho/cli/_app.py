@@ -23,7 +23,16 @@ from clotho.errors import ClothoError, NoSessionError
 from clotho.settings import Settings
 from mnemosyne import ConflictError, MnemosyneError, Store
 
-__all__ = ["EXIT_CONFLICT", "EXIT_FAILED", "Cli", "app", "command", "db_app", "session_app"]
+__all__ = [
+    "EXIT_CONFLICT",
+    "EXIT_FAILED",
+    "Cli",
+    "app",
+    "campaign_app",
+    "command",
+    "db_app",
+    "session_app",
+]
 
 EXIT_FAILED = 1
 EXIT_CONFLICT = 3
@@ -38,7 +47,9 @@ app = typer.Typer(
 )
 session_app = typer.Typer(help="Create, list and choose sessions.", no_args_is_help=True)
 db_app = typer.Typer(help="The database itself.", no_args_is_help=True)
+campaign_app = typer.Typer(help="Campaign folders.", no_args_is_help=True)
 app.add_typer(session_app, name="session")
+app.add_typer(campaign_app, name="campaign")
 app.add_typer(db_app, name="db")
 
 DbOption = Annotated[

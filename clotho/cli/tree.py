@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from clotho.campaign import load_campaign
 from clotho.errors import UsageError
 from mnemosyne import Node, Session
 
@@ -72,13 +73,17 @@ def session_new(
         Path | None, typer.Option("--campaign", help="The campaign folder.", show_default=False)
     ] = None,
 ) -> None:
-    """Create a session; later commands act on it by default."""
-    campaign_path = None
+    """Create a session; later commands act on it by default.
+
+    With --campaign, the session takes the campaign's world-state schema (kept with
+    the session) and, unless --title is given, its title.
+    """
+    schema = campaign_path = None
     if campaign is not None:
-        if not campaign.is_dir():
-            raise UsageError(f"--campaign {campaign}: no such folder")
-        campaign_path = str(campaign.resolve())
-    session = cli.store.create_session(title=title, campaign=campaign_path)
+        loaded = load_campaign(campaign)
+        schema, campaign_path = loaded.schema, str(loaded.folder)
+        title = title or loaded.title
+    session = cli.store.create_session(title=title, campaign=campaign_path, schema=schema)
     cli.remember(session.id)
     cli.emit(
         session.as_dict(),

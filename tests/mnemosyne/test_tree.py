@@ -41,7 +41,9 @@ def test_append_grows_the_path_and_moves_head(store: Store) -> None:
     sid = store.create_session().id
     root, s1 = store.append(sid, "system", "You are the narrator.")
     user, s2 = store.append(sid, "user", "Hello", name="Alice", metadata={"k": 1})
-    reply, s3 = store.append(sid, "assistant", "Hi!", delta=[{"op": "inc", "path": "hp", "value": 1}])
+    reply, s3 = store.append(
+        sid, "assistant", "Hi!", delta=[{"op": "inc", "path": "hp", "value": 1}]
+    )
     assert (s1.version, s2.version, s3.version) == (1, 2, 3)
     assert s3.head_id == reply.id
     assert root.parent_id is None and user.parent_id == root.id and reply.parent_id == user.id

@@ -1,0 +1,95 @@
+"""Campaign folders: ``campaign.toml`` and the files it names.
+
+Today a campaign gives a session its title and its world-state schema; cards,
+lorebooks, templates and model settings join with later issues. Example::
+
+    title = "The Goblin Cave"
+
+    [state.variables.hp]
+    type = "int"
+    default = 100
+    min = 0
+    max = "max_hp"
+
+    [state.variables.max_hp]
+    type = "int"
+    default = 100
+
+or ``state = "state.toml"`` to keep the schema in its own file (its top level is
+then what ``[state]`` holds: ``[variables.hp]`` ...). See ``docs/state.md``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clotho.errors import ClothoError
+from mnemosyne import PERMISSIVE, SchemaError, StateSchema, schema_from_mapping
+
+__all__ = ["CAMPAIGN_FILE", "Campaign", "CampaignError", "load_campaign"]
+
+CAMPAIGN_FILE = "campaign.toml"
+
+
+class CampaignError(ClothoError, ValueError):
+    """A campaign folder or one of its files cannot be used; the message names it."""
+
+    code = "invalid_campaign"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    folder: Path
+    title: str | None
+    schema: StateSchema
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as error:
+        raise CampaignError(f"{path}: no such file") from error
+    except (OSError, UnicodeDecodeError) as error:
+        raise CampaignError(f"{path}: cannot be read ({error})") from error
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise CampaignError(f"{path}: not valid TOML: {error}") from error
+
+
+def load_campaign(folder: Path) -> Campaign:
+    """Read a campaign folder.
+
+    Raises:
+        CampaignError: the folder, its ``campaign.toml`` or the schema file it names
+            is missing or wrong; the message names the file and the line or key.
+    """
+    if not folder.is_dir():
+        raise CampaignError(f"{folder}: not a campaign folder (no such folder)")
+    path = folder / CAMPAIGN_FILE
+    if not path.is_file():
+        raise CampaignError(f"{folder}: not a campaign folder (no {CAMPAIGN_FILE})")
+    data = _read_toml(path)
+    title = data.get("title")
+    if title is not None and not isinstance(title, str):
+        raise CampaignError(f"{path}: title: expected text, got {title!r}")
+    state = data.get("state")
+    if state is None:
+        return Campaign(folder.resolve(), title, PERMISSIVE)
+    if isinstance(state, str):
+        schema_path = (folder / state).resolve()
+        if folder.resolve() not in schema_path.parents:
+            raise CampaignError(f"{path}: state = {state!r}: the file must be inside the folder")
+        source, mapping = str(schema_path), _read_toml(schema_path)
+    elif isinstance(state, dict):
+        source, mapping = f"{path} [state]", state
+    else:
+        raise CampaignError(f"{path}: state: a table, or the name of a TOML file, not {state!r}")
+    try:
+        schema = schema_from_mapping(mapping, source=source)
+    except SchemaError as error:
+        raise CampaignError("; ".join(error.problems)) from error
+    return Campaign(folder.resolve(), title, schema)
