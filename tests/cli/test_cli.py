@@ -212,3 +212,78 @@ def test_python_dash_m_works(tmp_path: Path) -> None:
         check=True,
     )
     assert json.loads(done.stdout) == []
+
+
+CAMPAIGN = """
+title = "The Goblin Cave"
+
+[state.variables.hp]
+type = "int"
+default = 100
+min = 0
+max = "max_hp"
+
+[state.variables.max_hp]
+type = "int"
+default = 100
+
+[state.variables.gold]
+type = "int"
+default = 10
+min = 0
+out_of_bounds = "refuse"
+"""
+
+
+def test_the_world_state_follows_head(run: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "cave"
+    folder.mkdir()
+    (folder / "campaign.toml").write_text(CAMPAIGN)
+    session = run.json("session", "new", "--campaign", str(folder))
+    assert session["title"] == "The Goblin Cave"
+    run.json("add", "user", "I attack")
+    hit = run.json(
+        "add",
+        "assistant",
+        "The goblin hits you",
+        "--delta",
+        '[{"op":"inc","path":"hp","value":-10}]',
+    )
+    assert run.json("state")["variables"] == {"hp": 90, "max_hp": 100, "gold": 10}
+    miss = run.json("fork", hit["id"], "It misses")
+    assert run.json("state")["variables"]["hp"] == 100
+    run.json("swipe", "prev")
+    assert run.json("state")["variables"]["hp"] == 90
+    assert run.json("state", miss["id"][:8])["variables"]["hp"] == 100
+    assert run.json("diff", miss["id"], hit["id"]) == {"hp": [100, 90]}
+    assert run.json("blame", "hp") == {"path": "hp", "value": 90, "node_id": hit["id"]}
+    history = run.json("changes", "hp")
+    assert history["start"] == 100 and [c["node_id"] for c in history["changes"]] == [hit["id"]]
+    assert "last written by" in run("blame", "hp").stdout
+    before = run.json("tree")
+    message = run.fails(
+        "add",
+        "user",
+        "I pay",
+        "--delta",
+        '[{"op":"inc","path":"gold","value":-20},{"op":"set","path":"mana","value":1}]',
+    )
+    assert "below its min 0" in message and "unknown variable 'mana'" in message
+    assert run.json("tree") == before
+
+
+def test_a_broken_campaign_is_named(run_sqlite: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "campaign.toml").write_text("title = 'x'\n[state.variables.hp\ntype = 'int'\n")
+    message = run_sqlite.fails("campaign", "check", str(folder))
+    assert "campaign.toml" in message and "line 2" in message
+    (folder / "campaign.toml").write_text("[state.variables.hp]\ntype = 'int'\ndefault = 'full'\n")
+    message = run_sqlite.fails("session", "new", "--campaign", str(folder))
+    assert "campaign.toml [state]: variables.hp: default: expected int" in message
+    (folder / "campaign.toml").write_text("state = 'schema.toml'\n")
+    (folder / "schema.toml").write_text("[variables.hp]\ntype = 'int'\nmax = 'max_hp'\n")
+    message = run_sqlite.fails("campaign", "check", str(folder))
+    assert "schema.toml" in message and "not a number variable" in message
+    assert run_sqlite.json("session", "list") == []  # nothing was created
+    assert "no campaign.toml" in run_sqlite.fails("campaign", "check", str(tmp_path))
