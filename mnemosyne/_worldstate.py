@@ -104,37 +104,39 @@ def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
 
 def invalidate_below(conn: Connection, pk: int) -> int:
     """Drop the keyframes of ``pk`` and of everything below it; how many there were."""
-    below = [key for key, _ in subtree_keys(conn, pk)]
+    return _drop_keyframes(conn, [key for key, _ in subtree_keys(conn, pk)])
+
+
+def _drop_keyframes(conn: Connection, keys: list[int]) -> int:
     dropped = 0
-    for i in range(0, len(below), 500):
-        result = conn.execute(delete(keyframes).where(keyframes.c.node_pk.in_(below[i : i + 500])))
+    for i in range(0, len(keys), 500):
+        result = conn.execute(delete(keyframes).where(keyframes.c.node_pk.in_(keys[i : i + 500])))
         dropped += result.rowcount or 0
     return dropped
 
 
 def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) -> int:
     """Recompute the states of ``pk``'s subtree, checking every delta on its new base,
-    and put keyframes back where they are due. Returns how many were written.
+    and replace its keyframes with fresh ones where they are due. Returns how many
+    were written.
 
     Raises:
         InvalidDeltaError: a delta of the subtree does not apply any more (naming
             the node); the caller's transaction should then be rolled back.
     """
+    keys = [key for key, _ in subtree_keys(conn, pk)]
+    _drop_keyframes(conn, keys)
     parent_pk = conn.execute(select(nodes.c.parent_pk).where(nodes.c.pk == pk)).scalar_one()
     top = state_after(conn, schema, parent_pk) if parent_pk is not None else None
-    rows = conn.execute(
-        select(nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta).where(
-            nodes.c.pk.in_([key for key, _ in subtree_keys(conn, pk)])
-        )
-    ).all()
+    rows = []
+    for i in range(0, len(keys), 500):
+        query = select(
+            nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta
+        ).where(nodes.c.pk.in_(keys[i : i + 500]))
+        rows.extend(conn.execute(query).all())
     children: dict[int | None, list[Any]] = {}
     for row in rows:
         children.setdefault(row[2], []).append(row)
-    existing = set(
-        conn.execute(
-            select(keyframes.c.node_pk).where(keyframes.c.node_pk.in_([r[0] for r in rows]))
-        ).scalars()
-    )
     written = 0
     root_row = next(row for row in rows if row[0] == pk)
     stack: list[tuple[Any, Reached | None]] = [(root_row, top)]
@@ -143,9 +145,7 @@ def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) ->
         base = parent.state if parent is not None else schema.initial_state()
         delta = json.loads(row[4]) if row[4] and row[3] else None
         state = apply_delta(schema, base, delta, node_id=row[1])
-        if row[0] in existing:
-            reached = Reached(state, 0)
-        elif keyframe_due(parent, every):
+        if keyframe_due(parent, every):
             put_keyframe(conn, row[0], state)
             written += 1
             reached = Reached(state, 0)

@@ -242,7 +242,9 @@ class SessionTransaction:
         )
         # The delta is checked against the state it applies to before anything is
         # written (a disabled node's too: enabling it later must not surprise).
-        parent = ws.state_after(self._conn, self._schema, parent_pk) if parent_pk else None
+        parent = (
+            ws.state_after(self._conn, self._schema, parent_pk) if parent_pk is not None else None
+        )
         base = parent.state if parent is not None else self._schema.initial_state()
         after = ws.apply_delta(self._schema, base, node.delta)
         pk = self._conn.execute(

@@ -14,13 +14,22 @@ from typing import Annotated, Any
 
 import typer
 
-from mnemosyne import Store
+from mnemosyne import Store, schema_from_mapping
 
 from . import render
 from ._app import Cli, app, command
 from .style import out, paint
 
 SCRIPT_NOTE = "(replies are scripted here: the model joins the demo with the turn loop)"
+
+DEMO_SCHEMA = schema_from_mapping(
+    {
+        "variables": {
+            "hp": {"type": "int", "default": 100, "min": 0, "max": 100},
+            "gold": {"type": "int", "default": 10, "min": 0, "out_of_bounds": "refuse"},
+        }
+    }
+)
 
 
 @command(app, "demo")
@@ -41,8 +50,13 @@ def demo(
             out(text)
 
     with Store.open(url) as store:
-        session = store.create_session(title="The Goblin Cave (demo)")
+        session = store.create_session(title="The Goblin Cave (demo)", schema=DEMO_SCHEMA)
         sid = session.id
+
+        def world() -> str:
+            variables = store.state(sid).variables
+            return paint(f"[hp {variables['hp']}, gold {variables['gold']}]", "yellow")
+
         say(f"{paint('Clotho demo', 'bold')} on {url}\n{SCRIPT_NOTE}\n")
         say(f"1. A new session {paint(session.id, 'dim')}, and the scene:")
         for role, text in [
@@ -57,10 +71,11 @@ def demo(
             "assistant",
             "A goblin leaps from the shadows and slashes your arm.",
             name="Narrator",
+            delta=[{"op": "inc", "path": "hp", "value": -10}],
             expected_version=session.version,
         )
-        say("   " + render.node_line(first, head_id=first.id))
-        steps.append({"step": "scene", "head_id": first.id})
+        say("   " + render.node_line(first, head_id=first.id) + " " + world())
+        steps.append({"step": "scene", "head_id": first.id, "state": store.state(sid).as_dict()})
 
         say("\n2. Reroll: a second reply beside the first; nothing is lost.")
         second, session = store.add_sibling(
@@ -70,20 +85,30 @@ def demo(
             expected_version=session.version,
         )
         turn = store.turn(sid)
-        say(f"   now on < {turn.index + 1}/{len(turn.siblings)} >: {second.content}")
-        steps.append({"step": "reroll", "head_id": second.id, "siblings": turn.siblings})
+        say(f"   now on < {turn.index + 1}/{len(turn.siblings)} >: {second.content} {world()}")
+        say("   (no goblin struck in this timeline: the hp is whole again)")
+        steps.append(
+            {
+                "step": "reroll",
+                "head_id": second.id,
+                "siblings": turn.siblings,
+                "state": store.state(sid).as_dict(),
+            }
+        )
 
         say("\n3. Swipe back to the first reply, and forward again.")
         back, session = store.switch_sibling(sid, "prev", expected_version=session.version)
-        say(f"   prev -> {back.content}")
+        say(f"   prev -> {back.content} {world()}")
         fwd, session = store.switch_sibling(sid, "next", expected_version=session.version)
-        say(f"   next -> {fwd.content}")
+        say(f"   next -> {fwd.content} {world()}")
         more, session = store.append(
             sid,
             "user",
-            "I sneak past the goblin towards the chest.",
+            "I sneak past the goblin and open the chest.",
+            delta=[{"op": "inc", "path": "gold", "value": 25}],
             expected_version=session.version,
         )
+        say("   " + render.node_line(more, head_id=more.id) + " " + world())
         steps.append({"step": "swipe", "head_id": fwd.id})
 
         say("\n4. Edit an old message as a fork: the old timeline stays whole.")
@@ -100,6 +125,7 @@ def demo(
             "Shrieks echo as three goblins flee into the rain.",
             expected_version=session.version,
         )
+        say("   " + render.node_line(reply, head_id=reply.id) + " " + world())
         steps.append({"step": "edit", "head_id": reply.id, "edited": edited.id})
 
         say("\n5. The projection at HEAD (what the model would see):")
@@ -108,8 +134,9 @@ def demo(
             render.print_log(session, turns)
         say("\n6. Back to the first timeline (checkout), where we left it:")
         old, session = store.checkout(sid, more.id, expected_version=session.version)
-        say("   " + render.node_line(old, head_id=old.id))
-        steps.append({"step": "checkout", "head_id": old.id})
+        say("   " + render.node_line(old, head_id=old.id) + " " + world())
+        say("   (the gold from the chest is back in the purse of this timeline)")
+        steps.append({"step": "checkout", "head_id": old.id, "state": store.state(sid).as_dict()})
 
         say("\n7. The whole tree:")
         whole = store.tree(sid)

@@ -197,6 +197,9 @@ def test_the_demo_runs_with_nothing_configured(tmp_path: Path) -> None:
     steps = {s["step"]: s for s in result["steps"]}
     assert {"scene", "reroll", "swipe", "edit", "checkout"} <= set(steps)
     assert len(steps["reroll"]["siblings"]) == 2
+    assert steps["scene"]["state"]["variables"]["hp"] == 90
+    assert steps["reroll"]["state"]["variables"]["hp"] == 100  # the reroll restored it
+    assert steps["checkout"]["state"]["variables"]["gold"] == 35
     assert result["tree"]["head_id"] == steps["checkout"]["head_id"]
     assert not (tmp_path / "unused.db").exists()  # the demo never touches the user's data
 

@@ -189,3 +189,48 @@ def test_opening_a_current_database_does_not_load_alembic(tmp_path: Path) -> Non
         [sys.executable, "-c", probe, url], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_database_of_the_first_schema_keeps_its_story(
+    backend: str, blank_database_url: Callable[[str], str]
+) -> None:
+    """0001 -> 0002: nodes written before world state existed keep their deltas, and
+    their states are computed without keyframes (replayed from the root)."""
+    url = blank_database_url(backend)
+    engine = create_store_engine(url)
+    try:
+        upgrade(engine, "0001")
+        with engine.connect().execution_options(mnemosyne_write=True) as conn, conn.begin():
+            conn.execute(
+                text(
+                    "INSERT INTO sessions (id, title, version, created_at, updated_at, metadata) "
+                    "VALUES (:id, 'old', 2, :t, :t, '{}')"
+                ),
+                {"id": "a" * 32, "t": "2026-01-01 00:00:00.000000"},
+            )
+            spk = conn.execute(text("SELECT pk FROM sessions")).scalar_one()
+            parent = None
+            for i, delta in enumerate(['[{"op":"set","path":"hp","value":10}]', None]):
+                conn.execute(
+                    text(
+                        "INSERT INTO nodes (id, session_pk, parent_pk, role, content, enabled, "
+                        "created_at, metadata, delta) VALUES (:id, :s, :p, 'user', 'x', true, "
+                        ":t, '{}', :d)"
+                    ),
+                    {
+                        "id": str(i) * 32,
+                        "s": spk,
+                        "p": parent,
+                        "t": "2026-01-01 00:00:00.000000",
+                        "d": delta,
+                    },
+                )
+                parent = conn.execute(text("SELECT max(pk) FROM nodes")).scalar_one()
+            conn.execute(text("UPDATE sessions SET head_pk = :h"), {"h": parent})
+    finally:
+        engine.dispose()
+    with Store.open(url, migrate=True) as store:
+        assert store.state("a" * 32).variables == {"hp": 10}
+        assert store.blame("a" * 32, "hp").node_id == "0" * 32
+        store.append("a" * 32, "assistant", "y", delta=[{"op": "inc", "path": "hp", "value": 1}])
+        assert store.state("a" * 32).variables == {"hp": 11}
