@@ -53,6 +53,11 @@ def decode_object(text: str | None) -> dict[str, Any]:
     return json.loads(text)
 
 
+def type_coerce_text(column: Any) -> Any:
+    """``column`` read as stored (times as text on SQLite), under its own name."""
+    return type_coerce(column, Text).label(column.name)
+
+
 # The columns a Node is made of, in the order node_from_row reads them.
 NODE_COLUMNS = (
     nodes.c.pk,
@@ -265,7 +270,7 @@ def sibling_lists(
     real = [p for p in wanted if p is not None]
     conditions = [nodes.c.parent_pk.in_(real[i : i + 500]) for i in range(0, len(real), 500)]
     if None in out:
-        conditions.append(nodes.c.parent_pk.is_(None))
+        conditions.append(_is(nodes.c.parent_pk, None))
     for condition in conditions:
         query = (
             select(nodes.c.parent_pk, nodes.c.pk)
@@ -278,18 +283,40 @@ def sibling_lists(
 
 
 def all_nodes(conn: Connection, record: SessionRecord) -> list[Node]:
-    """Every node of the session, parents before children, siblings in order."""
-    query = select(*NODE_COLUMNS).where(nodes.c.session_pk == record.pk).order_by(nodes.c.pk)
-    return preorder(nodes_from_rows(conn, conn.execute(query).all(), record.id, {}))
+    """Every node of the session's tree (not fragments or trash), parents before
+    children, siblings in order."""
+    rows = conn.execute(
+        select(*NODE_COLUMNS, nodes.c.detached)
+        .where(nodes.c.session_pk == record.pk)
+        .order_by(nodes.c.pk)
+    ).all()
+    made = nodes_from_rows(conn, rows, record.id, {})
+    tops = [
+        node for node, row in zip(made, rows, strict=True) if row[2] is None and row[11] is None
+    ]
+    return preorder(made, tops)
 
 
-def preorder(rows: Iterable[Node]) -> list[Node]:
-    """Depth-first order (siblings in the given order) of nodes given in sibling order."""
+def detached_subtrees(conn: Connection, record: SessionRecord, kind: str) -> list[list[Node]]:
+    """The fragments (or the trash) of a session: each a list of nodes, top first."""
+    rows = conn.execute(
+        select(*NODE_COLUMNS, nodes.c.detached)
+        .where(nodes.c.session_pk == record.pk)
+        .order_by(nodes.c.pk)
+    ).all()
+    made = nodes_from_rows(conn, rows, record.id, {})
+    tops = [node for node, row in zip(made, rows, strict=True) if row[11] == kind]
+    return [preorder(made, [top]) for top in tops]
+
+
+def preorder(rows: Iterable[Node], roots: Sequence[Node] | None = None) -> list[Node]:
+    """Depth-first order (siblings in the given order) of nodes given in sibling order,
+    from ``roots`` (default: the nodes without a parent)."""
     by_parent: dict[str | None, list[Node]] = {}
     for node in rows:
         by_parent.setdefault(node.parent_id, []).append(node)
     out: list[Node] = []
-    stack = list(reversed(by_parent.get(None, [])))
+    stack = list(reversed(roots if roots is not None else by_parent.get(None, [])))
     while stack:
         node = stack.pop()
         out.append(node)
@@ -298,7 +325,10 @@ def preorder(rows: Iterable[Node]) -> list[Node]:
 
 
 def _is(column: Any, value: int | None) -> Any:
-    return column.is_(None) if value is None else column == value
+    """``column`` is ``value``; for ``None``, the session's roots (not detached tops)."""
+    if value is None:
+        return column.is_(None) & nodes.c.detached.is_(None)
+    return column == value
 
 
 # --- paths ---------------------------------------------------------------------------------
@@ -359,6 +389,27 @@ def path_keys(conn: Connection, pk: int) -> list[tuple[int, int | None, int | No
     """(pk, parent_pk, active_child_pk) along the path from ``pk`` up, ``pk`` first."""
     rows = walk_up(conn, pk, "n.pk, n.parent_pk, n.active_child_pk")
     return [(row[1], row[2], row[3]) for row in reversed(rows)]
+
+
+_TOP = """WITH RECURSIVE up(pk, parent_pk, depth) AS (
+    SELECT pk, parent_pk, 0 FROM nodes WHERE pk = {param}
+    UNION ALL
+    SELECT n.pk, n.parent_pk, up.depth + 1 FROM nodes n JOIN up ON n.pk = up.parent_pk
+    WHERE up.depth < {limit}
+)
+SELECT n.detached FROM up JOIN nodes n ON n.pk = up.pk WHERE up.parent_pk IS NULL"""
+
+
+def top_detached(conn: Connection, pk: int) -> str | None:
+    """How the top of ``pk``'s subtree is detached (``None``: it is a root of the tree)."""
+    param = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(_TOP.format(param=param, limit=MAX_DEPTH), (pk,))
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    return None if row is None else row[0]
 
 
 def messages(conn: Connection, pk: int | None) -> list[Message]:

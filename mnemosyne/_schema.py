@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 
 ID_LENGTH = 32
 
@@ -71,6 +71,8 @@ sessions = Table(
     # The world-state schema as JSON (NULL: the permissive one), fixed at creation so
     # that every process computes the same states.
     Column("state_schema", Text),
+    # How many entries of the journal are applied (the rest can be redone).
+    Column("journal_position", Integer, nullable=False, server_default="0"),
     ForeignKeyConstraint(
         ["pk", "head_pk"],
         ["nodes.session_pk", "nodes.pk"],
@@ -98,6 +100,12 @@ nodes = Table(
     # The world-state delta (a JSON list of operations); NULL is the empty one.
     Column("delta", Text),
     Column("active_child_pk", Key),
+    # A subtree taken out of the tree is marked on its top node (whose parent_pk is
+    # then NULL): 'fragment' (pruned, ready to graft) or 'trash' (deleted, restorable
+    # until purged). detached_from_pk remembers where it hung.
+    Column("detached", String(16)),
+    Column("detached_from_pk", Key),
+    Column("detached_at", DateTime(timezone=True)),
     UniqueConstraint("session_pk", "pk"),
     ForeignKeyConstraint(
         ["session_pk", "parent_pk"],
@@ -125,6 +133,21 @@ keyframes = Table(
     metadata,
     Column("node_pk", Key, ForeignKey("nodes.pk", ondelete="CASCADE"), primary_key=True),
     Column("state", Text, nullable=False),
+)
+
+#: The undo journal of the tree editor, per session (see mnemosyne.editor).
+journal = Table(
+    "journal",
+    metadata,
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("snapshot", Boolean, nullable=False),
+    Column("touched", Integer, nullable=False),
+    Column("payload", Text, nullable=False),
+    UniqueConstraint("session_pk", "position"),
 )
 
 #: Small key/value settings kept with the data (such as the session used last).

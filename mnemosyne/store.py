@@ -23,6 +23,8 @@ from . import _queries as q
 from . import _worldstate as ws
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._schema import nodes, preferences, sessions
+from .editor import EditorMixin, EditResult, JournalEntry, JournalMismatchError
+from .editor import history as journal_history
 from .errors import ConflictError, InvalidOperationError, MnemosyneError, StorageError
 from .models import (
     ROLES,
@@ -98,7 +100,7 @@ def _check_delta(delta: Sequence[Mapping[str, Any]] | None) -> list[dict[str, An
     return out
 
 
-class SessionTransaction:
+class SessionTransaction(EditorMixin):
     """The operations of one write transaction on one session.
 
     Obtained from :meth:`Store.transaction`; valid only inside its ``with`` block.
@@ -179,7 +181,11 @@ class SessionTransaction:
         delta: Sequence[Mapping[str, Any]] | None = None,
         enabled: bool = True,
     ) -> Node:
-        """Append a node under HEAD (a root if the session is empty); HEAD moves to it."""
+        """Append a node under HEAD (a root if the session is empty); HEAD moves to it.
+
+        Growing the tree is a breakpoint of the editor: it clears the undo journal.
+        """
+        self.clear_journal()
         return self._insert(
             self._head_pk, self._head_id, role, content, name, metadata, delta, enabled
         )
@@ -200,7 +206,9 @@ class SessionTransaction:
         This is a reroll or an edit as fork: the other siblings stay as they were.
         HEAD moves to the new node.
         """
-        pk, _ = q.resolve_node(self._conn, self._record, of)
+        pk, node_id = q.resolve_node(self._conn, self._record, of)
+        self._attached(pk, node_id, "node")
+        self.clear_journal()
         original = q.get_node(self._conn, self._record, pk)
         parent_pk = q.parent_key(self._conn, pk)
         node = self._insert(
@@ -278,7 +286,8 @@ class SessionTransaction:
 
     def checkout(self, ref: str) -> Node:
         """Move HEAD to a node; every node above it now remembers this path."""
-        pk, _ = q.resolve_node(self._conn, self._record, ref)
+        pk, node_id = q.resolve_node(self._conn, self._record, ref)
+        self._attached(pk, node_id, "node")
         return self._move_head(pk)
 
     def switch_sibling(self, direction: Direction, ref: str | None = None) -> Node:
@@ -298,6 +307,7 @@ class SessionTransaction:
             pk, node_id = self._head_pk, self._head_id
         else:
             pk, node_id = q.resolve_node(self._conn, self._record, ref)
+            self._attached(pk, node_id, "node")
         siblings = q.sibling_keys(self._conn, self._record, q.parent_key(self._conn, pk))
         index = siblings.index(pk)
         target = index + (1 if direction == "next" else -1)
@@ -673,6 +683,81 @@ class Store:
         if pk is None:
             return schema.initial_state()
         return ws.state_after(conn, schema, pk).state
+
+    # -- the tree editor --------------------------------------------------------------
+
+    EDITS = ("prune", "graft", "inject", "rewrite", "toggle", "delete", "restore", "move", "copy")
+
+    def edit(
+        self,
+        session_id: str,
+        operation: str,
+        *args: Any,
+        expected_version: int | None = None,
+        **kwargs: Any,
+    ) -> tuple[EditResult, Session]:
+        """One editor operation (``prune``, ``graft``, ``inject``, ``rewrite``, ``toggle``,
+        ``delete``, ``restore``, ``move``, ``copy``: see :mod:`mnemosyne.editor`) in one
+        transaction, journaled for undo."""
+        if operation not in self.EDITS:
+            raise InvalidOperationError(
+                f"unknown edit {operation!r}: one of {', '.join(self.EDITS)}"
+            )
+        with self.transaction(session_id, expected_version=expected_version) as tx:
+            result = getattr(tx, operation)(*args, **kwargs)
+        return result, tx.session
+
+    def undo(
+        self, session_id: str, *, expected_version: int | None = None
+    ) -> tuple[EditResult, Session]:
+        """Take back the last edit (see :meth:`redo`)."""
+        return self._travel(session_id, "undo", expected_version)
+
+    def redo(
+        self, session_id: str, *, expected_version: int | None = None
+    ) -> tuple[EditResult, Session]:
+        """Do again the last edit taken back.
+
+        Raises:
+            InvalidOperationError: nothing to undo/redo.
+            JournalMismatchError: the journal disagreed with the tree; it has been
+                cleared (in a transaction of its own) and nothing else changed.
+        """
+        return self._travel(session_id, "redo", expected_version)
+
+    def _travel(
+        self, session_id: str, way: str, expected_version: int | None
+    ) -> tuple[EditResult, Session]:
+        try:
+            with self.transaction(session_id, expected_version=expected_version) as tx:
+                result = getattr(tx, way)()
+        except JournalMismatchError:
+            with self.transaction(session_id) as tx:
+                tx.clear_journal()
+                tx._dirty = True
+            raise
+        return result, tx.session
+
+    def purge(self, session_id: str, *, expected_version: int | None = None) -> tuple[int, Session]:
+        """Empty the trash for good (irreversible; clears the journal)."""
+        with self.transaction(session_id, expected_version=expected_version) as tx:
+            count = tx.purge()
+        return count, tx.session
+
+    def history(self, session_id: str) -> list[JournalEntry]:
+        """The undo journal, oldest first."""
+        with self.read() as conn:
+            return journal_history(conn, q.session_record(conn, session_id).pk)
+
+    def fragments(self, session_id: str) -> list[list[Node]]:
+        """The pruned subtrees waiting to be grafted: each a list of nodes, top first."""
+        with self.read() as conn:
+            return q.detached_subtrees(conn, q.session_record(conn, session_id), "fragment")
+
+    def trash(self, session_id: str) -> list[list[Node]]:
+        """The deleted subtrees, restorable until a purge: each a list, top first."""
+        with self.read() as conn:
+            return q.detached_subtrees(conn, q.session_record(conn, session_id), "trash")
 
     # -- one-operation writes -------------------------------------------------------------
 
