@@ -1,0 +1,283 @@
+"""The tree editor and its journal, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from sqlalchemy import text
+
+from mnemosyne import (
+    ForeignNodeError,
+    InvalidDeltaError,
+    InvalidOperationError,
+    Store,
+    schema_from_mapping,
+)
+from mnemosyne.editor import JournalMismatchError
+
+SCHEMA = schema_from_mapping(
+    {
+        "variables": {
+            "hp": {"type": "int", "default": 100, "min": 0, "max": 100},
+            "flags": {"type": "set"},
+        }
+    }
+)
+
+
+def chain(store: Store, sid: str, *specs: tuple[str, list[dict[str, Any]] | None]) -> list[str]:
+    made = []
+    for i, (content, delta) in enumerate(specs):
+        node, _ = store.append(sid, "user" if i % 2 else "assistant", content, delta=delta)
+        made.append(node.id)
+    return made
+
+
+def contents(store: Store, sid: str) -> list[str]:
+    return [n.content for n in store.projection(sid)]
+
+
+@pytest.fixture
+def sid(store: Store) -> str:
+    return store.create_session(schema=SCHEMA).id
+
+
+def test_prune_and_graft_rebase_the_state(store: Store, sid: str) -> None:
+    a, b, c, d = chain(
+        store,
+        sid,
+        ("a", None),
+        ("b", [{"op": "inc", "path": "hp", "value": -10}]),
+        ("c", None),
+        ("d", [{"op": "inc", "path": "hp", "value": -5}]),
+    )
+    result, _ = store.edit(sid, "prune", c)
+    assert result.head_moved and result.head_id == b and result.note
+    assert [[n.id for n in f] for f in store.fragments(sid)] == [[c, d]]
+    assert contents(store, sid) == ["a", "b"]
+    assert [n.id for n in store.tree(sid).nodes] == [a, b]
+    with pytest.raises(InvalidOperationError, match="fragment"):
+        store.checkout(sid, d)
+    store.edit(sid, "graft", c, a)  # under a: the -10 of b is no longer above it
+    store.checkout(sid, d)
+    assert contents(store, sid) == ["a", "c", "d"]
+    assert store.state(sid).variables["hp"] == 95
+    assert store.fragments(sid) == []
+
+
+def test_refusals_name_the_reason_and_change_nothing(store: Store, sid: str) -> None:
+    a, b, c = chain(store, sid, ("a", None), ("b", None), ("c", None))
+    before = store.tree(sid)
+    with pytest.raises(InvalidOperationError, match="cycle"):
+        store.edit(sid, "graft", a, c)
+    with pytest.raises(InvalidOperationError, match="under itself"):
+        store.edit(sid, "move", b, b)
+    other = store.create_session().id
+    foreign, _ = store.append(other, "user", "elsewhere")
+    with pytest.raises(ForeignNodeError, match="belongs to session"):
+        store.edit(sid, "prune", foreign.id)
+    with pytest.raises(InvalidOperationError, match="nothing to undo"):
+        store.undo(sid)
+    store.edit(sid, "delete", c)
+    with pytest.raises(InvalidOperationError, match="trash"):
+        store.edit(sid, "graft", b, c)
+    with pytest.raises(InvalidOperationError, match="trash"):
+        store.edit(sid, "graft", c, a)
+    store.undo(sid)
+    assert store.tree(sid).nodes == before.nodes
+
+
+def test_a_delta_that_no_longer_applies_refuses_the_edit(store: Store, sid: str) -> None:
+    _, b, c = chain(
+        store,
+        sid,
+        ("a", None),
+        ("b", [{"op": "append", "path": "flags", "value": "key"}]),
+        ("c", [{"op": "remove", "path": "flags", "value": "key"}]),
+    )
+    before = store.tree(sid)
+    with pytest.raises(InvalidDeltaError, match=rf"{c}.*remove flags 'key'"):
+        store.edit(sid, "toggle", b)
+    assert store.tree(sid) == before
+    assert store.history(sid) == []
+
+
+def test_inject_move_copy_and_trash(store: Store, sid: str) -> None:
+    a, b, c = chain(
+        store, sid, ("a", None), ("b", [{"op": "inc", "path": "hp", "value": -10}]), ("c", None)
+    )
+    injected, _ = store.edit(
+        sid,
+        "inject",
+        a,
+        "system",
+        "A storm rolls in.",
+        delta=[{"op": "inc", "path": "hp", "value": -1}],
+    )
+    assert contents(store, sid) == ["a", "A storm rolls in.", "b", "c"]
+    assert store.state(sid).variables["hp"] == 89
+    store.edit(sid, "move", b, c)  # b alone under c; c goes up to b's old parent
+    assert contents(store, sid)[:3] == ["a", "A storm rolls in.", "c"]
+    copied, _ = store.edit(sid, "copy", c, a, subtree=True)
+    assert len(copied.created) == 2
+    store.edit(sid, "rewrite", c, "c, rewritten")
+    assert store.node(sid, c).content == "c, rewritten"
+    store.edit(sid, "delete", injected.node_id)
+    assert [n[0].id for n in store.trash(sid)] == [injected.node_id]
+    store.edit(sid, "restore", injected.node_id)
+    assert store.trash(sid) == []
+    store.edit(sid, "delete", injected.node_id)
+    count, _ = store.purge(sid)
+    assert count == 3  # the injected node with c and b below it; the copies hang under a
+    assert store.history(sid) == []  # purge cannot be undone, and clears the journal
+
+
+def test_growing_the_tree_is_a_breakpoint(store: Store, sid: str) -> None:
+    _, b = chain(store, sid, ("a", None), ("b", None))
+    store.edit(sid, "rewrite", b, "B")
+    assert [e.action for e in store.history(sid)] == ["rewrite"]
+    store.append(sid, "user", "more")
+    assert store.history(sid) == []
+    with pytest.raises(InvalidOperationError, match="nothing to undo"):
+        store.undo(sid)
+
+
+def test_a_journal_that_disagrees_is_cleared_not_followed(store: Store, sid: str) -> None:
+    _, b = chain(store, sid, ("a", None), ("b", None))
+    store.edit(sid, "rewrite", b, "B")
+    with store.write() as conn:  # a change behind the journal's back
+        conn.execute(text("UPDATE nodes SET content = 'tampered' WHERE id = :i"), {"i": b})
+    with pytest.raises(JournalMismatchError, match="cleared"):
+        store.undo(sid)
+    assert store.node(sid, b).content == "tampered"
+    assert store.history(sid) == []
+
+
+def test_the_journal_keeps_fifty_entries_and_snapshots(store: Store, sid: str) -> None:
+    (a,) = chain(store, sid, ("a", None))
+    for i in range(55):
+        store.edit(sid, "rewrite", a, f"v{i}")
+    entries = store.history(sid)
+    assert len(entries) == 50
+    assert entries[-1].current and not entries[-1].undone
+    snapshots = [e.position for e in entries if e.snapshot]
+    assert snapshots and all(b - a == 15 for a, b in itertools.pairwise(snapshots))
+    for _ in range(50):
+        store.undo(sid)
+    assert store.node(sid, a).content == "v4"
+    with pytest.raises(InvalidOperationError, match="nothing to undo"):
+        store.undo(sid)
+
+
+# --- the stateful property -------------------------------------------------------------
+
+
+class EditorMachine(RuleBasedStateMachine):
+    """Random edits on a random tree; undo all restores the start, redo all the end."""
+
+    store: Store
+    url: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sid = self.store.create_session(schema=SCHEMA).id
+        for i in range(6):
+            delta = [{"op": "inc", "path": "hp", "value": -i}] if i % 2 else None
+            self.store.append(self.sid, "user", f"n{i}", delta=delta)
+        self.store.add_sibling(self.sid, self.ids()[2], "alt")
+        self.start = self.snapshot()
+        self.done = 0
+
+    def ids(self) -> list[str]:
+        return [n.id for n in self.store.tree(self.sid).nodes]
+
+    def snapshot(self) -> tuple[Any, ...]:
+        tree = self.store.tree(self.sid)
+        states = {n.id: self.store.state(self.sid, n.id).as_dict() for n in tree.nodes}
+        parked = sorted(
+            [n.id for n in part]
+            for part in self.store.fragments(self.sid) + self.store.trash(self.sid)
+        )
+        shape = [(n.id, n.parent_id, n.content, n.enabled) for n in tree.nodes]
+        return tree.head_id, shape, states, parked
+
+    def _edit(self, operation: str, *args: Any, **kwargs: Any) -> None:
+        try:
+            self.store.edit(self.sid, operation, *args, **kwargs)
+        except InvalidOperationError:
+            return  # refused (a cycle, a delta that no longer applies...): nothing changed
+        self.done += 1
+
+    @rule(data=st.data(), op=st.sampled_from(["prune", "delete", "toggle", "rewrite"]))
+    def one_node(self, data: st.DataObject, op: str) -> None:
+        ids = self.ids()
+        if not ids:
+            return
+        node = data.draw(st.sampled_from(ids))
+        if op == "rewrite":
+            self._edit(op, node, data.draw(st.text(max_size=4)))
+        else:
+            self._edit(op, node)
+
+    @rule(data=st.data(), op=st.sampled_from(["graft", "move", "copy"]))
+    def two_nodes(self, data: st.DataObject, op: str) -> None:
+        ids = self.ids()
+        parked = [part[0].id for part in self.store.fragments(self.sid)]
+        if not ids:
+            return
+        node = data.draw(st.sampled_from(ids + parked))
+        target = data.draw(st.sampled_from(ids))
+        if op == "copy":
+            self._edit(op, node, target, subtree=data.draw(st.booleans()))
+        else:
+            self._edit(op, node, target)
+
+    @rule(data=st.data())
+    def inject(self, data: st.DataObject) -> None:
+        ids = self.ids()
+        if ids:
+            self._edit("inject", data.draw(st.sampled_from(ids)), "system", "injected")
+
+    @rule(data=st.data())
+    def restore(self, data: st.DataObject) -> None:
+        trashed = [part[0].id for part in self.store.trash(self.sid)]
+        if trashed:
+            self._edit("restore", data.draw(st.sampled_from(trashed)))
+
+    @invariant()
+    def the_tree_is_consistent(self) -> None:
+        tree = self.store.tree(self.sid)
+        ids = {n.id for n in tree.nodes}
+        assert tree.head_id is None or tree.head_id in ids
+
+    def teardown(self) -> None:
+        steps = min(self.done, 50)
+        end = self.snapshot()
+        # Across a restart: a new store on the same database.
+        with Store.open(self.url) as reopened:
+            for _ in range(steps):
+                reopened.undo(self.sid)
+        if self.done <= 50:
+            assert self.snapshot() == self.start
+        for _ in range(steps):
+            self.store.redo(self.sid)
+        assert self.snapshot() == end
+
+
+def test_undo_all_and_redo_all(store: Store, database_url: str) -> None:
+    EditorMachine.store = store
+    EditorMachine.url = database_url
+    run_state_machine_as_test(
+        EditorMachine,
+        settings=settings(
+            max_examples=12 if store.dialect == "sqlite" else 6,
+            stateful_step_count=12,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
