@@ -6,6 +6,7 @@ keyframes), stored with SQLAlchemy on SQLite or PostgreSQL. It imports nothing o
 the rest of Clotho.
 """
 
+from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
     AmbiguousIdError,
     ConflictError,
@@ -32,9 +33,12 @@ __all__ = [
     "Change",
     "ConflictError",
     "DeltaProblem",
+    "EditResult",
     "ForeignNodeError",
     "InvalidDeltaError",
     "InvalidOperationError",
+    "JournalEntry",
+    "JournalMismatchError",
     "Message",
     "MnemosyneError",
     "Node",

@@ -290,3 +290,42 @@ def test_a_broken_campaign_is_named(run_sqlite: Run, tmp_path: Path) -> None:
     assert "schema.toml" in message and "not a number variable" in message
     assert run_sqlite.json("session", "list") == []  # nothing was created
     assert "no campaign.toml" in run_sqlite.fails("campaign", "check", str(tmp_path))
+
+
+def test_the_tree_editor_with_undo(run: Run) -> None:
+    run.json("session", "new")
+    a = run.json("add", "user", "a")["id"]
+    b = run.json("add", "assistant", "b")["id"]
+    c = run.json("add", "user", "c")["id"]
+    pruned = run.json("prune", b)
+    assert pruned["head_moved"] and pruned["head_id"] == a and pruned["note"]
+    assert [f["top"]["id"] for f in run.json("fragments")] == [b]
+    run.json("graft", b, "--onto", a)
+    injected = run.json("inject", "system", "A storm.", "--after", a)["node_id"]
+    run.json("rewrite", c, "c!")
+    run.json("toggle", injected)
+    run.json("delete", c)
+    assert [t["top"]["id"] for t in run.json("trash")] == [c]
+    history = run.json("history")
+    assert [e["action"] for e in history] == [
+        "prune",
+        "graft",
+        "inject",
+        "rewrite",
+        "toggle",
+        "delete",
+    ]
+    assert history[-1]["current"] and {"action", "at", "current"} <= set(history[-1])
+    for _ in range(6):
+        run.json("undo")
+    assert "nothing to undo" in run.fails("undo")
+    assert [n["content"] for n in run.json("log")] == ["a", "b", "c"]
+    run.json("redo")
+    assert run.json("fragments")[0]["top"]["id"] == b
+    assert "in a fragment" in run.fails("graft", a, "--onto", b)
+    run.json("redo")
+    assert "cycle" in run.fails("graft", a, "--onto", c)
+    run.json("delete", b)
+    assert run.json("purge", "--yes")["deleted"] == 2
+    assert run.json("trash") == [] and run.json("history") == []
+    run.json("add", "user", "more")

@@ -1,0 +1,197 @@
+"""The tree editor's commands: reshape the tree, and take any step back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from mnemosyne import EditResult, Node, Session
+
+from . import render
+from ._app import Cli, app, command
+from .style import out, paint
+from .tree import DeltaOption, ExpectVersion, NameOption, parse_delta
+
+NodeArgument = Annotated[str, typer.Argument(metavar="NODE", help="Node id or prefix.")]
+OntoOption = Annotated[
+    str, typer.Option("--onto", metavar="TARGET", help="The node to attach under.")
+]
+
+
+def _report(cli: Cli, result: EditResult, session: Session) -> None:
+    document = {**result.as_dict(), "version": session.version}
+
+    def text() -> None:
+        line = f"{paint(result.action, 'bold')}"
+        if result.node_id:
+            line += f" {render.short(result.node_id)}"
+        if result.created:
+            line += f" (created {len(result.created)})"
+        out(line + f"; HEAD {render.short(result.head_id)}")
+        if result.note:
+            out(paint(result.note, "yellow"))
+
+    cli.emit(document, text)
+
+
+def _edit(cli: Cli, operation: str, *args: Any, expect: int | None, **kwargs: Any) -> None:
+    result, session = cli.store.edit(
+        cli.session_id(), operation, *args, expected_version=expect, **kwargs
+    )
+    _report(cli, result, session)
+
+
+@command(app, "prune")
+def prune(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
+    """Detach NODE's subtree as a fragment, ready to be grafted."""
+    _edit(cli, "prune", node, expect=expect_version)
+
+
+@command(app, "graft")
+def graft(
+    cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
+) -> None:
+    """Attach a fragment, or move a subtree, under TARGET (its state is replayed there)."""
+    _edit(cli, "graft", node, onto, expect=expect_version)
+
+
+@command(app, "inject")
+def inject(
+    cli: Cli,
+    role: Annotated[str, typer.Argument(help="system, user or assistant.")],
+    text: Annotated[str, typer.Argument(help="The new message.")],
+    after: Annotated[str, typer.Option("--after", metavar="NODE", help="Insert below NODE.")],
+    name: NameOption = None,
+    delta: DeltaOption = None,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """A new node between NODE and its active child (or as its only child)."""
+    _edit(
+        cli, "inject", after, role, text, name=name, delta=parse_delta(delta), expect=expect_version
+    )
+
+
+@command(app, "rewrite")
+def rewrite(
+    cli: Cli,
+    node: NodeArgument,
+    text: Annotated[str, typer.Argument(help="The new text.")],
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Change NODE's text in place."""
+    _edit(cli, "rewrite", node, text, expect=expect_version)
+
+
+@command(app, "toggle")
+def toggle(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
+    """Enable or disable NODE (its delta leaves or rejoins every state below it)."""
+    _edit(cli, "toggle", node, expect=expect_version)
+
+
+@command(app, "delete")
+def delete(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
+    """Move NODE and its subtree to the trash (see `trash`, `restore`, `purge`)."""
+    _edit(cli, "delete", node, expect=expect_version)
+
+
+@command(app, "restore")
+def restore(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
+    """Put a trashed subtree back where it hung."""
+    _edit(cli, "restore", node, expect=expect_version)
+
+
+@command(app, "move")
+def move(
+    cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
+) -> None:
+    """Re-parent NODE alone under TARGET; its children go to its former parent."""
+    _edit(cli, "move", node, onto, expect=expect_version)
+
+
+@command(app, "copy")
+def copy(
+    cli: Cli,
+    node: NodeArgument,
+    onto: OntoOption,
+    subtree: Annotated[
+        bool, typer.Option("--subtree", help="Copy the whole subtree, not just the active branch.")
+    ] = False,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Duplicate NODE and its active branch (or subtree) under TARGET."""
+    _edit(cli, "copy", node, onto, subtree=subtree, expect=expect_version)
+
+
+def _parked(parts: list[list[Node]]) -> list[dict[str, Any]]:
+    return [{"top": part[0].as_dict(), "nodes": [n.id for n in part]} for part in parts]
+
+
+def _print_parked(parts: list[list[Node]], empty: str) -> None:
+    if not parts:
+        out(paint(empty, "dim"))
+    for part in parts:
+        out(render.node_line(part[0], head_id=None) + paint(f"  ({len(part)} nodes)", "dim"))
+
+
+@command(app, "fragments")
+def fragments(cli: Cli) -> None:
+    """The pruned subtrees waiting to be grafted."""
+    parts = cli.store.fragments(cli.session_id())
+    cli.emit(_parked(parts), lambda: _print_parked(parts, "(no fragments)"))
+
+
+@command(app, "trash")
+def trash(cli: Cli) -> None:
+    """The deleted subtrees (restorable until `purge`)."""
+    parts = cli.store.trash(cli.session_id())
+    cli.emit(_parked(parts), lambda: _print_parked(parts, "(the trash is empty)"))
+
+
+@command(app, "purge")
+def purge(
+    cli: Cli,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Empty the trash for good: the one thing that cannot be undone."""
+    session_id = cli.session_id()
+    if not yes:
+        count = sum(len(part) for part in cli.store.trash(session_id))
+        if not typer.confirm(f"Delete {count} node(s) in the trash for good?", err=True):
+            raise typer.Exit(1)
+    deleted, session = cli.store.purge(session_id, expected_version=expect_version)
+    cli.emit(
+        {"deleted": deleted, "version": session.version},
+        lambda: out(f"purged {deleted} node(s); the undo journal was cleared"),
+    )
+
+
+@command(app, "undo")
+def undo(cli: Cli, expect_version: ExpectVersion = None) -> None:
+    """Take back the last edit."""
+    result, session = cli.store.undo(cli.session_id(), expected_version=expect_version)
+    _report(cli, result, session)
+
+
+@command(app, "redo")
+def redo(cli: Cli, expect_version: ExpectVersion = None) -> None:
+    """Do again the last edit taken back."""
+    result, session = cli.store.redo(cli.session_id(), expected_version=expect_version)
+    _report(cli, result, session)
+
+
+@command(app, "history")
+def history(cli: Cli) -> None:
+    """The undo journal, oldest first (* marks where you are)."""
+    entries = cli.store.history(cli.session_id())
+
+    def text() -> None:
+        if not entries:
+            out(paint("(nothing to undo)", "dim"))
+        for entry in entries:
+            mark = paint("*", "bold", "yellow") if entry.current else " "
+            state = paint(" (undone)", "dim") if entry.undone else ""
+            out(f"{mark} {entry.position:>4} {entry.action:<8} {entry.at:%H:%M:%S}{state}")
+
+    cli.emit([e.as_dict() for e in entries], text)
