@@ -334,6 +334,22 @@ def rebuild_touched(conn: Connection, schema: StateSchema, pks: Iterable[int], e
             ws.invalidate_below(conn, pk)
 
 
+def repair_active_pointers(conn: Connection, session_pk: int) -> None:
+    """A safety net after rows were rewritten: an active-child pointer that does not
+    name a child of its node points at the node's last child (or at nothing)."""
+    child = nodes.alias("child")
+    stray = select(nodes.c.pk).where(
+        nodes.c.session_pk == session_pk,
+        nodes.c.active_child_pk.is_not(None),
+        ~select(child.c.pk)
+        .where(child.c.pk == nodes.c.active_child_pk, child.c.parent_pk == nodes.c.pk)
+        .exists(),
+    )
+    for (pk,) in conn.execute(stray).all():
+        last = conn.execute(select(func.max(nodes.c.pk)).where(nodes.c.parent_pk == pk)).scalar()
+        conn.execute(update(nodes).where(nodes.c.pk == pk).values(active_child_pk=last))
+
+
 def top_place(conn: Connection, pk: int) -> str | None:
     """``None`` if the node hangs in the tree; else 'fragment' or 'trash'."""
     return q.top_detached(conn, pk)
@@ -351,7 +367,7 @@ class EditorMixin:
     _head_id: str | None
     _dirty: bool
 
-    def _point_path_at(self, pk: int) -> None: ...
+    def _point_path_at(self, pk: int, before_change: Any = None) -> None: ...
 
     # -- helpers ----------------------------------------------------------------
 
@@ -406,7 +422,7 @@ class EditorMixin:
             head = self._nearest_attached(head)
             note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
         if head is not None:
-            self._point_path_at(head)
+            self._point_path_at(head, recorder.touch)
         for pk in rebuild:
             if top_place(self._conn, pk) is None:
                 ws.rebuild_below(self._conn, self._schema, pk, self._every)
@@ -739,6 +755,7 @@ class EditorMixin:
                 )
         for pk, pair in changed.items():
             write_image(self._conn, pk, pair[write])
+        repair_active_pointers(self._conn, session_pk)
         head = payload["head"][write]
         self._set_head(head)
         if head is not None:

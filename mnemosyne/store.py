@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -326,14 +326,20 @@ class SessionTransaction(EditorMixin):
         self._dirty = True
         return node
 
-    def _point_path_at(self, pk: int) -> None:
-        """Make every ancestor of ``pk`` point its active child along the path to it."""
+    def _point_path_at(self, pk: int, before_change: Callable[..., None] | None = None) -> None:
+        """Make every ancestor of ``pk`` point its active child along the path to it.
+
+        ``before_change`` is called with the pks about to change (the journal keeps
+        their rows as they were).
+        """
         path = q.path_keys(self._conn, pk)
         changes = [
             {"parent": parent[0], "child": child[0]}
             for child, parent in itertools.pairwise(path)
             if parent[2] != child[0]
         ]
+        if changes and before_change is not None:
+            before_change(*(change["parent"] for change in changes))
         if changes:
             self._conn.execute(
                 update(nodes)
