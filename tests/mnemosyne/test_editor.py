@@ -178,7 +178,9 @@ def test_the_journal_keeps_fifty_entries_and_snapshots(store: Store, sid: str) -
 
 
 class EditorMachine(RuleBasedStateMachine):
-    """Random edits on a random tree; undo all restores the start, redo all the end."""
+    """Random edits, undos and redos on a random tree, against the list of states the
+    journal should lead back and forth through; then undo all (the start, also from a
+    reopened store) and redo all (the end)."""
 
     store: Store
     url: str
@@ -190,8 +192,8 @@ class EditorMachine(RuleBasedStateMachine):
             delta = [{"op": "inc", "path": "hp", "value": -i}] if i % 2 else None
             self.store.append(self.sid, "user", f"n{i}", delta=delta)
         self.store.add_sibling(self.sid, self.ids()[2], "alt")
-        self.start = self.snapshot()
-        self.done = 0
+        self.states = [self.snapshot()]  # the state after each journal entry
+        self.position = 0
 
     def ids(self) -> list[str]:
         return [n.id for n in self.store.tree(self.sid).nodes]
@@ -210,8 +212,13 @@ class EditorMachine(RuleBasedStateMachine):
         try:
             self.store.edit(self.sid, operation, *args, **kwargs)
         except InvalidOperationError:
-            return  # refused (a cycle, a delta that no longer applies...): nothing changed
-        self.done += 1
+            assert self.snapshot() == self.states[self.position]  # refused: nothing changed
+            return
+        del self.states[self.position + 1 :]
+        self.states.append(self.snapshot())
+        if len(self.states) > 51:  # the journal keeps 50 entries
+            del self.states[0]
+        self.position = len(self.states) - 1
 
     @rule(data=st.data(), op=st.sampled_from(["prune", "delete", "toggle", "rewrite"]))
     def one_node(self, data: st.DataObject, op: str) -> None:
@@ -249,6 +256,26 @@ class EditorMachine(RuleBasedStateMachine):
         if trashed:
             self._edit("restore", data.draw(st.sampled_from(trashed)))
 
+    @rule()
+    def undo(self) -> None:
+        if self.position == 0:
+            with pytest.raises(InvalidOperationError, match="nothing to undo"):
+                self.store.undo(self.sid)
+            return
+        self.store.undo(self.sid)
+        self.position -= 1
+        assert self.snapshot() == self.states[self.position]
+
+    @rule()
+    def redo(self) -> None:
+        if self.position == len(self.states) - 1:
+            with pytest.raises(InvalidOperationError, match="nothing to redo"):
+                self.store.redo(self.sid)
+            return
+        self.store.redo(self.sid)
+        self.position += 1
+        assert self.snapshot() == self.states[self.position]
+
     @invariant()
     def the_tree_is_consistent(self) -> None:
         tree = self.store.tree(self.sid)
@@ -256,17 +283,14 @@ class EditorMachine(RuleBasedStateMachine):
         assert tree.head_id is None or tree.head_id in ids
 
     def teardown(self) -> None:
-        steps = min(self.done, 50)
-        end = self.snapshot()
-        # Across a restart: a new store on the same database.
+        # Undo everything, across a restart: a new store on the same database.
         with Store.open(self.url) as reopened:
-            for _ in range(steps):
+            for _ in range(self.position):
                 reopened.undo(self.sid)
-        if self.done <= 50:
-            assert self.snapshot() == self.start
-        for _ in range(steps):
+        assert self.snapshot() == self.states[0]
+        for _ in range(len(self.states) - 1):
             self.store.redo(self.sid)
-        assert self.snapshot() == end
+        assert self.snapshot() == self.states[-1]
 
 
 def test_undo_all_and_redo_all(store: Store, database_url: str) -> None:
