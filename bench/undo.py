@@ -8,7 +8,9 @@ Run from the repository root::
 The work, for each size: a session of N nodes (a chain with an alternative every 10
 nodes) on SQLite, then 200 mixed edits (rewrite, toggle, inject, prune + graft back,
 move, copy of a short branch, delete + restore) drawn from a seeded generator, then
-undo of everything the journal holds, then redo of it all.
+undo of everything the journal holds, then redo of it all. An edit's time is its
+``Store.edit`` calls (prune + graft back, delete + restore count as one step of two
+edits); reading the ids to pick from is not timed.
 
 - **ours** -- ``Store.edit`` / ``undo`` / ``redo``: journal entries hold the before
   and after rows of what an edit touched (plus a snapshot of the affected part now
@@ -68,8 +70,11 @@ def plan(seed: int, count: int) -> list[tuple[str, float, float]]:
     return [(rng.choice(kinds), rng.random(), rng.random()) for _ in range(count)]
 
 
-def apply_edit(store: Store, sid: str, kind: str, a: float, b: float) -> None:
-    ids = [n.id for n in store.tree(sid).nodes]
+def node_ids(store: Store, sid: str) -> list[str]:
+    return [n.id for n in store.tree(sid).nodes]
+
+
+def apply_edit(store: Store, sid: str, ids: list[str], kind: str, a: float, b: float) -> None:
     node, target = ids[int(a * len(ids))], ids[int(b * len(ids))]
     try:
         if kind == "rewrite":
@@ -150,10 +155,15 @@ def run_size(directory: Path, size: int) -> dict[str, float]:
     ours_sid, peer_sid = build(store, size), build(store, size)
     steps = plan(size, EDITS)
     peer = NaiveJournal(store, peer_sid)
-    ours_edit = [timed(lambda s=s: apply_edit(store, ours_sid, *s)) for s in steps]
-    peer_edit = []
+    ours_edit, peer_edit = [], []
+    for s in steps:  # the ids to pick from are read outside the timed part
+        ids = node_ids(store, ours_sid)
+        ours_edit.append(timed(lambda s=s, ids=ids: apply_edit(store, ours_sid, ids, *s)))
     for s in steps:
-        peer_edit.append(timed(lambda s=s: (apply_edit(store, peer_sid, *s), peer.record())))
+        ids = node_ids(store, peer_sid)
+        peer_edit.append(
+            timed(lambda s=s, ids=ids: (apply_edit(store, peer_sid, ids, *s), peer.record()))
+        )
     with store.read() as conn:
         pk = q.session_record(conn, ours_sid).pk
         ours_bytes = conn.execute(

@@ -89,6 +89,44 @@ def put_keyframe(conn: Connection, pk: int, state: State) -> None:
     conn.execute(insert(keyframes).values(node_pk=pk, state=encode_state(state)))
 
 
+def replace_keyframe(conn: Connection, pk: int, state: State) -> None:
+    conn.execute(delete(keyframes).where(keyframes.c.node_pk == pk))
+    put_keyframe(conn, pk, state)
+
+
+def state_in_place(conn: Connection, schema: StateSchema, pk: int) -> State:
+    """The state after ``pk`` computed from its parent (not from a keyframe of its own,
+    which may describe where it hung before), its delta checked."""
+    parent_pk, node_id, enabled, delta = conn.execute(
+        select(nodes.c.parent_pk, nodes.c.id, nodes.c.enabled, nodes.c.delta).where(
+            nodes.c.pk == pk
+        )
+    ).one()
+    base = state_after(conn, schema, parent_pk).state if parent_pk is not None else None
+    if base is None:
+        base = schema.initial_state()
+    operations = json.loads(delta) if enabled and delta else None
+    return apply_delta(schema, base, operations, node_id=node_id)
+
+
+def settle(
+    conn: Connection, schema: StateSchema, pk: int, every: int, before: State | None
+) -> None:
+    """After an edit that may have changed the state after ``pk`` (its base, or its
+    own delta): if that state is what it was (``before``), every state below is too,
+    and only ``pk``'s keyframe is refreshed; otherwise the subtree is rebuilt, every
+    delta checked on its new base.
+
+    Raises:
+        InvalidDeltaError: a delta no longer applies (the node is named).
+    """
+    after = state_in_place(conn, schema, pk)
+    if before is not None and after == before:
+        replace_keyframe(conn, pk, after)
+        return
+    rebuild_below(conn, schema, pk, every)
+
+
 def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
     """(pk, parent_pk) of ``pk`` and everything below it, parents before children."""
     start = select(nodes.c.pk, nodes.c.parent_pk, literal(0).label("depth")).where(nodes.c.pk == pk)
@@ -117,8 +155,8 @@ def _drop_keyframes(conn: Connection, keys: list[int]) -> int:
 
 def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) -> int:
     """Recompute the states of ``pk``'s subtree, checking every delta on its new base,
-    and replace its keyframes with fresh ones where they are due. Returns how many
-    were written.
+    and replace its keyframes with fresh ones: at ``pk`` and where they are due.
+    Returns how many were written.
 
     Raises:
         InvalidDeltaError: a delta of the subtree does not apply any more (naming
@@ -137,7 +175,7 @@ def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) ->
     children: dict[int | None, list[Any]] = {}
     for row in rows:
         children.setdefault(row[2], []).append(row)
-    written = 0
+    written: list[dict[str, Any]] = []
     root_row = next(row for row in rows if row[0] == pk)
     stack: list[tuple[Any, Reached | None]] = [(root_row, top)]
     while stack:
@@ -145,15 +183,16 @@ def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) ->
         base = parent.state if parent is not None else schema.initial_state()
         delta = json.loads(row[4]) if row[4] and row[3] else None
         state = apply_delta(schema, base, delta, node_id=row[1])
-        if keyframe_due(parent, every):
-            put_keyframe(conn, row[0], state)
-            written += 1
+        if row[0] == pk or keyframe_due(parent, every):  # the top always gets one
+            written.append({"node_pk": row[0], "state": encode_state(state)})
             reached = Reached(state, 0)
         else:
             assert parent is not None and parent.distance is not None
             reached = Reached(state, parent.distance + 1)
         stack.extend((child, reached) for child in children.get(row[0], []))
-    return written
+    if written:
+        conn.execute(insert(keyframes), written)
+    return len(written)
 
 
 # --- reading along a path ----------------------------------------------------------------

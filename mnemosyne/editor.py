@@ -41,7 +41,7 @@ from sqlalchemy import delete, func, insert, select, update
 from . import _queries as q
 from . import _worldstate as ws
 from ._schema import journal, nodes, sessions
-from .errors import InvalidOperationError
+from .errors import InvalidDeltaError, InvalidOperationError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -322,25 +322,48 @@ def count_entries(conn: Connection, session_pk: int) -> int:
     ).scalar_one()
 
 
-def rebuild_touched(conn: Connection, schema: StateSchema, pks: Iterable[int], every: int) -> None:
-    """Bring keyframes back in line after rows were rewritten: rebuild every touched
-    node's subtree that hangs in the tree; drop those of detached ones."""
-    for pk in sorted(set(pks)):
+def states_before(
+    conn: Connection, schema: StateSchema, pks: Iterable[int]
+) -> dict[int, ws.State | None]:
+    """The states after existing nodes, before an edit changes anything (``None`` for
+    one that does not exist or whose state cannot be computed where it is)."""
+    out: dict[int, ws.State | None] = {}
+    for pk in pks:
         if conn.execute(select(nodes.c.pk).where(nodes.c.pk == pk)).first() is None:
+            out[pk] = None
             continue
-        if top_place(conn, pk) is None:
-            ws.rebuild_below(conn, schema, pk, every)
-        else:
-            ws.invalidate_below(conn, pk)
+        try:
+            out[pk] = ws.state_after(conn, schema, pk).state
+        except InvalidDeltaError:
+            out[pk] = None
+    return out
 
 
-def repair_active_pointers(conn: Connection, session_pk: int) -> None:
-    """A safety net after rows were rewritten: an active-child pointer that does not
-    name a child of its node points at the node's last child (or at nothing)."""
+def settle_all(
+    conn: Connection, schema: StateSchema, before: dict[int, ws.State | None], every: int
+) -> None:
+    """Settle every node of ``before`` that exists, ancestors first (a node's new state
+    is computed from its parent's, which must be right already)."""
+    present = [
+        pk
+        for pk in before
+        if conn.execute(select(nodes.c.pk).where(nodes.c.pk == pk)).first() is not None
+    ]
+    depth = {pk: len(q.path_keys(conn, pk)) for pk in present}
+    for pk in sorted(present, key=lambda key: (depth[key], key)):
+        ws.settle(conn, schema, pk, every, before[pk])
+
+
+def repair_active_pointers(conn: Connection, session_pk: int, touched: Iterable[int]) -> None:
+    """A safety net after rows were rewritten: an active-child pointer (of a touched
+    node, or to one) that does not name a child of its node points at the node's last
+    child (or at nothing)."""
+    keys = list(touched)
     child = nodes.alias("child")
     stray = select(nodes.c.pk).where(
         nodes.c.session_pk == session_pk,
         nodes.c.active_child_pk.is_not(None),
+        nodes.c.pk.in_(keys) | nodes.c.active_child_pk.in_(keys),
         ~select(child.c.pk)
         .where(child.c.pk == nodes.c.active_child_pk, child.c.parent_pk == nodes.c.pk)
         .exists(),
@@ -410,7 +433,7 @@ class EditorMixin:
         recorder: Recorder,
         action: str,
         node_id: str | None,
-        rebuild: Iterable[int] = (),
+        settle: dict[int, ws.State | None] | None = None,
         created: list[str] | None = None,
     ) -> EditResult:
         """HEAD back into the tree if it left it, the active path repointed, keyframes
@@ -423,11 +446,8 @@ class EditorMixin:
             note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
         if head is not None:
             self._point_path_at(head, recorder.touch)
-        for pk in rebuild:
-            if top_place(self._conn, pk) is None:
-                ws.rebuild_below(self._conn, self._schema, pk, self._every)
-            else:
-                ws.invalidate_below(self._conn, pk)
+        if settle:
+            settle_all(self._conn, self._schema, settle, self._every)
         self._set_head(head)
         position = journal_position(self._conn, self._record.pk)
         new_position = recorder.write(action, head, position)
@@ -470,6 +490,9 @@ class EditorMixin:
         recorder = self._begin()
         row = self._row(pk)
         recorder.touch(pk, row.parent_pk)
+        # A detached subtree keeps the states it had where it hung: its top gets a
+        # keyframe of its state there (the rest of its keyframes stay right).
+        ws.replace_keyframe(self._conn, pk, ws.state_after(self._conn, self._schema, pk).state)
         self._conn.execute(
             update(nodes)
             .where(nodes.c.pk == pk)
@@ -478,7 +501,7 @@ class EditorMixin:
             )
         )
         self._repair_active(row.parent_pk)
-        return self._finish_edit(recorder, action, node_id, rebuild=[pk])
+        return self._finish_edit(recorder, action, node_id)
 
     def _attach(self, recorder: Recorder, pk: int, parent_pk: int | None) -> None:
         self._conn.execute(
@@ -524,9 +547,10 @@ class EditorMixin:
             )
         recorder = self._begin()
         recorder.touch(pk, row.parent_pk, target)
+        before = states_before(self._conn, self._schema, [pk])
         self._attach(recorder, pk, target)
         self._repair_active(row.parent_pk)
-        return self._finish_edit(recorder, "graft", node_id, rebuild=[pk])
+        return self._finish_edit(recorder, "graft", node_id, settle=before)
 
     def inject(
         self,
@@ -544,6 +568,7 @@ class EditorMixin:
         row = self._row(parent)
         child = row.active_child_pk
         recorder.touch(parent, child)
+        before = states_before(self._conn, self._schema, [child] if child is not None else [])
         node = self._create_node(parent, parent_id, role, content, name, delta)
         recorder.created(node[0])
         if child is not None:
@@ -554,7 +579,9 @@ class EditorMixin:
         self._conn.execute(
             update(nodes).where(nodes.c.pk == parent).values(active_child_pk=node[0])
         )
-        return self._finish_edit(recorder, "inject", node[1], rebuild=[node[0]], created=[node[1]])
+        return self._finish_edit(
+            recorder, "inject", node[1], settle={node[0]: None, **before}, created=[node[1]]
+        )
 
     def rewrite(self, ref: str, content: str) -> EditResult:
         """Change a node's text in place (the chat's edit forks instead)."""
@@ -572,8 +599,9 @@ class EditorMixin:
         pk, node_id = self._resolve(ref)
         recorder = self._begin()
         recorder.touch(pk)
+        before = states_before(self._conn, self._schema, [pk])
         self._conn.execute(update(nodes).where(nodes.c.pk == pk).values(enabled=~nodes.c.enabled))
-        return self._finish_edit(recorder, "toggle", node_id, rebuild=[pk])
+        return self._finish_edit(recorder, "toggle", node_id, settle=before)
 
     def restore(self, ref: str) -> EditResult:
         """Put a trashed subtree back where it hung (or as a root, if it was one)."""
@@ -591,8 +619,9 @@ class EditorMixin:
             )
         recorder = self._begin()
         recorder.touch(pk, home)
+        before = states_before(self._conn, self._schema, [pk])
         self._attach(recorder, pk, home)
-        return self._finish_edit(recorder, "restore", node_id, rebuild=[pk])
+        return self._finish_edit(recorder, "restore", node_id, settle=before)
 
     def move(self, ref: str, onto: str) -> EditResult:
         """Re-parent one node alone under ``onto``; its children go to its former parent."""
@@ -606,6 +635,7 @@ class EditorMixin:
         kids = self._children(pk)
         recorder = self._begin()
         recorder.touch(pk, row.parent_pk, target, *kids)
+        before = states_before(self._conn, self._schema, [pk, *kids])
         for kid in kids:
             self._conn.execute(
                 update(nodes).where(nodes.c.pk == kid).values(parent_pk=row.parent_pk)
@@ -626,7 +656,7 @@ class EditorMixin:
         target_row = self._row(target)
         if target_row.active_child_pk is None:
             self._conn.execute(update(nodes).where(nodes.c.pk == target).values(active_child_pk=pk))
-        return self._finish_edit(recorder, "move", node_id, rebuild=[pk, *kids])
+        return self._finish_edit(recorder, "move", node_id, settle=before)
 
     def copy(self, ref: str, onto: str, *, subtree: bool = False) -> EditResult:
         """Duplicate a node and its active branch (``subtree``: all below it) under
@@ -682,7 +712,7 @@ class EditorMixin:
                 update(nodes).where(nodes.c.pk == target).values(active_child_pk=mapping[pk][0])
             )
         return self._finish_edit(
-            recorder, "copy", mapping[pk][1], rebuild=[mapping[pk][0]], created=created
+            recorder, "copy", mapping[pk][1], settle={mapping[pk][0]: None}, created=created
         )
 
     def _create_node(
@@ -753,14 +783,15 @@ class EditorMixin:
                     f"(node {(pair[expect] or pair[1 - expect] or ['?', '?'])[1]} was changed "
                     "outside it); it was cleared and nothing was undone"
                 )
+        before = states_before(self._conn, self._schema, changed)
         for pk, pair in changed.items():
             write_image(self._conn, pk, pair[write])
-        repair_active_pointers(self._conn, session_pk)
+        repair_active_pointers(self._conn, session_pk, changed)
         head = payload["head"][write]
         self._set_head(head)
         if head is not None:
             self._point_path_at(head)
-        rebuild_touched(self._conn, self._schema, changed, self._every)
+        settle_all(self._conn, self._schema, before, self._every)
         set_position(self._conn, session_pk, position + step)
         self._dirty = True
         word = "undo" if step < 0 else "redo"
