@@ -503,7 +503,7 @@ class EditorMixin:
         self._repair_active(row.parent_pk)
         return self._finish_edit(recorder, action, node_id)
 
-    def _attach(self, recorder: Recorder, pk: int, parent_pk: int | None) -> None:
+    def _attach(self, pk: int, parent_pk: int | None) -> None:
         self._conn.execute(
             update(nodes)
             .where(nodes.c.pk == pk)
@@ -548,7 +548,7 @@ class EditorMixin:
         recorder = self._begin()
         recorder.touch(pk, row.parent_pk, target)
         before = states_before(self._conn, self._schema, [pk])
-        self._attach(recorder, pk, target)
+        self._attach(pk, target)
         self._repair_active(row.parent_pk)
         return self._finish_edit(recorder, "graft", node_id, settle=before)
 
@@ -569,7 +569,7 @@ class EditorMixin:
         child = row.active_child_pk
         recorder.touch(parent, child)
         before = states_before(self._conn, self._schema, [child] if child is not None else [])
-        node = self._create_node(parent, parent_id, role, content, name, delta)
+        node = self._create_node(parent, role, content, name, delta)
         recorder.created(node[0])
         if child is not None:
             self._conn.execute(update(nodes).where(nodes.c.pk == child).values(parent_pk=node[0]))
@@ -620,7 +620,7 @@ class EditorMixin:
         recorder = self._begin()
         recorder.touch(pk, home)
         before = states_before(self._conn, self._schema, [pk])
-        self._attach(recorder, pk, home)
+        self._attach(pk, home)
         return self._finish_edit(recorder, "restore", node_id, settle=before)
 
     def move(self, ref: str, onto: str) -> EditResult:
@@ -687,7 +687,6 @@ class EditorMixin:
             parent = target if key == pk else mapping[values["parent_pk"]][0]
             new = self._create_node(
                 parent,
-                None,
                 values["role"],
                 values["content"],
                 values["name"],
@@ -718,7 +717,6 @@ class EditorMixin:
     def _create_node(
         self,
         parent_pk: int | None,
-        parent_id: str | None,
         role: str,
         content: str,
         name: str | None,
@@ -751,7 +749,6 @@ class EditorMixin:
             )
             .returning(nodes.c.pk)
         ).scalar_one()
-        del parent_id
         return pk, node_id
 
     # -- undo and redo ---------------------------------------------------------------------
