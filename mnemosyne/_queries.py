@@ -282,31 +282,30 @@ def sibling_lists(
     return out
 
 
-def all_nodes(conn: Connection, record: SessionRecord) -> list[Node]:
-    """Every node of the session's tree (not fragments or trash), parents before
-    children, siblings in order."""
+def _placed_nodes(conn: Connection, record: SessionRecord) -> list[tuple[Node, Any]]:
+    """Every node of the session with its ``detached`` mark, in sibling order."""
     rows = conn.execute(
         select(*NODE_COLUMNS, nodes.c.detached)
         .where(nodes.c.session_pk == record.pk)
         .order_by(nodes.c.pk)
     ).all()
     made = nodes_from_rows(conn, rows, record.id, {})
-    tops = [
-        node for node, row in zip(made, rows, strict=True) if row[2] is None and row[11] is None
-    ]
-    return preorder(made, tops)
+    return [(node, row[11]) for node, row in zip(made, rows, strict=True)]
+
+
+def all_nodes(conn: Connection, record: SessionRecord) -> list[Node]:
+    """Every node of the session's tree (not fragments or trash), parents before
+    children, siblings in order."""
+    placed = _placed_nodes(conn, record)
+    tops = [node for node, mark in placed if node.parent_id is None and mark is None]
+    return preorder([node for node, _ in placed], tops)
 
 
 def detached_subtrees(conn: Connection, record: SessionRecord, kind: str) -> list[list[Node]]:
     """The fragments (or the trash) of a session: each a list of nodes, top first."""
-    rows = conn.execute(
-        select(*NODE_COLUMNS, nodes.c.detached)
-        .where(nodes.c.session_pk == record.pk)
-        .order_by(nodes.c.pk)
-    ).all()
-    made = nodes_from_rows(conn, rows, record.id, {})
-    tops = [node for node, row in zip(made, rows, strict=True) if row[11] == kind]
-    return [preorder(made, [top]) for top in tops]
+    placed = _placed_nodes(conn, record)
+    every = [node for node, _ in placed]
+    return [preorder(every, [node]) for node, mark in placed if mark == kind]
 
 
 def preorder(rows: Iterable[Node], roots: Sequence[Node] | None = None) -> list[Node]:
