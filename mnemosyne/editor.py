@@ -464,10 +464,12 @@ class EditorMixin:
         )
 
     def _nearest_attached(self, pk: int) -> int | None:
-        """The nearest node above ``pk`` still in the tree; else a root's leaf; else None."""
-        for key, _, _ in q.path_keys(self._conn, pk):
-            if key != pk and top_place(self._conn, key) is None:
-                return key
+        """For a node taken out of the tree: the node its subtree hung under, if that is
+        still in the tree; else the leaf of the last root; else None."""
+        top = q.path_keys(self._conn, pk)[-1][0]
+        home = self._row(top).detached_from_pk
+        if home is not None and top_place(self._conn, home) is None:
+            return home
         roots = q.sibling_keys(self._conn, self._record, None)
         return q.descend(self._conn, roots[-1]) if roots else None
 

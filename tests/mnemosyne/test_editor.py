@@ -70,6 +70,16 @@ def test_prune_and_graft_rebase_the_state(store: Store, sid: str) -> None:
     assert store.fragments(sid) == []
 
 
+def test_head_taken_out_of_the_tree_goes_where_its_branch_hung(store: Store, sid: str) -> None:
+    root, b, c, d = chain(store, sid, ("r", None), ("b", None), ("c", None), ("d", None))
+    other_root, _ = store.add_sibling(sid, root, "another beginning")
+    store.append(sid, "user", "its own branch")
+    store.checkout(sid, d)
+    result, _ = store.edit(sid, "delete", c)
+    assert (result.head_id, result.head_moved) == (b, True)
+    assert other_root.id not in [n.id for n in store.projection(sid)]
+
+
 def test_refusals_name_the_reason_and_change_nothing(store: Store, sid: str) -> None:
     a, b, c = chain(store, sid, ("a", None), ("b", None), ("c", None))
     before = store.tree(sid)
