@@ -138,7 +138,24 @@ def demo(
         say("   (the gold from the chest is back in the purse of this timeline)")
         steps.append({"step": "checkout", "head_id": old.id, "state": store.state(sid).as_dict()})
 
-        say("\n7. The whole tree:")
+        say("\n7. The tree editor: prune the torch branch into a fragment, then undo.")
+        pruned, session = store.edit(sid, "prune", edited.id, expected_version=session.version)
+        say(
+            f"   prune -> {len(store.fragments(sid))} fragment, {len(store.tree(sid).nodes)} nodes left"
+        )
+        undone, session = store.undo(sid, expected_version=session.version)
+        say(
+            f"   undo  -> {len(store.fragments(sid))} fragments, {len(store.tree(sid).nodes)} nodes"
+        )
+        steps.append(
+            {
+                "step": "undo",
+                "pruned": pruned.node_id,
+                "fragments_after_undo": len(store.fragments(sid)),
+            }
+        )
+
+        say("\n8. The whole tree:")
         whole = store.tree(sid)
         if not quiet:
             render.print_tree(whole)

@@ -195,7 +195,8 @@ def test_the_demo_runs_with_nothing_configured(tmp_path: Path) -> None:
     assert "(HEAD)" in text and "|\\" in text
     result = run.json("demo")
     steps = {s["step"]: s for s in result["steps"]}
-    assert {"scene", "reroll", "swipe", "edit", "checkout"} <= set(steps)
+    assert {"scene", "reroll", "swipe", "edit", "checkout", "undo"} <= set(steps)
+    assert steps["undo"]["fragments_after_undo"] == 0
     assert len(steps["reroll"]["siblings"]) == 2
     assert steps["scene"]["state"]["variables"]["hp"] == 90
     assert steps["reroll"]["state"]["variables"]["hp"] == 100  # the reroll restored it
