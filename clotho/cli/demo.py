@@ -140,13 +140,11 @@ def demo(
 
         say("\n7. The tree editor: prune the torch branch into a fragment, then undo.")
         pruned, session = store.edit(sid, "prune", edited.id, expected_version=session.version)
-        say(
-            f"   prune -> {len(store.fragments(sid))} fragment, {len(store.tree(sid).nodes)} nodes left"
-        )
-        undone, session = store.undo(sid, expected_version=session.version)
-        say(
-            f"   undo  -> {len(store.fragments(sid))} fragments, {len(store.tree(sid).nodes)} nodes"
-        )
+        left = len(store.tree(sid).nodes)
+        say(f"   prune -> {len(store.fragments(sid))} fragment, {left} nodes left in the tree")
+        _, session = store.undo(sid, expected_version=session.version)
+        back = len(store.tree(sid).nodes)
+        say(f"   undo  -> {len(store.fragments(sid))} fragments, {back} nodes: the branch is back")
         steps.append(
             {
                 "step": "undo",
