@@ -95,14 +95,14 @@ def schema_revision(engine: Engine) -> str | None:
     except exc.DBAPIError as error:
         if _is_not_a_database(error):
             raise StorageError(
-                f"{describe(engine)} is not a usable database ({_reason(error)}); "
+                f"{describe(engine)} is not a usable database ({reason(error)}); "
                 "it was left untouched"
             ) from error
     try:
         with engine.connect() as conn:
             tables = set(inspect(conn).get_table_names())
     except exc.DBAPIError as error:
-        raise StorageError(f"cannot read {describe(engine)}: {_reason(error)}") from error
+        raise StorageError(f"cannot read {describe(engine)}: {reason(error)}") from error
     if tables:
         listed = ", ".join(sorted(tables)[:6])
         raise StorageError(
@@ -174,7 +174,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
     except exc.DBAPIError as error:
-        raise StorageError(f"cannot migrate {describe(engine)}: {_reason(error)}") from error
+        raise StorageError(f"cannot migrate {describe(engine)}: {reason(error)}") from error
 
 
 def _is_not_a_database(error: exc.DBAPIError) -> bool:
@@ -182,5 +182,6 @@ def _is_not_a_database(error: exc.DBAPIError) -> bool:
     return "not a database" in message or "malformed" in message or "encrypted" in message
 
 
-def _reason(error: exc.DBAPIError) -> str:
+def reason(error: exc.DBAPIError) -> str:
+    """The driver's own message, first line: what a user can act on."""
     return str(error.orig).strip().splitlines()[0] if error.orig else str(error)

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, bindparam, exc, func, insert, select,
 from . import _queries as q
 from . import _worldstate as ws
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
+from ._engine import reason as _reason
 from ._schema import nodes, preferences, sessions
 from .editor import EditorMixin, EditResult, JournalEntry, JournalMismatchError
 from .editor import history as journal_history
@@ -847,10 +848,6 @@ class Store:
             conn.execute(
                 statement.on_conflict_do_update(index_elements=["key"], set_={"value": value})
             )
-
-
-def _reason(error: exc.DBAPIError) -> str:
-    return str(error.orig).strip().splitlines()[0] if error.orig else str(error)
 
 
 def _storage_error(error: exc.DBAPIError) -> MnemosyneError:
