@@ -316,12 +316,6 @@ def history(conn: Connection, session_pk: int) -> list[JournalEntry]:
     ]
 
 
-def count_entries(conn: Connection, session_pk: int) -> int:
-    return conn.execute(
-        select(func.count()).select_from(journal).where(journal.c.session_pk == session_pk)
-    ).scalar_one()
-
-
 def states_before(
     conn: Connection, schema: StateSchema, pks: Iterable[int]
 ) -> dict[int, ws.State | None]:
@@ -821,11 +815,15 @@ class EditorMixin:
         return history(self._conn, self._record.pk)
 
     def clear_journal(self) -> None:
-        """A breakpoint: growing the tree forgets what could be undone."""
-        if journal_position(self._conn, self._record.pk) or count_entries(
-            self._conn, self._record.pk
-        ):
-            clear_journal(self._conn, self._record.pk)
+        """A breakpoint: growing the tree forgets what could be undone.
+
+        On every append, so one statement when there is nothing to forget: a
+        position other than 0 always names an entry, so no entry deleted means the
+        position is 0 already.
+        """
+        gone = self._conn.execute(delete(journal).where(journal.c.session_pk == self._record.pk))
+        if gone.rowcount:
+            set_position(self._conn, self._record.pk, 0)
 
 
 def _same(a: list[Any] | None, b: list[Any] | None) -> bool:
