@@ -396,11 +396,13 @@ _TOP = """WITH RECURSIVE up(pk, parent_pk, depth) AS (
     SELECT n.pk, n.parent_pk, up.depth + 1 FROM nodes n JOIN up ON n.pk = up.parent_pk
     WHERE up.depth < {limit}
 )
-SELECT n.detached FROM up JOIN nodes n ON n.pk = up.pk WHERE up.parent_pk IS NULL"""
+SELECT up.depth, n.detached FROM up JOIN nodes n ON n.pk = up.pk WHERE up.parent_pk IS NULL"""
 
 
-def top_detached(conn: Connection, pk: int) -> str | None:
-    """How the top of ``pk``'s subtree is detached (``None``: it is a root of the tree)."""
+def placement(conn: Connection, pk: int) -> tuple[int, str | None] | None:
+    """Where a node is, in one walk up: its depth below the top of its subtree, and
+    how that top is detached (``None``: it is a root of the tree). ``None`` if there
+    is no such node."""
     param = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     cursor = conn.connection.cursor()
     try:
@@ -408,7 +410,13 @@ def top_detached(conn: Connection, pk: int) -> str | None:
         row = cursor.fetchone()
     finally:
         cursor.close()
-    return None if row is None else row[0]
+    return None if row is None else (row[0], row[1])
+
+
+def top_detached(conn: Connection, pk: int) -> str | None:
+    """How the top of ``pk``'s subtree is detached (``None``: it is a root of the tree)."""
+    place = placement(conn, pk)
+    return None if place is None else place[1]
 
 
 def messages(conn: Connection, pk: int | None) -> list[Message]:

@@ -152,9 +152,9 @@ def images(conn: Connection, pks: Iterable[int]) -> dict[int, list[Any] | None]:
     return out
 
 
-def write_image(conn: Connection, pk: int, image: list[Any] | None) -> None:
-    """Make the row of ``pk`` what ``image`` says (``None``: no row)."""
-    exists = conn.execute(select(nodes.c.pk).where(nodes.c.pk == pk)).first() is not None
+def write_image(conn: Connection, pk: int, image: list[Any] | None, *, exists: bool) -> None:
+    """Make the row of ``pk`` (``exists``: whether it has one now) what ``image`` says
+    (``None``: no row)."""
     if image is None:
         if exists:
             conn.execute(delete(nodes).where(nodes.c.pk == pk))
@@ -320,12 +320,9 @@ def states_before(
     conn: Connection, schema: StateSchema, pks: Iterable[int]
 ) -> dict[int, ws.State | None]:
     """The states after existing nodes, before an edit changes anything (``None`` for
-    one that does not exist or whose state cannot be computed where it is)."""
+    one whose state cannot be computed where it is)."""
     out: dict[int, ws.State | None] = {}
     for pk in pks:
-        if conn.execute(select(nodes.c.pk).where(nodes.c.pk == pk)).first() is None:
-            out[pk] = None
-            continue
         try:
             out[pk] = ws.state_after(conn, schema, pk).state
         except InvalidDeltaError:
@@ -336,15 +333,16 @@ def states_before(
 def settle_all(
     conn: Connection, schema: StateSchema, before: dict[int, ws.State | None], every: int
 ) -> None:
-    """Settle every node of ``before`` that exists, ancestors first (a node's new state
-    is computed from its parent's, which must be right already)."""
-    present = [
-        pk
-        for pk in before
-        if conn.execute(select(nodes.c.pk).where(nodes.c.pk == pk)).first() is not None
-    ]
-    depth = {pk: len(q.path_keys(conn, pk)) for pk in present}
-    for pk in sorted(present, key=lambda key: (depth[key], key)):
+    """Settle every node of ``before`` that hangs in the tree, ancestors first (a node's
+    new state is computed from its parent's, which must be right already). Detached
+    subtrees keep the states they had where they last hung: their deltas need not
+    apply anywhere else."""
+    depth: dict[int, int] = {}
+    for pk in before:
+        place = q.placement(conn, pk)
+        if place is not None and place[1] is None:
+            depth[pk] = place[0]
+    for pk in sorted(depth, key=lambda key: (depth[key], key)):
         ws.settle(conn, schema, pk, every, before[pk])
 
 
@@ -776,14 +774,17 @@ class EditorMixin:
                     f"(node {(pair[expect] or pair[1 - expect] or ['?', '?'])[1]} was changed "
                     "outside it); it was cleared and nothing was undone"
                 )
-        before = states_before(self._conn, self._schema, changed)
+        existing = [pk for pk, row in current.items() if row is not None]
+        before = states_before(self._conn, self._schema, existing)
         for pk, pair in changed.items():
-            write_image(self._conn, pk, pair[write])
+            write_image(self._conn, pk, pair[write], exists=current[pk] is not None)
         repair_active_pointers(self._conn, session_pk, changed)
         head = payload["head"][write]
         self._set_head(head)
         if head is not None:
             self._point_path_at(head)
+        # Rows the edit had deleted come back with no state to compare: settle them too.
+        before.update({pk: None for pk in changed if current[pk] is None})
         settle_all(self._conn, self._schema, before, self._every)
         set_position(self._conn, session_pk, position + step)
         self._dirty = True

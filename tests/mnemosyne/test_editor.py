@@ -315,3 +315,21 @@ def test_undo_all_and_redo_all(store: Store, database_url: str) -> None:
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )
+
+
+def test_undo_back_into_a_fragment_keeps_its_states(store: Store, sid: str) -> None:
+    """A fragment's delta need not apply at the root: undoing a graft must not replay
+    it there (a fragment keeps the states it had where it hung)."""
+    a, b = chain(
+        store,
+        sid,
+        ("a", [{"op": "append", "path": "flags", "value": "key"}]),
+        ("b", [{"op": "remove", "path": "flags", "value": "key"}]),
+    )
+    store.edit(sid, "prune", b)
+    store.edit(sid, "graft", b, a)
+    store.undo(sid)
+    assert [f[0].id for f in store.fragments(sid)] == [b]
+    assert store.state(sid, b).variables["flags"] == []
+    store.redo(sid)
+    assert store.state(sid, b).variables["flags"] == []
