@@ -127,17 +127,26 @@ def settle(
     rebuild_below(conn, schema, pk, every)
 
 
-def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
-    """(pk, parent_pk) of ``pk`` and everything below it, parents before children."""
-    start = select(nodes.c.pk, nodes.c.parent_pk, literal(0).label("depth")).where(nodes.c.pk == pk)
+def subtree_rows(conn: Connection, pk: int, *columns: Any) -> list[Any]:
+    """``columns`` of ``pk`` and of everything below it, parents before children: one
+    recursive CTE down the tree, joined once to the columns."""
+    start = select(nodes.c.pk, literal(0).label("depth")).where(nodes.c.pk == pk)
     down = start.cte("down", recursive=True)
-    step = select(nodes.c.pk, nodes.c.parent_pk, (down.c.depth + 1).label("depth")).where(
+    step = select(nodes.c.pk, (down.c.depth + 1).label("depth")).where(
         nodes.c.parent_pk == down.c.pk, down.c.depth < MAX_DEPTH
     )
     down = down.union_all(step)
-    rows = conn.execute(select(down.c.pk, down.c.parent_pk, down.c.depth)).all()
-    rows.sort(key=lambda row: (row[2], row[0]))
-    return [(row[0], row[1]) for row in rows]
+    query = select(down.c.depth, nodes.c.pk, *columns).join_from(
+        down, nodes, nodes.c.pk == down.c.pk
+    )
+    rows = conn.execute(query).all()
+    rows.sort(key=lambda row: (row[0], row[1]))
+    return [row[2:] for row in rows]
+
+
+def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
+    """(pk, parent_pk) of ``pk`` and everything below it, parents before children."""
+    return [(row[0], row[1]) for row in subtree_rows(conn, pk, nodes.c.pk, nodes.c.parent_pk)]
 
 
 def invalidate_below(conn: Connection, pk: int) -> int:
@@ -162,22 +171,17 @@ def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) ->
         InvalidDeltaError: a delta of the subtree does not apply any more (naming
             the node); the caller's transaction should then be rolled back.
     """
-    keys = [key for key, _ in subtree_keys(conn, pk)]
-    _drop_keyframes(conn, keys)
-    parent_pk = conn.execute(select(nodes.c.parent_pk).where(nodes.c.pk == pk)).scalar_one()
+    rows = subtree_rows(
+        conn, pk, nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta
+    )
+    _drop_keyframes(conn, [row[0] for row in rows])
+    parent_pk = rows[0][2]
     top = state_after(conn, schema, parent_pk) if parent_pk is not None else None
-    rows = []
-    for i in range(0, len(keys), 500):
-        query = select(
-            nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta
-        ).where(nodes.c.pk.in_(keys[i : i + 500]))
-        rows.extend(conn.execute(query).all())
     children: dict[int | None, list[Any]] = {}
     for row in rows:
         children.setdefault(row[2], []).append(row)
     written: list[dict[str, Any]] = []
-    root_row = next(row for row in rows if row[0] == pk)
-    stack: list[tuple[Any, Reached | None]] = [(root_row, top)]
+    stack: list[tuple[Any, Reached | None]] = [(rows[0], top)]  # rows[0] is pk's
     while stack:
         row, parent = stack.pop()
         base = parent.state if parent is not None else schema.initial_state()
