@@ -365,11 +365,6 @@ def repair_active_pointers(conn: Connection, session_pk: int, touched: Iterable[
         conn.execute(update(nodes).where(nodes.c.pk == pk).values(active_child_pk=last))
 
 
-def top_place(conn: Connection, pk: int) -> str | None:
-    """``None`` if the node hangs in the tree; else 'fragment' or 'trash'."""
-    return q.top_detached(conn, pk)
-
-
 class EditorMixin:
     """The editor's operations on :class:`~mnemosyne.SessionTransaction`."""
 
@@ -402,7 +397,7 @@ class EditorMixin:
         return q.resolve_node(self._conn, self._record, ref)
 
     def _attached(self, pk: int, node_id: str, what: str) -> None:
-        place = top_place(self._conn, pk)
+        place = q.top_detached(self._conn, pk)
         if place is not None:
             where = "a fragment" if place == "fragment" else "the trash"
             hint = "graft it first" if place == "fragment" else "restore it first"
@@ -433,7 +428,7 @@ class EditorMixin:
         before_head = self._head_pk
         head = self._head_pk
         note = ""
-        if head is not None and top_place(self._conn, head) is not None:
+        if head is not None and q.top_detached(self._conn, head) is not None:
             head = self._nearest_attached(head)
             note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
         if head is not None:
@@ -460,7 +455,7 @@ class EditorMixin:
         still in the tree; else the leaf of the last root; else None."""
         top = q.path_keys(self._conn, pk)[-1][0]
         home = self._row(top).detached_from_pk
-        if home is not None and top_place(self._conn, home) is None:
+        if home is not None and q.top_detached(self._conn, home) is None:
             return home
         roots = q.sibling_keys(self._conn, self._record, None)
         return q.descend(self._conn, roots[-1]) if roots else None
@@ -531,7 +526,7 @@ class EditorMixin:
         pk, node_id = self._resolve(ref)
         target, target_id = self._resolve(onto)
         row = self._row(pk)
-        if top_place(self._conn, pk) == "trash":
+        if q.top_detached(self._conn, pk) == "trash":
             raise InvalidOperationError(f"node {node_id} is in the trash: restore it first")
         self._attached(target, target_id, "target")
         if any(key == pk for key, _, _ in q.path_keys(self._conn, target)):
@@ -606,7 +601,7 @@ class EditorMixin:
         home = row.detached_from_pk
         if home is not None and (
             self._conn.execute(select(nodes.c.pk).where(nodes.c.pk == home)).first() is None
-            or top_place(self._conn, home) is not None
+            or q.top_detached(self._conn, home) is not None
         ):
             raise InvalidOperationError(
                 f"the node {node_id} hung under is no longer in the tree: graft it instead"
