@@ -24,6 +24,7 @@ from .errors import (
 from .models import ROLES, Blame, Change, Message, Node, Role, Session, Tree, TurnView, WorldState
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
+from .traces import Trace
 
 __all__ = [
     "PERMISSIVE",
@@ -50,6 +51,7 @@ __all__ = [
     "StateSchema",
     "StorageError",
     "Store",
+    "Trace",
     "Tree",
     "TurnView",
     "UnknownNodeError",

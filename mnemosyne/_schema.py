@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 
 ID_LENGTH = 32
 
@@ -156,4 +156,25 @@ preferences = Table(
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+)
+
+#: Texts stored once, named by the SHA-256 of their UTF-8 bytes (the parts of prompt
+#: traces that repeat from turn to turn: system prompts, templates, lore).
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("content", Text, nullable=False),
+)
+
+#: The PromptTrace of a generated node (see mnemosyne.traces): the messages sent as
+#: references (runs of projected nodes, blobs), their hash, and a JSON document with
+#: the rest (model, parameters, usage, lore and its reasons...).
+traces = Table(
+    "traces",
+    metadata,
+    Column("node_pk", Key, ForeignKey("nodes.pk", ondelete="CASCADE"), primary_key=True),
+    Column("messages", Text, nullable=False),
+    Column("messages_hash", String(64), nullable=False),
+    Column("document", Text, nullable=False),
 )

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, bindparam, exc, func, insert, select,
 
 from . import _queries as q
 from . import _worldstate as ws
+from . import traces as tr
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._engine import reason as _reason
 from ._schema import nodes, preferences, sessions
@@ -282,6 +283,38 @@ class SessionTransaction(EditorMixin):
         self._head_pk, self._head_id = pk, node.id
         self._dirty = True
         return node
+
+    # -- prompt traces --------------------------------------------------------------
+
+    def put_blob(self, text: str) -> str:
+        """Store a text once (content-addressed); its hash, for a trace document."""
+        return tr.put_blob(self._conn, text)
+
+    def put_trace(
+        self,
+        ref: str,
+        *,
+        messages: Sequence[Mapping[str, Any]],
+        sources: Sequence[int | None],
+        history: Sequence[Message],
+        document: Mapping[str, Any],
+    ) -> str:
+        """Attach the PromptTrace of a generated node; the hash of its messages.
+
+        Args:
+            ref: the generated node.
+            messages: exactly what the model was sent.
+            sources: for each message, the index in ``history`` of the node it is
+                (sent as ``{"role", "content"}``), or ``None``. Consecutive indices are
+                stored as one reference to the path between two nodes.
+            history: the projection the prompt was built from (:meth:`Store.messages`).
+            document: the rest of the trace, JSON (large texts as :meth:`put_blob`).
+
+        Raises:
+            InvalidOperationError: the node has a trace already, or the input is malformed.
+        """
+        pk, node_id = q.resolve_node(self._conn, self._record, ref)
+        return tr.put_trace(self._conn, pk, node_id, messages, sources, history, document)
 
     # -- moving HEAD ------------------------------------------------------------
 
@@ -634,6 +667,19 @@ class Store:
             return TurnView(node, [ids[k] for k in keys], keys.index(pk))
 
     # -- world state --------------------------------------------------------------------
+
+    def trace(self, session_id: str, ref: str) -> tr.Trace | None:
+        """A node's PromptTrace, its messages rebuilt and checked against the hash of
+        what was sent; ``None`` if the node was not generated."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            pk, node_id = q.resolve_node(conn, record, ref)
+            return tr.load_trace(conn, pk, node_id)
+
+    def blobs(self, hashes: Sequence[str]) -> dict[str, str]:
+        """The texts of the blobs named (those that exist)."""
+        with self.read() as conn:
+            return tr.get_blobs(conn, hashes)
 
     def schema(self, session_id: str) -> StateSchema:
         """The session's world-state schema."""

@@ -1,0 +1,224 @@
+"""PromptTraces: what a generated node's model call was sent, stored without repeating it.
+
+Each prompt holds the whole history, so storing prompts verbatim would make a
+campaign's storage grow with the square of its length. A trace keeps instead:
+
+- the messages as *parts*: a run of history messages is ``{"run": [first, last,
+  count]}`` (the enabled nodes on the path from node ``first`` down to node
+  ``last``, each sent as ``{"role", "content"}``); any other message is ``{"blob":
+  hash}``, its JSON stored once in ``blobs`` under the SHA-256 of its text (a system
+  prompt that does not change is stored once for the whole database);
+- ``messages_hash``, the SHA-256 of the exact messages (canonical JSON), so a
+  rebuilt trace says whether it is still what was sent (an edit in place of a message
+  of the history since then makes it differ, and the trace says so);
+- a JSON ``document`` with the rest (model, parameters, usage, lore and reasons...),
+  whose large texts the caller stores as blobs with :func:`put_blob`.
+
+A trace therefore costs a constant number of rows and bytes per turn whatever the
+depth, plus what is new in that turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from . import _queries as q
+from ._schema import blobs, nodes, traces
+from .errors import InvalidOperationError
+from .models import Message
+
+__all__ = ["Trace", "blob_hash", "messages_hash"]
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON text of a value that hashes are taken of."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def blob_hash(text: str) -> str:
+    """The name of a blob: the SHA-256 of its UTF-8 bytes, in hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def messages_hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The SHA-256 of the canonical JSON of a list of messages."""
+    return blob_hash(canonical_json(list(messages)))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A node's PromptTrace as read back: the messages rebuilt from their parts."""
+
+    node_id: str
+    messages: list[dict[str, Any]]
+    """The messages, rebuilt: what was sent if ``verified``."""
+    messages_hash: str
+    """The hash of what was sent, taken when it was sent."""
+    verified: bool
+    """Whether the rebuilt messages hash to ``messages_hash``."""
+    document: dict[str, Any]
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    """How the messages are stored (runs of history, blobs)."""
+    problems: list[str] = field(default_factory=list)
+    """Why the messages could not be rebuilt as sent, when they could not."""
+
+
+def put_blob(conn: Connection, text: str) -> str:
+    """Store a text once; its hash."""
+    if not isinstance(text, str):
+        raise InvalidOperationError(f"a blob must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidOperationError("a blob must not contain NUL characters (\\x00)")
+    digest = blob_hash(text)
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    conn.execute(dialect.insert(blobs).values(hash=digest, content=text).on_conflict_do_nothing())
+    return digest
+
+
+def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, str]:
+    """The texts of the blobs that exist among ``hashes``."""
+    wanted = list(dict.fromkeys(hashes))
+    out: dict[str, str] = {}
+    for i in range(0, len(wanted), 500):
+        query = select(blobs.c.hash, blobs.c.content).where(blobs.c.hash.in_(wanted[i : i + 500]))
+        out.update({row[0]: row[1] for row in conn.execute(query)})
+    return out
+
+
+def _history_message(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": message.content}
+
+
+def encode(
+    conn: Connection,
+    messages: Sequence[Mapping[str, Any]],
+    sources: Sequence[int | None],
+    history: Sequence[Message],
+) -> list[dict[str, Any]]:
+    """The parts of ``messages``: runs of ``history`` where ``sources`` says a message
+    is ``history[i]`` sent as it is, blobs for everything else."""
+    if len(sources) != len(messages):
+        raise InvalidOperationError(
+            f"a trace needs one source per message: {len(messages)} messages, "
+            f"{len(sources)} sources"
+        )
+    parts: list[dict[str, Any]] = []
+    run: list[int] = []
+
+    def close_run() -> None:
+        if run:
+            first, last = history[run[0]], history[run[-1]]
+            parts.append({"run": [first.id, last.id, len(run)]})
+            run.clear()
+
+    for message, source in zip(messages, sources, strict=True):
+        if not isinstance(message, Mapping):
+            raise InvalidOperationError(f"a message must be an object, not {message!r}")
+        if source is not None and not 0 <= source < len(history):
+            raise InvalidOperationError(
+                f"source {source} is not an index of the {len(history)} history messages"
+            )
+        if source is not None and dict(message) == _history_message(history[source]):
+            if run and source != run[-1] + 1:
+                close_run()
+            run.append(source)
+            continue
+        close_run()
+        parts.append({"blob": put_blob(conn, canonical_json(dict(message)))})
+    close_run()
+    return parts
+
+
+def put_trace(
+    conn: Connection,
+    node_pk: int,
+    node_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    sources: Sequence[int | None],
+    history: Sequence[Message],
+    document: Mapping[str, Any],
+) -> str:
+    """Store the trace of a node; the hash of its messages."""
+    exists = conn.execute(select(traces.c.node_pk).where(traces.c.node_pk == node_pk)).first()
+    if exists is not None:
+        raise InvalidOperationError(f"node {node_id} already has a trace")
+    try:
+        document_text = canonical_json(dict(document))
+    except (TypeError, ValueError) as error:
+        raise InvalidOperationError(f"a trace document must be JSON: {error}") from None
+    parts = encode(conn, messages, sources, history)
+    digest = messages_hash(messages)
+    conn.execute(
+        insert(traces).values(
+            node_pk=node_pk,
+            messages=canonical_json(parts),
+            messages_hash=digest,
+            document=document_text,
+        )
+    )
+    return digest
+
+
+def load_trace(conn: Connection, node_pk: int, node_id: str) -> Trace | None:
+    """A node's trace with its messages rebuilt and checked; ``None`` if it has none."""
+    row = conn.execute(
+        select(traces.c.messages, traces.c.messages_hash, traces.c.document).where(
+            traces.c.node_pk == node_pk
+        )
+    ).first()
+    if row is None:
+        return None
+    parts: list[dict[str, Any]] = json.loads(row[0])
+    texts = get_blobs(conn, (part["blob"] for part in parts if "blob" in part))
+    messages: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for part in parts:
+        if "blob" in part:
+            text = texts.get(part["blob"])
+            if text is None:
+                problems.append(f"blob {part['blob']} is missing")
+                continue
+            messages.append(json.loads(text))
+        else:
+            first, last, count = part["run"]
+            rebuilt, problem = _rebuild_run(conn, first, last, count)
+            messages.extend(rebuilt)
+            if problem:
+                problems.append(problem)
+    verified = messages_hash(messages) == row[1]
+    if not verified and not problems:
+        problems.append(
+            "a message of the history was edited in place since it was sent "
+            "(the rebuilt messages differ from the ones hashed)"
+        )
+    return Trace(node_id, messages, row[1], verified, json.loads(row[2]), parts, problems)
+
+
+def _rebuild_run(
+    conn: Connection, first: str, last: str, count: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    keys = dict(
+        conn.execute(select(nodes.c.id, nodes.c.pk).where(nodes.c.id.in_([first, last]))).all()
+    )
+    if first not in keys or last not in keys:
+        gone = first if first not in keys else last
+        return [], f"node {gone} of the history no longer exists (purged)"
+    rows = q.walk_up(conn, keys[last], "n.enabled, n.id, n.role, n.content")
+    ids = [row[2] for row in rows]
+    if first not in ids:
+        return [], f"node {first} is no longer above node {last} (the tree was edited since)"
+    segment = rows[ids.index(first) :]
+    rebuilt = [{"role": row[3], "content": row[4]} for row in segment if row[1]]
+    if len(rebuilt) != count:
+        return rebuilt, (
+            f"the history from {first} to {last} now has {len(rebuilt)} enabled messages, "
+            f"not the {count} sent (nodes were moved, toggled or injected since)"
+        )
+    return rebuilt, None
