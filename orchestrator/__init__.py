@@ -1,5 +1,29 @@
 """The turn loop (a LangGraph graph) and the model gateway (litellm).
 
-Not built yet: the issue "One turn: the LangGraph loop, the model gateway, prompts,
-PromptTrace and state extraction" fills it in.
+:class:`Engine` plays turns (say, reroll, edit, continue, impersonate) on the
+sessions of a :class:`mnemosyne.Store`; :class:`Gateway` makes the model calls;
+:mod:`orchestrator.loopback` serves a scripted model over the OpenAI protocol on
+loopback (the demo and the tests use it).
 """
+
+from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
+from .errors import ModelError, OrchestratorError, TurnError
+from .gateway import Completion, Gateway
+from .setup import Character, TurnSetup
+from .turn import Engine, TurnKind, TurnRequest, TurnResult
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "Character",
+    "Completion",
+    "Engine",
+    "Gateway",
+    "ModelConfig",
+    "ModelError",
+    "OrchestratorError",
+    "TurnError",
+    "TurnKind",
+    "TurnRequest",
+    "TurnResult",
+    "TurnSetup",
+]

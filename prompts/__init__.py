@@ -1,1 +1,36 @@
-"""Jinja2 prompt templates shipped with the package (filled in by the turn-loop issue)."""
+"""Prompts: Jinja2 templates shipped with the package, and how a prompt is assembled.
+
+A campaign overrides any template with a file of the same name in its
+``templates/`` folder (see ``docs/prompts.md``). Rendering is sandboxed.
+"""
+
+from ._templates import TEMPLATE_NAMES, Templates, UsedTemplate
+from .build import (
+    FRAMING,
+    PART_TEMPLATES,
+    HistoryMessage,
+    Prompt,
+    assemble,
+    fit,
+    history_message,
+    macros,
+    render_parts,
+)
+from .errors import PromptError, TemplateError
+
+__all__ = [
+    "FRAMING",
+    "PART_TEMPLATES",
+    "TEMPLATE_NAMES",
+    "HistoryMessage",
+    "Prompt",
+    "PromptError",
+    "TemplateError",
+    "Templates",
+    "UsedTemplate",
+    "assemble",
+    "fit",
+    "history_message",
+    "macros",
+    "render_parts",
+]

@@ -1,0 +1,33 @@
+"""The errors of the turn loop: one hierarchy, each message written for the player."""
+
+from __future__ import annotations
+
+__all__ = ["ModelError", "OrchestratorError", "TurnError"]
+
+
+class OrchestratorError(Exception):
+    """Base of every error the turn loop raises on purpose."""
+
+    code = "orchestrator_error"
+
+
+class TurnError(OrchestratorError, ValueError):
+    """The turn asked for cannot be played here (reroll of a user node, empty session...)."""
+
+    code = "invalid_turn"
+
+
+class ModelError(OrchestratorError):
+    """The model could not be called, or failed after its retries; nothing was stored.
+
+    ``kind`` says which failure it was (``auth``, ``not_found``, ``context_window``,
+    ``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``,
+    ``empty``, ``config``); the message says what to do about it.
+    """
+
+    code = "model_error"
+
+    def __init__(self, message: str, kind: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status

@@ -1,0 +1,330 @@
+"""The model gateway: every model call goes through litellm, asynchronously.
+
+- Streamed replies: each piece of text (and of reasoning, for models that return it)
+  is handed to a callback as it arrives; usage and latency are recorded.
+- Retries: a rate limit (429), a server error (5xx), a timeout or a dropped
+  connection is retried with exponential backoff by the provider client litellm drives
+  (``max_retries``; it honours ``Retry-After``); after the last retry the player gets
+  one clear :class:`ModelError`. Errors that a retry cannot fix (a bad key, an unknown
+  model, a prompt over the context window) are not retried.
+- A stream that breaks off after some text keeps that text, marked incomplete; so does
+  :meth:`Gateway.interrupt` (Ctrl+C): the caller stores a partial reply, never loses it.
+
+litellm is imported on first use (it costs seconds), with
+``LITELLM_LOCAL_MODEL_COST_MAP=True``: the engine never calls out on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
+from .errors import ModelError
+
+__all__ = ["Completion", "Gateway", "OnEvent", "litellm_module"]
+
+#: Receives ``("token" | "reasoning", text)`` while a reply streams in.
+OnEvent = Callable[[str, str], None]
+
+
+@cache
+def litellm_module() -> ModuleType:
+    """litellm, imported once, offline."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+def openai_errors() -> type[Exception]:
+    """The base class of every provider error litellm raises (it builds on openai's)."""
+    litellm_module()
+    import openai
+
+    return openai.OpenAIError
+
+
+#: What else a stream that breaks off can raise, below litellm's own errors.
+STREAM_BREAKS: tuple[type[Exception], ...] = (ConnectionError, EOFError)
+
+
+@dataclass
+class Completion:
+    """One model call's answer."""
+
+    content: str
+    reasoning: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    latency_ms: float = 0.0
+    first_token_ms: float | None = None
+    finish_reason: str | None = None
+    incomplete: bool = False
+    """The text stopped before the model finished (stream cut, or interrupted)."""
+    stopped_by: str | None = None
+    """Why it is incomplete, in words."""
+    model: str = ""
+
+
+class Gateway:
+    """Calls models through litellm. One per turn loop; :meth:`interrupt` stops the
+    reply being streamed."""
+
+    def __init__(self) -> None:
+        self._streaming: asyncio.Task[None] | None = None
+        self._interrupted = False
+
+    # -- calls ----------------------------------------------------------------------
+
+    async def stream(
+        self,
+        config: ModelConfig,
+        messages: Sequence[Mapping[str, Any]],
+        on_event: OnEvent | None = None,
+    ) -> Completion:
+        """Generate a reply, streamed: ``on_event`` gets each piece as it arrives.
+
+        Raises:
+            ModelError: the call failed (after its retries), or the stream broke off
+                before any text came.
+        """
+        started = time.perf_counter()
+        response = await self._call(config, messages, stream=True)
+        pieces: list[str] = []
+        thoughts: list[str] = []
+        result = Completion("", model=config.model)
+
+        async def consume() -> None:
+            async for chunk in response:
+                usage = getattr(chunk, "usage", None)
+                if usage:
+                    result.usage = _usage(usage)
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                thought = getattr(delta, "reasoning_content", None)
+                if thought:
+                    thoughts.append(thought)
+                    if on_event is not None:
+                        on_event("reasoning", thought)
+                text = delta.content
+                if text:
+                    if result.first_token_ms is None:
+                        result.first_token_ms = (time.perf_counter() - started) * 1000
+                    pieces.append(text)
+                    if on_event is not None:
+                        on_event("token", text)
+                if choice.finish_reason:
+                    result.finish_reason = choice.finish_reason
+
+        self._interrupted = False
+        self._streaming = asyncio.ensure_future(consume())
+        try:
+            await self._streaming
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not self._interrupted or (current is not None and current.cancelling()):
+                raise
+            result.incomplete, result.stopped_by = True, "interrupted by the player"
+        except (openai_errors(), *STREAM_BREAKS) as error:  # the stream broke off
+            if not pieces:
+                raise _model_error(error, config) from None
+            result.incomplete = True
+            result.stopped_by = f"the stream broke off: {_first_line(error)}"
+        finally:
+            self._streaming = None
+        result.content = "".join(pieces)
+        result.reasoning = "".join(thoughts)
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        if not result.incomplete and result.finish_reason is None:
+            result.incomplete = True
+            result.stopped_by = "the stream ended before the model finished"
+        if not result.content and not result.incomplete:
+            raise ModelError(
+                f"model {config.model} returned an empty reply (finish reason: "
+                f"{result.finish_reason or 'none'})",
+                "empty",
+            )
+        return result
+
+    async def complete(
+        self,
+        config: ModelConfig,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """One call, not streamed (extraction, summaries).
+
+        Raises:
+            ModelError: the call failed after its retries.
+        """
+        started = time.perf_counter()
+        extra = {"response_format": dict(response_format)} if response_format else {}
+        response = await self._call(config, messages, stream=False, **extra)
+        choice = response.choices[0]
+        message = choice.message
+        return Completion(
+            content=message.content or "",
+            reasoning=getattr(message, "reasoning_content", None) or "",
+            usage=_usage(getattr(response, "usage", None)),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            finish_reason=choice.finish_reason,
+            model=config.model,
+        )
+
+    def interrupt(self) -> bool:
+        """Stop the reply being streamed (its text so far is kept); whether one was."""
+        task = self._streaming
+        if task is None or task.done():
+            return False
+        self._interrupted = True
+        task.cancel()
+        return True
+
+    async def _call(
+        self,
+        config: ModelConfig,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: bool,
+        **extra: Any,
+    ) -> Any:
+        litellm = litellm_module()
+        arguments: dict[str, Any] = {
+            **config.params,
+            **extra,
+            "model": config.model,
+            "messages": list(messages),
+            "stream": stream,
+            "timeout": config.timeout,
+            "max_retries": config.retries,
+        }
+        if stream:
+            arguments["stream_options"] = {"include_usage": True}
+        if config.api_base:
+            arguments["api_base"] = config.api_base
+        if config.api_key:
+            arguments["api_key"] = config.api_key
+        elif config.api_base:
+            # a local OpenAI-compatible server needs no key, but the client wants one
+            arguments["api_key"] = os.environ.get("OPENAI_API_KEY") or "no-key"
+        try:
+            return await litellm.acompletion(**arguments)
+        except openai_errors() as error:
+            raise _model_error(error, config) from None
+
+    # -- what litellm knows about models --------------------------------------------
+
+    @staticmethod
+    def context_window(config: ModelConfig) -> int:
+        """The tokens the model accepts: the configured window, else litellm's model
+        list, else :data:`DEFAULT_CONTEXT_WINDOW`."""
+        if config.context_window:
+            return config.context_window
+        litellm = litellm_module()
+        try:
+            info = litellm.get_model_info(config.model)
+        except Exception:  # noqa: BLE001 - litellm raises bare Exception for unknown models
+            return DEFAULT_CONTEXT_WINDOW
+        return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+    @staticmethod
+    def counter(config: ModelConfig) -> Callable[[str], int]:
+        """Counts the tokens of a text for the model (litellm's tokenizer for it)."""
+        litellm = litellm_module()
+        model = config.model
+
+        def count(text: str) -> int:
+            return int(litellm.token_counter(model=model, text=text))
+
+        return count
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    if not usage:
+        return {}
+    if hasattr(usage, "model_dump"):
+        usage = usage.model_dump()
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {key: usage.get(key) for key in keys if usage.get(key) is not None}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _model_error(error: Exception, config: ModelConfig) -> ModelError:
+    """A provider's error as a message a player can act on."""
+    exceptions = litellm_module().exceptions
+    where = f" at {config.api_base}" if config.api_base else ""
+    status = getattr(error, "status_code", None)
+    detail = _first_line(error).removeprefix("litellm.")
+    tries = f"after {config.retries + 1} attempts"
+    if isinstance(error, exceptions.ContextWindowExceededError):
+        return ModelError(
+            f"the prompt is longer than the context window of {config.model}: set a smaller "
+            f"context_window in the campaign's [model] settings ({detail})",
+            "context_window",
+            status=status,
+        )
+    if isinstance(error, exceptions.AuthenticationError):
+        return ModelError(
+            f"the provider{where} refused the API key for {config.model}: check the key "
+            f"(CLOTHO_API_KEY or the provider's own variable) ({detail})",
+            "auth",
+            status=status,
+        )
+    if isinstance(error, exceptions.NotFoundError):
+        return ModelError(
+            f"model {config.model} is not known to the provider{where}: check --model ({detail})",
+            "not_found",
+            status=status,
+        )
+    if isinstance(error, exceptions.RateLimitError):
+        return ModelError(
+            f"the provider{where} is rate-limiting {config.model} and still refused {tries}: "
+            f"wait and try again ({detail})",
+            "rate_limit",
+            status=status,
+        )
+    if isinstance(error, exceptions.Timeout):
+        return ModelError(
+            f"{config.model}{where} did not answer within {config.timeout:g} s, {tries}",
+            "timeout",
+            status=status,
+        )
+    if isinstance(error, exceptions.APIConnectionError):
+        return ModelError(
+            f"cannot reach the model server{where} for {config.model}, {tries} ({detail})",
+            "connection",
+            status=status,
+        )
+    if isinstance(error, exceptions.BadRequestError):
+        if "LLM Provider NOT provided" in str(error):
+            return ModelError(
+                f"litellm does not know which provider serves {config.model!r}: name it with a "
+                "prefix, such as openai/<model> for an OpenAI-compatible server",
+                "config",
+            )
+        return ModelError(
+            f"the provider{where} refused the request to {config.model} ({detail})",
+            "bad_request",
+            status=status,
+        )
+    return ModelError(
+        f"the model server{where} failed for {config.model} "
+        f"{'(HTTP ' + str(status) + ') ' if status else ''}{tries} ({detail})",
+        "server",
+        status=status,
+    )

@@ -1,0 +1,59 @@
+"""What a turn needs besides the tree: models, templates, the character and the player."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prompts import Templates
+
+from .config import ModelConfig
+
+__all__ = ["Character", "TurnSetup"]
+
+
+@dataclass(frozen=True)
+class Character:
+    """The character card's text (SillyTavern's fields), ``{{char}}``/``{{user}}`` kept."""
+
+    name: str = "Narrator"
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+
+    def as_context(self, substitute: Any) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "description": substitute(self.description),
+            "personality": substitute(self.personality),
+            "scenario": substitute(self.scenario),
+        }
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    """How turns are played in a session (from its campaign and the settings)."""
+
+    model: ModelConfig
+    extraction_model: ModelConfig | None = None
+    """The model that extracts state deltas (default: ``model``); may be cheaper."""
+    summary_model: ModelConfig | None = None
+    """The model that writes running summaries (default: ``model``)."""
+    templates: Templates = field(default_factory=Templates)
+    character: Character = field(default_factory=Character)
+    player: str = "Player"
+    title: str | None = None
+    extract: bool = True
+    """Whether replies go through state extraction."""
+    summary_words: int = 250
+    extra_context: Mapping[str, Any] = field(default_factory=dict)
+    """More values for the templates (a campaign's own)."""
+
+    @property
+    def extractor(self) -> ModelConfig:
+        return self.extraction_model or self.model
+
+    @property
+    def summarizer(self) -> ModelConfig:
+        return self.summary_model or self.model

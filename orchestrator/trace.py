@@ -1,0 +1,105 @@
+"""The PromptTrace of a turn: everything about the model call but the messages
+themselves (mnemosyne stores those by reference, see :mod:`mnemosyne.traces`).
+
+Texts that repeat from turn to turn (template sources, lore entries) are stored as
+blobs and named by their hash in the document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from planner import LoreHit, Plan
+from postprocess import Extraction
+
+from .gateway import Completion
+from .setup import TurnSetup
+
+__all__ = ["TRACE_VERSION", "TraceBuilder"]
+
+TRACE_VERSION = 1
+
+
+class TraceBuilder:
+    """Collects a turn's trace as the graph runs."""
+
+    def __init__(self, kind: str, setup: TurnSetup) -> None:
+        self.kind = kind
+        self.setup = setup
+        self.templates: list[str] = []
+        self.trimmed: dict[str, Any] = {}
+
+    def template(self, name: str) -> None:
+        """Record that a template was rendered for this turn."""
+        if name not in self.templates:
+            self.templates.append(name)
+
+    def node_metadata(
+        self, completion: Completion, extraction: Extraction | None
+    ) -> dict[str, Any]:
+        """What the generated node itself keeps (shown with the node, exported with it)."""
+        meta: dict[str, Any] = {
+            "generated": self.kind,
+            "model": completion.model,
+            "params": dict(self.setup.model.params),
+            "usage": completion.usage,
+            "latency_ms": round(completion.latency_ms, 2),
+            "finish_reason": completion.finish_reason,
+        }
+        if completion.reasoning:
+            meta["reasoning"] = completion.reasoning
+        if completion.incomplete:
+            meta["incomplete"] = True
+            meta["stopped_by"] = completion.stopped_by
+        if extraction is not None and not extraction.ok:
+            meta["delta_error"] = extraction.error
+        return meta
+
+    def document(
+        self,
+        put_blob: Callable[[str], str],
+        *,
+        plan: Plan,
+        lore: list[LoreHit],
+        completion: Completion,
+        extraction: Extraction | None,
+        delta: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The trace document (JSON), large texts stored through ``put_blob``."""
+        templates = {}
+        for name in self.templates:
+            used = self.setup.templates.used(name)
+            templates[name] = {"origin": used.origin, "blob": put_blob(used.source)}
+        postprocess: dict[str, Any] | None = None
+        if extraction is not None:
+            postprocess = {
+                "model": self.setup.extractor.model,
+                "messages": extraction.messages,
+                "response_format": extraction.response_format,
+                **extraction.as_dict(),
+            }
+        elif completion.incomplete:
+            postprocess = {"skipped": "the reply is incomplete: no delta"}
+        return {
+            "version": TRACE_VERSION,
+            "kind": self.kind,
+            "model": self.setup.model.model,
+            "api_base": self.setup.model.api_base,
+            "params": dict(self.setup.model.params),
+            "usage": completion.usage,
+            "latency_ms": round(completion.latency_ms, 2),
+            "first_token_ms": None
+            if completion.first_token_ms is None
+            else round(completion.first_token_ms, 2),
+            "finish_reason": completion.finish_reason,
+            "incomplete": completion.incomplete,
+            "stopped_by": completion.stopped_by,
+            "reasoning": completion.reasoning or None,
+            "planner": plan.as_dict(),
+            "lore": [{**hit.as_dict(), "content": put_blob(hit.content)} for hit in lore],
+            "templates": templates,
+            "trimmed": self.trimmed,
+            "postprocess": postprocess,
+            "delta": delta,
+        }

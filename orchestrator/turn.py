@@ -1,0 +1,508 @@
+"""One turn, as a LangGraph graph: load → plan → retrieve → build → generate →
+post-process → commit.
+
+The store is the persistence: the graph runs with no checkpointer, its state lives
+for one turn, and the only thing written is the commit, one transaction with the new
+node(s), the delta, the keyframe if due, the PromptTrace and HEAD (growing the tree is
+the editor's breakpoint). Nothing is stored if the model fails; a reply whose delta
+cannot be extracted is stored with an empty delta; a reply cut short (a broken
+stream, Ctrl+C) is stored as it stands, marked incomplete, with no delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from mnemosyne import Message, Node, Session, Store, WorldState
+from planner import LoreHit, Plan, PlanContext, Planner, RuleBasedPlanner
+from postprocess import CallResult, Extraction, describe_failure, extract_delta
+from prompts import FRAMING, Prompt, assemble, fit, macros, render_parts
+
+from .errors import TurnError
+from .gateway import Completion, Gateway
+from .setup import TurnSetup
+from .trace import TraceBuilder
+
+__all__ = ["Engine", "TurnKind", "TurnRequest", "TurnResult"]
+
+TurnKind = Literal["say", "reroll", "edit", "continue", "impersonate"]
+KINDS: tuple[str, ...] = ("say", "reroll", "edit", "continue", "impersonate")
+
+#: Receives the turn's events: ``token``/``reasoning`` (text as it streams),
+#: ``status`` (what the engine is doing), ``warning``.
+OnEvent = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    kind: TurnKind
+    text: str | None = None
+    """The player's message (say) or the new text of the edited message (edit)."""
+    node: str | None = None
+    """The node to reroll (default HEAD) or to edit."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    node: Node
+    """The generated node (HEAD now)."""
+    user_node: Node | None
+    session: Session
+    completion: Completion
+    extraction: Extraction | None
+    warnings: list[str] = field(default_factory=list)
+    messages_hash: str = ""
+
+
+@dataclass
+class Anchor:
+    """Where the turn grows the tree, and what the reply follows."""
+
+    session_id: str
+    parent_id: str | None
+    """The node the new node(s) hang under (``None``: a new root)."""
+    history: list[Message]
+    """The projection the prompt is built from; for say/edit it ends with the player's
+    new message, not stored yet (its id is empty)."""
+    state: dict[str, Any]
+    """The world state the reply's delta applies to."""
+    version: int
+    sibling_of: str | None = None
+    """reroll: the reply this one is an alternative to; edit: the user message forked."""
+    reply_role: str = "assistant"
+    user_text: str | None = None
+
+
+class TurnState(TypedDict, total=False):
+    request: TurnRequest
+    session_id: str
+    on_event: OnEvent | None
+    anchor: Anchor
+    plan: Plan
+    lore: list[LoreHit]
+    prompt: Prompt
+    completion: Completion
+    extraction: Extraction | None
+    summary: dict[str, Any] | None
+    trace: TraceBuilder
+    result: TurnResult
+
+
+class Engine:
+    """Plays turns on a store's sessions."""
+
+    def __init__(
+        self,
+        store: Store,
+        setup: TurnSetup,
+        *,
+        gateway: Gateway | None = None,
+        planner: Planner | None = None,
+    ) -> None:
+        self.store = store
+        self.setup = setup
+        self.gateway = gateway or Gateway()
+        self.planner: Planner = planner or RuleBasedPlanner()
+        self._graph = self._compile()
+
+    def _compile(self) -> Any:
+        from langgraph.graph import END, START, StateGraph
+
+        builder = StateGraph(TurnState)
+        steps = [
+            ("load", self._load),
+            ("plan", self._plan),
+            ("retrieve", self._retrieve),
+            ("build", self._build),
+            ("generate", self._generate),
+            ("postprocess", self._postprocess),
+            ("commit", self._commit),
+        ]
+        previous = START
+        for name, step in steps:
+            builder.add_node(name, step)
+            builder.add_edge(previous, name)
+            previous = name
+        builder.add_edge(previous, END)
+        return builder.compile()
+
+    async def run(
+        self, session_id: str, request: TurnRequest, on_event: OnEvent | None = None
+    ) -> TurnResult:
+        """Play one turn and commit it.
+
+        Raises:
+            TurnError: the turn cannot be played from here (nothing to reroll...).
+            ModelError: the model failed; nothing was stored.
+            mnemosyne.MnemosyneError: unknown session or node, or the tree changed
+                under the turn in a way it cannot follow (nothing stored).
+            prompts.PromptError: a campaign template is broken.
+        """
+        if request.kind not in KINDS:
+            raise TurnError(f"a turn is one of {', '.join(KINDS)}, not {request.kind!r}")
+        final = await self._graph.ainvoke(
+            {"request": request, "session_id": session_id, "on_event": on_event}
+        )
+        return final["result"]
+
+    def interrupt(self) -> bool:
+        """Stop the reply being streamed; it is stored as it stands, marked incomplete."""
+        return self.gateway.interrupt()
+
+    # -- the steps ----------------------------------------------------------------------
+
+    def _emit(self, state: TurnState, kind: str, text: str) -> None:
+        callback = state.get("on_event")
+        if callback is not None:
+            callback(kind, text)
+
+    async def _load(self, state: TurnState) -> dict[str, Any]:
+        request, sid = state["request"], state["session_id"]
+        anchor = load_anchor(self.store, sid, request)
+        trace = TraceBuilder(request.kind, self.setup)
+        return {"anchor": anchor, "trace": trace}
+
+    async def _plan(self, state: TurnState) -> dict[str, Any]:
+        plan = await self.planner.plan(_plan_context(state["anchor"]))
+        return {"plan": plan}
+
+    async def _retrieve(self, state: TurnState) -> dict[str, Any]:
+        lore = await self.planner.retrieve(state["plan"], _plan_context(state["anchor"]))
+        return {"lore": lore}
+
+    async def _build(self, state: TurnState) -> dict[str, Any]:
+        anchor, setup = state["anchor"], self.setup
+        templates = setup.templates
+        char, user = setup.character.name, setup.player
+
+        def substitute(text: str) -> str:
+            return macros(text, char=char, user=user)
+
+        context = {
+            "title": setup.title,
+            "char": char,
+            "user": user,
+            "character": setup.character.as_context(substitute),
+            "lore": [
+                {"id": hit.id, "book": hit.book, "content": substitute(hit.content)}
+                for hit in state["lore"]
+            ],
+            "variables": anchor.state["variables"],
+            "summary": "",
+            **setup.extra_context,
+        }
+        tail: list[dict[str, Any]] = []
+        tail_template = {"continue": "continue", "impersonate": "impersonate"}.get(
+            state["request"].kind
+        )
+        if tail_template:
+            tail.append({"role": "system", "content": templates.render(tail_template, context)})
+        trace: TraceBuilder = state["trace"]
+        parts = render_parts(templates, context)
+        first_kept, budget, window, count = self._fit(anchor, parts, tail)
+        summary_info = None
+        if first_kept > 0:
+            self._emit(state, "status", "summarising the oldest messages, which no longer fit")
+            summary_text, first_kept, summary_info = await self._summary(
+                anchor, first_kept, window, count, trace
+            )
+            context["summary"] = summary_text
+            parts = render_parts(templates, context)
+            # the summary takes room: keep what still fits
+            first_kept = max(first_kept, self._fit(anchor, parts, tail)[0])
+        prompt = assemble(parts, anchor.history, tail, first_kept=first_kept)
+        for name in [*prompt.parts, *([tail_template] if tail_template else [])]:
+            trace.template(name)
+        trace.trimmed = {
+            "window": window,
+            "budget": budget,
+            "dropped": first_kept,
+            "kept": len(anchor.history) - first_kept,
+            "first_kept_id": anchor.history[first_kept].id
+            if first_kept < len(anchor.history)
+            else None,
+            "summary": summary_info,
+        }
+        return {"prompt": prompt, "summary": summary_info}
+
+    def _fit(
+        self, anchor: Anchor, parts: list[tuple[str, str]], tail: list[dict[str, Any]]
+    ) -> tuple[int, int, int, Callable[[str], int]]:
+        model = self.setup.model
+        window = self.gateway.context_window(model)
+        count = self.gateway.counter(model)
+        reserve = int(model.params.get("max_tokens") or model.reply_tokens)
+        fixed = sum(count(text) + FRAMING for _, text in parts)
+        fixed += sum(count(message["content"]) + FRAMING for message in tail)
+        budget = window - reserve - fixed
+        return fit(anchor.history, budget, count), budget, window, count
+
+    async def _summary(
+        self,
+        anchor: Anchor,
+        first_kept: int,
+        window: int,
+        count: Callable[[str], int],
+        trace: TraceBuilder,
+    ) -> tuple[str, int, dict[str, Any]]:
+        """A summary of ``history[:first_kept]`` at least: the one at the anchor if it
+        covers enough, else a new one (a model call per chunk that fits)."""
+        history = anchor.history
+        covered, summary = self._covered(anchor)
+        if covered >= first_kept:
+            return summary, covered, {"reused": True, "covers_through": history[covered - 1].id}
+        # Drop a quarter of the window more than needed, so that the next turns can
+        # reuse this summary instead of writing a new one each time.
+        target = first_kept
+        slack, spent = window // 4, 0
+        while target < len(history) - 1 and spent < slack:
+            spent += count(history[target].content) + FRAMING
+            target += 1
+        model = self.setup.summarizer
+        calls = []
+        limit = max(window // 2, 256)
+        start = covered
+        while start < target:
+            end, size = start, count(summary)
+            while end < target and (end == start or size < limit):
+                size += count(history[end].content) + FRAMING
+                end += 1
+            messages = [
+                {
+                    "role": "user",
+                    "content": self.setup.templates.render(
+                        "summarize",
+                        {
+                            "summary": summary,
+                            "messages": [
+                                {"role": m.role, "content": m.content} for m in history[start:end]
+                            ],
+                            "words": self.setup.summary_words,
+                            "char": self.setup.character.name,
+                            "user": self.setup.player,
+                        },
+                    ),
+                }
+            ]
+            answer = await self.gateway.complete(model, messages)
+            summary = answer.content.strip()
+            calls.append(
+                {
+                    "model": model.model,
+                    "covers": [history[start].id, history[end - 1].id],
+                    "messages": messages,
+                    "output": summary,
+                    "usage": answer.usage,
+                    "latency_ms": round(answer.latency_ms, 2),
+                }
+            )
+            start = end
+        trace.template("summarize")
+        info = {"reused": False, "covers_through": history[target - 1].id, "calls": calls}
+        return summary, target, info
+
+    def _covered(self, anchor: Anchor) -> tuple[int, str]:
+        """How many history messages the anchor's summary covers, and its text."""
+        summary = anchor.state.get("summary") or ""
+        if not summary or anchor.parent_id is None:
+            return 0, ""
+        sid = anchor.session_id
+        blame = self.store.blame(sid, "summary", anchor.parent_id)
+        if blame.node_id is None:
+            return 0, ""
+        through = self.store.node(sid, blame.node_id).metadata.get("summary_through")
+        ids = [message.id for message in anchor.history]
+        if through not in ids:
+            return 0, ""
+        return ids.index(through) + 1, summary
+
+    async def _generate(self, state: TurnState) -> dict[str, Any]:
+        prompt: Prompt = state["prompt"]
+        callback = state.get("on_event")
+
+        def on_event(kind: str, text: str) -> None:
+            if callback is not None:
+                callback(kind, text)
+
+        completion = await self.gateway.stream(self.setup.model, prompt.messages, on_event)
+        if completion.incomplete:
+            self._emit(
+                state, "warning", f"the reply is incomplete ({completion.stopped_by}): kept as is"
+            )
+        return {"completion": completion}
+
+    async def _postprocess(self, state: TurnState) -> dict[str, Any]:
+        anchor, completion = state["anchor"], state["completion"]
+        if not self.setup.extract or anchor.reply_role != "assistant" or completion.incomplete:
+            return {"extraction": None}
+        self._emit(state, "status", "updating the world state")
+        config = self.setup.extractor
+        schema = self.store.schema(state["session_id"])
+
+        async def call(messages: list[dict[str, Any]], fmt: dict[str, Any]) -> CallResult:
+            answer = await self.gateway.complete(config, messages, response_format=fmt)
+            return CallResult(answer.content, answer.usage, answer.latency_ms)
+
+        state["trace"].template("extract")
+        extraction = await extract_delta(
+            call,
+            self.setup.templates,
+            schema=schema,
+            state=anchor.state,
+            reply=completion.content,
+            user_message=anchor.user_text or _last_user_text(anchor.history),
+        )
+        if not extraction.ok:
+            self._emit(state, "warning", describe_failure(extraction))
+        return {"extraction": extraction}
+
+    async def _commit(self, state: TurnState) -> dict[str, Any]:
+        request, anchor = state["request"], state["anchor"]
+        completion, extraction = state["completion"], state.get("extraction")
+        summary = state.get("summary")
+        trace: TraceBuilder = state["trace"]
+        delta = list(extraction.delta) if extraction is not None and extraction.ok else []
+        metadata = trace.node_metadata(completion, extraction)
+        if summary is not None and not summary["reused"]:
+            delta.append({"op": "set", "path": "summary", "value": _summary_of(summary)})
+            metadata["summary_through"] = summary["covers_through"]
+        warnings = []
+        if completion.incomplete:
+            warnings.append(f"the reply is incomplete ({completion.stopped_by})")
+        if extraction is not None and not extraction.ok:
+            warnings.append(describe_failure(extraction))
+        history = list(anchor.history)
+        sid = state["session_id"]
+        with self.store.transaction(sid) as tx:
+            user_node = None
+            if request.kind == "edit":
+                assert anchor.sibling_of is not None and anchor.user_text is not None
+                user_node = tx.add_sibling(anchor.sibling_of, anchor.user_text)
+            elif anchor.parent_id is not None:
+                if tx.head_id != anchor.parent_id:
+                    tx.checkout(anchor.parent_id)
+            elif tx.head_id is not None:
+                raise TurnError(
+                    f"session {sid} got its first message from elsewhere during the turn: "
+                    "play again"
+                )
+            if request.kind == "say":
+                assert anchor.user_text is not None
+                user_node = tx.append("user", anchor.user_text)
+            if user_node is not None:
+                history[-1] = Message(user_node.id, "user", None, user_node.content)
+            arguments = {"metadata": metadata, "delta": delta or None}
+            if request.kind == "reroll":
+                assert anchor.sibling_of is not None
+                reply = tx.add_sibling(anchor.sibling_of, completion.content, **arguments)
+            else:
+                reply = tx.append(anchor.reply_role, completion.content, **arguments)
+            document = trace.document(
+                tx.put_blob,
+                plan=state["plan"],
+                lore=state["lore"],
+                completion=completion,
+                extraction=extraction,
+                delta=delta,
+            )
+            digest = tx.put_trace(
+                reply.id,
+                messages=state["prompt"].messages,
+                sources=state["prompt"].sources,
+                history=history,
+                document=document,
+            )
+        result = TurnResult(
+            node=reply,
+            user_node=user_node,
+            session=tx.session,
+            completion=completion,
+            extraction=extraction,
+            warnings=warnings,
+            messages_hash=digest,
+        )
+        return {"result": result}
+
+
+def _summary_of(summary: dict[str, Any]) -> str:
+    return summary["calls"][-1]["output"]
+
+
+def _last_user_text(history: list[Message]) -> str | None:
+    for message in reversed(history):
+        if message.role == "user":
+            return message.content
+    return None
+
+
+def _plan_context(anchor: Anchor) -> PlanContext:
+    return PlanContext(anchor.history, anchor.state, anchor.user_text)
+
+
+def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:
+    """Where the turn grows the tree and the history it follows.
+
+    Raises:
+        TurnError: nothing to reroll or continue, an edit of a non-user message, no text.
+    """
+    session = store.session(session_id)
+    sid = session.id
+    kind = request.kind
+    if kind in ("say", "edit") and not (request.text and request.text.strip()):
+        raise TurnError(f"{kind} needs the text of the player's message")
+    if kind == "say":
+        return _anchor(store, session, session.head_id, user_text=request.text)
+    if kind in ("continue", "impersonate"):
+        if session.head_id is None:
+            raise TurnError(f"session {sid} is empty: say something first")
+        role = "user" if kind == "impersonate" else "assistant"
+        return _anchor(store, session, session.head_id, reply_role=role)
+    ref = request.node or session.head_id
+    if ref is None:
+        raise TurnError(f"session {sid} is empty: nothing to {kind}")
+    target = store.node(sid, ref)
+    if kind == "reroll":
+        if target.role != "assistant":
+            raise TurnError(
+                f"node {target.id} is a {target.role} message: reroll makes a new "
+                "alternative of a reply (use continue to get a reply to it)"
+            )
+        return _anchor(store, session, target.parent_id, sibling_of=target.id)
+    if target.role != "user":
+        raise TurnError(
+            f"node {target.id} is a {target.role} message: edit forks a player's message "
+            f"and generates the reply (`clotho fork {target.id[:8]} TEXT` edits any message)"
+        )
+    return _anchor(store, session, target.parent_id, sibling_of=target.id, user_text=request.text)
+
+
+def _anchor(
+    store: Store,
+    session: Session,
+    parent_id: str | None,
+    *,
+    sibling_of: str | None = None,
+    user_text: str | None = None,
+    reply_role: str = "assistant",
+) -> Anchor:
+    sid = session.id
+    history = store.messages(sid, parent_id) if parent_id is not None else []
+    world: WorldState = (
+        store.state(sid, parent_id)
+        if parent_id is not None
+        else WorldState.from_mapping(store.schema(sid).initial_state())
+    )
+    if user_text is not None:
+        history.append(Message("", "user", None, user_text))
+    return Anchor(
+        session_id=sid,
+        parent_id=parent_id,
+        history=history,
+        state=world.as_dict(),
+        version=session.version,
+        sibling_of=sibling_of,
+        reply_role=reply_role,
+        user_text=user_text,
+    )

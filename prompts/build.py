@@ -1,0 +1,117 @@
+"""Putting a prompt together: the rendered parts, then the history, trimmed to fit.
+
+The order is fixed: system, character, lore, summary, state (each its own system
+message, left out when it renders empty, so the parts that rarely change stay
+identical from turn to turn), then the linear projection, then what the turn adds (the
+player's new message, or an instruction to continue or to impersonate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ._templates import Templates
+
+__all__ = [
+    "PART_TEMPLATES",
+    "HistoryMessage",
+    "Prompt",
+    "fit",
+    "history_message",
+    "macros",
+    "render_parts",
+]
+
+#: The templates that make the head of every prompt, in order.
+PART_TEMPLATES = ("system", "character", "lore", "summary", "state")
+
+_MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}", re.IGNORECASE)
+
+
+def macros(text: str, *, char: str, user: str) -> str:
+    """Substitute SillyTavern's ``{{char}}`` and ``{{user}}`` (any case, as it does)."""
+    if "{{" not in text:
+        return text
+    names = {"char": char, "user": user}
+    return _MACRO.sub(lambda match: names[match.group(1).lower()], text)
+
+
+class HistoryMessage(Protocol):
+    """What the prompt needs of a message of the projection (mnemosyne.Message)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
+def history_message(message: HistoryMessage) -> dict[str, Any]:
+    """How a message of the projection is sent: its role and its text, as they are."""
+    return {"role": message.role, "content": message.content}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages of one model call and where each came from."""
+
+    messages: list[dict[str, Any]]
+    sources: list[int | None]
+    """For each message, its index in the history, or ``None`` (a rendered part)."""
+    parts: list[str] = field(default_factory=list)
+    """The templates rendered into the head of the prompt, in order (empty ones left out)."""
+    first_kept: int = 0
+    """The index of the oldest history message sent (the ones before were trimmed)."""
+
+
+def render_parts(templates: Templates, context: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The head of the prompt: ``(template, text)`` of each part that is not empty."""
+    rendered = ((name, templates.render(name, context)) for name in PART_TEMPLATES)
+    return [(name, text) for name, text in rendered if text]
+
+
+def assemble(
+    parts: Sequence[tuple[str, str]],
+    history: Sequence[HistoryMessage],
+    tail: Sequence[Mapping[str, Any]],
+    *,
+    first_kept: int = 0,
+) -> Prompt:
+    """The messages: the parts, the history from ``first_kept`` on, then ``tail``."""
+    messages = [{"role": "system", "content": text} for _, text in parts]
+    sources: list[int | None] = [None] * len(messages)
+    for index in range(first_kept, len(history)):
+        messages.append(history_message(history[index]))
+        sources.append(index)
+    for message in tail:
+        messages.append(dict(message))
+        sources.append(None)
+    return Prompt(messages, sources, [name for name, _ in parts], first_kept)
+
+
+def fit(history: Sequence[HistoryMessage], budget: int, count: Callable[[str], int]) -> int:
+    """The index of the oldest history message that can be kept: the newest messages
+    whose tokens add up to at most ``budget`` (each message costs its text's tokens
+    plus a few for its framing).
+
+    Counting stops as soon as the budget is spent, and a history whose UTF-8 size is
+    within the budget is not counted at all (a token is at least one byte), so the
+    cost follows the window, not the length of the campaign.
+    """
+    if budget <= 0:
+        return len(history)
+    if sum(len(m.content.encode("utf-8")) + FRAMING for m in history) <= budget:
+        return 0
+    spent = 0
+    for index in range(len(history) - 1, -1, -1):
+        spent += count(history[index].content) + FRAMING
+        if spent > budget:
+            return index + 1
+    return 0
+
+
+#: Tokens each message costs beyond its text (role and separators; OpenAI's own
+#: accounting is 3 to 4).
+FRAMING = 4
