@@ -22,7 +22,7 @@ then what ``[state]`` holds: ``[variables.hp]`` ...). See ``docs/state.md``.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,18 @@ class Campaign:
     folder: Path
     title: str | None
     schema: StateSchema
+    model: dict[str, Any] = field(default_factory=dict)
+    """``[model]``: model, api_base, context_window, extraction_model, summary_model,
+    timeout, retries, and ``[model.params]`` (sent as they are)."""
+    character: dict[str, str] = field(default_factory=dict)
+    """``[character]``: name, description, personality, scenario."""
+    player: str | None = None
+    """``player = "Name"``: what ``{{user}}`` becomes."""
+
+    @property
+    def templates(self) -> Path:
+        """The folder whose ``*.j2`` files override the package's templates."""
+        return self.folder / "templates"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -76,9 +88,14 @@ def load_campaign(folder: Path) -> Campaign:
     title = data.get("title")
     if title is not None and not isinstance(title, str):
         raise CampaignError(f"{path}: title: expected text, got {title!r}")
+    extras = {
+        "model": _model_table(path, data.get("model", {})),
+        "character": _text_table(path, "character", data.get("character", {}), CHARACTER_KEYS),
+        "player": _text(path, "player", data.get("player")),
+    }
     state = data.get("state")
     if state is None:
-        return Campaign(folder.resolve(), title, PERMISSIVE)
+        return Campaign(folder.resolve(), title, PERMISSIVE, **extras)
     if isinstance(state, str):
         schema_path = (folder / state).resolve()
         if folder.resolve() not in schema_path.parents:
@@ -92,4 +109,47 @@ def load_campaign(folder: Path) -> Campaign:
         schema = schema_from_mapping(mapping, source=source)
     except SchemaError as error:
         raise CampaignError("; ".join(error.problems)) from error
-    return Campaign(folder.resolve(), title, schema)
+    return Campaign(folder.resolve(), title, schema, **extras)
+
+
+CHARACTER_KEYS = ("name", "description", "personality", "scenario")
+MODEL_KEYS = {
+    "model": str,
+    "api_base": str,
+    "extraction_model": str,
+    "summary_model": str,
+    "context_window": int,
+    "reply_tokens": int,
+    "timeout": (int, float),
+    "retries": int,
+    "extract": bool,
+    "params": dict,
+}
+
+
+def _text(path: Path, key: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise CampaignError(f"{path}: {key}: expected text, got {value!r}")
+    return value
+
+
+def _text_table(path: Path, name: str, table: Any, keys: tuple[str, ...]) -> dict[str, str]:
+    if not isinstance(table, dict):
+        raise CampaignError(f"{path}: [{name}] must be a table, not {table!r}")
+    for key, value in table.items():
+        if key not in keys:
+            raise CampaignError(f"{path}: [{name}] {key}: unknown (known: {', '.join(keys)})")
+        _text(path, f"{name}.{key}", value)
+    return dict(table)
+
+
+def _model_table(path: Path, table: Any) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise CampaignError(f"{path}: [model] must be a table, not {table!r}")
+    for key, value in table.items():
+        kind = MODEL_KEYS.get(key)
+        if kind is None:
+            raise CampaignError(f"{path}: [model] {key}: unknown (known: {', '.join(MODEL_KEYS)})")
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise CampaignError(f"{path}: [model] {key}: wrong type ({value!r})")
+    return dict(table)

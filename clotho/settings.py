@@ -34,6 +34,12 @@ class Settings(BaseSettings):
     session: str | None = Field(default=None, description="the session to act on")
     model: str | None = Field(default=None, description="litellm model string")
     api_base: str | None = Field(default=None, description="the model server's base URL")
+    api_key: str | None = Field(
+        default=None, repr=False, description="the provider's key (else litellm's own variables)"
+    )
+    extraction_model: str | None = Field(
+        default=None, description="litellm model string for state extraction (default: model)"
+    )
 
     @property
     def resolved_database_url(self) -> str:

@@ -182,6 +182,13 @@ class Gateway:
             model=config.model,
         )
 
+    async def aclose(self) -> None:
+        """Close the HTTP clients litellm keeps for the running event loop (call it
+        before the loop ends: litellm caches clients per loop)."""
+        litellm = litellm_module()
+        await litellm.close_litellm_async_clients()
+        litellm.in_memory_llm_clients_cache.flush_cache()
+
     def interrupt(self) -> bool:
         """Stop the reply being streamed (its text so far is kept); whether one was."""
         task = self._streaming
@@ -304,7 +311,7 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
             "timeout",
             status=status,
         )
-    if isinstance(error, exceptions.APIConnectionError):
+    if isinstance(error, exceptions.APIConnectionError) or "Connection error" in str(error):
         return ModelError(
             f"cannot reach the model server{where} for {config.model}, {tries} ({detail})",
             "connection",

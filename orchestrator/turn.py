@@ -147,6 +147,10 @@ class Engine:
         )
         return final["result"]
 
+    async def aclose(self) -> None:
+        """Release the model clients of the running event loop (before it ends)."""
+        await self.gateway.aclose()
+
     def interrupt(self) -> bool:
         """Stop the reply being streamed; it is stored as it stands, marked incomplete."""
         return self.gateway.interrupt()

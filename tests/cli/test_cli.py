@@ -195,12 +195,17 @@ def test_the_demo_runs_with_nothing_configured(tmp_path: Path) -> None:
     assert "(HEAD)" in text and "|\\" in text
     result = run.json("demo")
     steps = {s["step"]: s for s in result["steps"]}
-    assert {"scene", "reroll", "swipe", "edit", "checkout", "undo"} <= set(steps)
+    assert {"scene", "purchase", "reroll", "swipe", "edit", "checkout", "undo", "trace"} <= set(
+        steps
+    )
     assert steps["undo"]["fragments_after_undo"] == 0
     assert len(steps["reroll"]["siblings"]) == 2
     assert steps["scene"]["state"]["variables"]["hp"] == 90
     assert steps["reroll"]["state"]["variables"]["hp"] == 100  # the reroll restored it
-    assert steps["checkout"]["state"]["variables"]["gold"] == 35
+    assert steps["swipe"]["state"]["variables"]["hp"] == 90  # back where that timeline was
+    assert steps["checkout"]["state"]["variables"]["gold"] == 5
+    assert steps["checkout"]["state"]["variables"]["inventory"] == ["healing potion"]
+    assert steps["trace"]["verified"] is True
     assert result["tree"]["head_id"] == steps["checkout"]["head_id"]
     assert not (tmp_path / "unused.db").exists()  # the demo never touches the user's data
 

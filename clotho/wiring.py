@@ -1,0 +1,74 @@
+"""Putting the parts together: a session's campaign and the settings make a TurnSetup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clotho.campaign import Campaign, load_campaign
+from clotho.errors import ClothoError
+from clotho.settings import Settings
+
+if TYPE_CHECKING:
+    from mnemosyne import Store
+    from orchestrator import TurnSetup
+
+__all__ = ["NoModelError", "session_campaign", "turn_setup"]
+
+
+class NoModelError(ClothoError, LookupError):
+    """No model is configured for a command that generates."""
+
+    code = "no_model"
+
+
+def session_campaign(store: Store, session_id: str) -> Campaign | None:
+    """The campaign a session was created from (``None`` if it has none).
+
+    Raises:
+        CampaignError: its folder is gone or no longer valid (the message names it).
+    """
+    folder = store.session(session_id).campaign
+    return load_campaign(Path(folder)) if folder else None
+
+
+def turn_setup(settings: Settings, campaign: Campaign | None) -> TurnSetup:
+    """How turns are played: the command line and environment first, then the campaign.
+
+    Raises:
+        NoModelError: neither names a model.
+    """
+    from orchestrator import Character, ModelConfig, TurnSetup
+    from prompts import Templates
+
+    table = dict(campaign.model) if campaign else {}
+    model = settings.model or table.get("model")
+    if not model:
+        raise NoModelError(
+            "no model to play with: pass --model (a litellm model string such as "
+            "openai/gpt-4o-mini, with --api-base for a local server) or set [model] model in "
+            "the campaign; `clotho demo` plays with a scripted one"
+        )
+    config = ModelConfig(
+        model=model,
+        api_base=settings.api_base or table.get("api_base"),
+        api_key=settings.api_key,
+        params=dict(table.get("params", {})),
+        timeout=float(table.get("timeout", 120.0)),
+        retries=int(table.get("retries", 2)),
+        context_window=table.get("context_window"),
+        reply_tokens=int(table.get("reply_tokens", 1024)),
+    )
+    extraction = settings.extraction_model or table.get("extraction_model")
+    summary = table.get("summary_model")
+    character = Character(**campaign.character) if campaign else Character()
+    return TurnSetup(
+        model=config,
+        extraction_model=config.with_model(extraction) if extraction else None,
+        summary_model=config.with_model(summary) if summary else None,
+        templates=Templates(campaign.templates if campaign else None),
+        character=character,
+        player=(campaign.player if campaign else None) or "Player",
+        title=campaign.title if campaign else None,
+        extract=bool(table.get("extract", True)),
+    )
