@@ -31,6 +31,9 @@ client and its keep-alive connection are reused, as in a real game.
   ``await graph.ainvoke({"messages": [HumanMessage(text)]}, config)``.
 - **bare** -- the same ``litellm.acompletion`` call alone, with the messages our
   engine sent in its latest turn, stream consumed: the floor both sides stand on.
+  (With litellm 1.106.2 and openai 2.54.0, most of it at depth 2,000 is the OpenAI
+  SDK turning the request into its typed form, ``openai._utils._transform``: ~470 ms
+  for 2,002 messages on the machine of ``bench/results/turn_overhead.txt``.)
   **overhead** = a side's turn minus the bare call.
 - **ours + extraction** (unless ``--no-extract``) -- ours with ``extract=True``: a
   second, non-streamed call per turn (``response_format``, answered
@@ -48,16 +51,19 @@ everything a turn writes, so the databases grow as in a real chat. ``--linear`` 
 one continuous chat instead (the depth then grows by 2 a turn; the range is printed).
 
 Each round runs one turn of each side, the order rotating from round to round; the
-first ``--warmup`` rounds are not timed. Every round checks that ours and the peer
-sent the model exactly the same messages (same count, same texts) and got the reply
-back whole. Times are wall time (``time.perf_counter``) of the awaited call, up to the
-end of the tasks it left in the event loop too (litellm finishes every streamed call
-with background tasks, its success logging and stream caching, ~13 ms at depth 2,000,
-which would otherwise be charged to whatever is timed next); the table gives median,
-mean and min ms per turn. The turn ratio is the ratio of the medians; a side's overhead
-is the median over the rounds of its turn minus the bare call of the same round (the
-pairs cancel the swings of the machine's load from round to round; the difference of
-the medians is printed next to it).
+first ``--warmup`` rounds are not timed. Before each call, ``gc.collect()`` (not timed),
+so that no call pays for collecting another's garbage (each still pays for its own).
+Every round checks that ours and the peer sent the model exactly the same messages
+(same count, same texts) and got the reply back whole.
+
+Times are wall time (``time.perf_counter``) of the awaited call, up to the end of the
+tasks it left in the event loop too: litellm finishes every streamed call in the
+background (its success logging and stream caching, ~13 ms at depth 2,000), which
+would otherwise be charged to whatever is timed next. The table gives median, mean
+and min ms per turn. The turn ratio is the ratio of the medians; a side's overhead is
+the median over the rounds of its turn minus the bare call of the same round (pairs
+cancel the swings of the machine's load; the difference of the medians is printed
+next to it).
 
 Both SQLite files are in WAL mode with ``synchronous=NORMAL`` (the peer's connection
 is set so; ``--peer-synchronous FULL`` keeps SQLite's default). Database sizes (main
@@ -78,6 +84,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import gc
 import os
 import pstats
 import random
@@ -508,6 +515,7 @@ async def measure(depth: int, args: argparse.Namespace, directory: Path) -> Dept
             shift = index % len(sides)
             sent_by: dict[str, list[dict[str, Any]]] = {}
             for side in sides[shift:] + sides[:shift]:
+                gc.collect()  # each call starts with no garbage of the others (not timed)
                 elapsed = await timed(side.turn(text))
                 if index >= args.warmup:
                     timings[side.name].samples.append(elapsed)
@@ -714,7 +722,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{verdict(ratio >= TARGET_TURN_RATIO)}; "
         f"overhead {overhead:.1f} ms < {TARGET_OVERHEAD_MS:g} at depth {high.depth} "
         f"{verdict(overhead < TARGET_OVERHEAD_MS)}; "
-        f"overhead growth {overhead:.1f}/{base:.1f} = {growth:.2f} <= "
+        f"overhead growth {overhead:.1f}/{base:.1f} = {growth:.3f} <= "
         f"{TARGET_OVERHEAD_GROWTH:g} (depth {high.depth} vs {low.depth}) "
         f"{verdict(growth <= TARGET_OVERHEAD_GROWTH)}"
     )
