@@ -69,6 +69,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
+from _texts import line
+
 from mnemosyne import Store
 
 THREAD_ID = "bench"
@@ -88,30 +90,7 @@ TARGET_APPEND = 20.0
 TARGET_DEEP_PROJECTION_MS = 50.0
 TARGET_DEEP_APPEND_RATIO = 1.5
 
-_PROSE = (
-    "the lantern gutters as you step into the hall of the drowned king and a cold wind "
-    "carries salt and ash from the stairs below where the old guard once kept watch "
-    "over the vault of seven keys your companion whispers that the ferryman asked for "
-    "silver not gold and the map you bought in the market shows a second door behind "
-    "the altar marked with a crescent moon a raven croaks twice somewhere above the "
-    "broken rafters dust falls on your sleeve and the torch light shows footprints "
-    "smaller than a child leading toward the well you draw your blade roll for "
-    "perception the goblin merchant smiles and offers a cracked amulet for three coins"
-)
-_WORDS = tuple(_PROSE.split(" "))
-
-
 # --- the texts -------------------------------------------------------------------------
-
-
-def _line(rng: random.Random, prefix: str, length: int) -> str:
-    parts = [prefix]
-    size = len(prefix)
-    while size < length:
-        word = rng.choice(_WORDS)
-        parts.append(word)
-        size += len(word) + 1
-    return " ".join(parts)[:length]
 
 
 def make_turns(count: int) -> list[tuple[str, str]]:
@@ -119,8 +98,8 @@ def make_turns(count: int) -> list[tuple[str, str]]:
     rng = random.Random(SEED)
     return [
         (
-            _line(rng, f"[turn {i}] I", 300),
-            _line(rng, f"[turn {i}] The narrator:", 600),
+            line(rng, f"[turn {i}] I", 300),
+            line(rng, f"[turn {i}] The narrator:", 600),
         )
         for i in range(count)
     ]

@@ -103,6 +103,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch on import
 
 import litellm
+from _texts import line
 
 from mnemosyne import Store
 from orchestrator import Engine, ModelConfig, TurnRequest, TurnSetup
@@ -126,30 +127,7 @@ TARGET_TURN_RATIO = 2.0
 TARGET_OVERHEAD_MS = 30.0
 TARGET_OVERHEAD_GROWTH = 1.5
 
-_PROSE = (
-    "the lantern gutters as you step into the hall of the drowned king and a cold wind "
-    "carries salt and ash from the stairs below where the old guard once kept watch "
-    "over the vault of seven keys your companion whispers that the ferryman asked for "
-    "silver not gold and the map you bought in the market shows a second door behind "
-    "the altar marked with a crescent moon a raven croaks twice somewhere above the "
-    "broken rafters dust falls on your sleeve and the torch light shows footprints "
-    "smaller than a child leading toward the well you draw your blade roll for "
-    "perception the goblin merchant smiles and offers a cracked amulet for three coins"
-)
-_WORDS = tuple(_PROSE.split(" "))
-
-
 # --- the texts -------------------------------------------------------------------------
-
-
-def _line(rng: random.Random, prefix: str, length: int) -> str:
-    parts = [prefix]
-    size = len(prefix)
-    while size < length:
-        word = rng.choice(_WORDS)
-        parts.append(word)
-        size += len(word) + 1
-    return " ".join(parts)[:length]
 
 
 @dataclass(frozen=True)
@@ -165,13 +143,13 @@ class Texts:
 def make_texts(depth: int, turns: int) -> Texts:
     rng = random.Random(SEED + depth)
     history = [
-        ("user", _line(rng, f"[message {i}] I", 300))
+        ("user", line(rng, f"[message {i}] I", 300))
         if i % 2 == 0
-        else ("assistant", _line(rng, f"[message {i}] The narrator:", 600))
+        else ("assistant", line(rng, f"[message {i}] The narrator:", 600))
         for i in range(depth)
     ]
-    players = [_line(rng, f"[turn {i}] I", 300) for i in range(turns)]
-    return Texts(history, players, _line(rng, "[reply] The narrator:", 600))
+    players = [line(rng, f"[turn {i}] I", 300) for i in range(turns)]
+    return Texts(history, players, line(rng, "[reply] The narrator:", 600))
 
 
 # --- the model server and the call every side makes -------------------------------------
@@ -564,12 +542,12 @@ async def profile_turns(ours: Ours, texts: Texts, turns: int) -> str:
     ):
         lines.append(f"-- {title}, by cumulative time --")
         lines.append(f"{'cum ms':>9} {'own ms':>8} {'calls':>8}  function")
-        for (path, line, name), (_cc, calls, own, cumulative, _callers) in [
+        for (path, lineno, name), (_cc, calls, own, cumulative, _callers) in [
             row for row in rows if keep(row[0][0])
         ][:PROFILE_TOP]:
             lines.append(
                 f"{cumulative * 1000 / turns:>9.2f} {own * 1000 / turns:>8.2f} "
-                f"{calls / turns:>8.0f}  {short_path(path)}:{line}({name})"
+                f"{calls / turns:>8.0f}  {short_path(path)}:{lineno}({name})"
             )
     return "\n".join(lines)
 
