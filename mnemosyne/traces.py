@@ -34,7 +34,7 @@ from ._schema import blobs, nodes, traces
 from .errors import InvalidOperationError
 from .models import Message
 
-__all__ = ["Trace", "blob_hash", "messages_hash"]
+__all__ = ["Trace", "blob_hash", "history_message", "messages_hash"]
 
 
 def canonical_json(value: Any) -> str:
@@ -92,7 +92,9 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _history_message(message: Message) -> dict[str, Any]:
+def history_message(message: Message) -> dict[str, Any]:
+    """How a message of the projection is sent to a model: its role and text, as they
+    are. A trace stores such messages as references, so prompts must send them so."""
     return {"role": message.role, "content": message.content}
 
 
@@ -125,7 +127,7 @@ def encode(
             raise InvalidOperationError(
                 f"source {source} is not an index of the {len(history)} history messages"
             )
-        if source is not None and dict(message) == _history_message(history[source]):
+        if source is not None and dict(message) == history_message(history[source]):
             if run and source != run[-1] + 1:
                 close_run()
             run.append(source)

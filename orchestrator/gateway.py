@@ -53,10 +53,6 @@ def openai_errors() -> type[Exception]:
     return openai.OpenAIError
 
 
-#: What else a stream that breaks off can raise, below litellm's own errors.
-STREAM_BREAKS: tuple[type[Exception], ...] = (ConnectionError, EOFError)
-
-
 @dataclass
 class Completion:
     """One model call's answer."""
@@ -135,7 +131,7 @@ class Gateway:
             if not self._interrupted or (current is not None and current.cancelling()):
                 raise
             result.incomplete, result.stopped_by = True, "interrupted by the player"
-        except (openai_errors(), *STREAM_BREAKS) as error:  # the stream broke off
+        except openai_errors() as error:  # the stream broke off (litellm wraps the cause)
             if not pieces:
                 raise _model_error(error, config) from None
             result.incomplete = True
@@ -236,14 +232,7 @@ class Gateway:
     def context_window(config: ModelConfig) -> int:
         """The tokens the model accepts: the configured window, else litellm's model
         list, else :data:`DEFAULT_CONTEXT_WINDOW`."""
-        if config.context_window:
-            return config.context_window
-        litellm = litellm_module()
-        try:
-            info = litellm.get_model_info(config.model)
-        except Exception:  # noqa: BLE001 - litellm raises bare Exception for unknown models
-            return DEFAULT_CONTEXT_WINDOW
-        return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+        return config.context_window or _listed_window(config.model)
 
     @staticmethod
     def counter(config: ModelConfig) -> Callable[[str], int]:
@@ -255,6 +244,17 @@ class Gateway:
             return int(litellm.token_counter(model=model, text=text))
 
         return count
+
+
+@cache
+def _listed_window(model: str) -> int:
+    """The window litellm's (local) model list gives a model, looked up once per model."""
+    litellm = litellm_module()
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises bare Exception for unknown models
+        return DEFAULT_CONTEXT_WINDOW
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
 
 
 def _usage(usage: Any) -> dict[str, Any]:

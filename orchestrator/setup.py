@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,8 +46,6 @@ class TurnSetup:
     extract: bool = True
     """Whether replies go through state extraction."""
     summary_words: int = 250
-    extra_context: Mapping[str, Any] = field(default_factory=dict)
-    """More values for the templates (a campaign's own)."""
 
     @property
     def extractor(self) -> ModelConfig:

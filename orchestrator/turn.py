@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from mnemosyne import Message, Node, Session, Store, WorldState
+from mnemosyne import Message, Node, Session, StateSchema, Store
 from planner import LoreHit, Plan, PlanContext, Planner, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta
 from prompts import FRAMING, Prompt, assemble, fit, macros, render_parts
@@ -68,7 +68,8 @@ class Anchor:
     new message, not stored yet (its id is empty)."""
     state: dict[str, Any]
     """The world state the reply's delta applies to."""
-    version: int
+    schema: StateSchema
+    """The session's state schema (what the delta is checked against)."""
     sibling_of: str | None = None
     """reroll: the reply this one is an alternative to; edit: the user message forked."""
     reply_role: str = "assistant"
@@ -195,7 +196,6 @@ class Engine:
             ],
             "variables": anchor.state["variables"],
             "summary": "",
-            **setup.extra_context,
         }
         tail: list[dict[str, Any]] = []
         tail_template = {"continue": "continue", "impersonate": "impersonate"}.get(
@@ -324,13 +324,9 @@ class Engine:
 
     async def _generate(self, state: TurnState) -> dict[str, Any]:
         prompt: Prompt = state["prompt"]
-        callback = state.get("on_event")
-
-        def on_event(kind: str, text: str) -> None:
-            if callback is not None:
-                callback(kind, text)
-
-        completion = await self.gateway.stream(self.setup.model, prompt.messages, on_event)
+        completion = await self.gateway.stream(
+            self.setup.model, prompt.messages, state.get("on_event")
+        )
         if completion.incomplete:
             self._emit(
                 state, "warning", f"the reply is incomplete ({completion.stopped_by}): kept as is"
@@ -343,7 +339,6 @@ class Engine:
             return {"extraction": None}
         self._emit(state, "status", "updating the world state")
         config = self.setup.extractor
-        schema = self.store.schema(state["session_id"])
 
         async def call(messages: list[dict[str, Any]], fmt: dict[str, Any]) -> CallResult:
             answer = await self.gateway.complete(config, messages, response_format=fmt)
@@ -353,7 +348,7 @@ class Engine:
         extraction = await extract_delta(
             call,
             self.setup.templates,
-            schema=schema,
+            schema=anchor.schema,
             state=anchor.state,
             reply=completion.content,
             user_message=anchor.user_text or _last_user_text(anchor.history),
@@ -492,11 +487,10 @@ def _anchor(
     reply_role: str = "assistant",
 ) -> Anchor:
     sid = session.id
+    schema = store.schema(sid)
     history = store.messages(sid, parent_id) if parent_id is not None else []
-    world: WorldState = (
-        store.state(sid, parent_id)
-        if parent_id is not None
-        else WorldState.from_mapping(store.schema(sid).initial_state())
+    state = (
+        store.state(sid, parent_id).as_dict() if parent_id is not None else schema.initial_state()
     )
     if user_text is not None:
         history.append(Message("", "user", None, user_text))
@@ -504,8 +498,8 @@ def _anchor(
         session_id=sid,
         parent_id=parent_id,
         history=history,
-        state=world.as_dict(),
-        version=session.version,
+        state=state,
+        schema=schema,
         sibling_of=sibling_of,
         reply_role=reply_role,
         user_text=user_text,

@@ -8,7 +8,6 @@ from ._templates import TEMPLATE_NAMES, Templates, UsedTemplate
 from .build import (
     FRAMING,
     PART_TEMPLATES,
-    HistoryMessage,
     Prompt,
     assemble,
     fit,
@@ -22,7 +21,6 @@ __all__ = [
     "FRAMING",
     "PART_TEMPLATES",
     "TEMPLATE_NAMES",
-    "HistoryMessage",
     "Prompt",
     "PromptError",
     "TemplateError",

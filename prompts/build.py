@@ -11,13 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
+
+from mnemosyne import Message
+from mnemosyne.traces import history_message
 
 from ._templates import Templates
 
 __all__ = [
     "PART_TEMPLATES",
-    "HistoryMessage",
     "Prompt",
     "fit",
     "history_message",
@@ -37,20 +39,6 @@ def macros(text: str, *, char: str, user: str) -> str:
         return text
     names = {"char": char, "user": user}
     return _MACRO.sub(lambda match: names[match.group(1).lower()], text)
-
-
-class HistoryMessage(Protocol):
-    """What the prompt needs of a message of the projection (mnemosyne.Message)."""
-
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> str: ...
-
-
-def history_message(message: HistoryMessage) -> dict[str, Any]:
-    """How a message of the projection is sent: its role and its text, as they are."""
-    return {"role": message.role, "content": message.content}
 
 
 @dataclass(frozen=True)
@@ -74,7 +62,7 @@ def render_parts(templates: Templates, context: Mapping[str, Any]) -> list[tuple
 
 def assemble(
     parts: Sequence[tuple[str, str]],
-    history: Sequence[HistoryMessage],
+    history: Sequence[Message],
     tail: Sequence[Mapping[str, Any]],
     *,
     first_kept: int = 0,
@@ -91,7 +79,7 @@ def assemble(
     return Prompt(messages, sources, [name for name, _ in parts], first_kept)
 
 
-def fit(history: Sequence[HistoryMessage], budget: int, count: Callable[[str], int]) -> int:
+def fit(history: Sequence[Message], budget: int, count: Callable[[str], int]) -> int:
     """The index of the oldest history message that can be kept: the newest messages
     whose tokens add up to at most ``budget`` (each message costs its text's tokens
     plus a few for its framing).

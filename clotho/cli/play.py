@@ -40,7 +40,6 @@ class _Stream:
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.started = False
         self.thinking = False
 
     def __call__(self, kind: str, text: str) -> None:
