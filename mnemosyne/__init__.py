@@ -21,7 +21,19 @@ from .errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import ROLES, Blame, Change, Message, Node, Role, Session, Tree, TurnView, WorldState
+from .models import (
+    ROLES,
+    Blame,
+    Change,
+    Document,
+    Message,
+    Node,
+    Role,
+    Session,
+    Tree,
+    TurnView,
+    WorldState,
+)
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 from .traces import Trace
@@ -34,6 +46,7 @@ __all__ = [
     "Change",
     "ConflictError",
     "DeltaProblem",
+    "Document",
     "EditResult",
     "ForeignNodeError",
     "InvalidDeltaError",

@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 
 ID_LENGTH = 32
 
@@ -177,4 +177,19 @@ traces = Table(
     Column("messages", Text, nullable=False),
     Column("messages_hash", String(64), nullable=False),
     Column("document", Text, nullable=False),
+)
+
+#: What a session plays with besides its tree: lorebooks, its character card (JSON
+#: documents as imported, named within their kind). Replaced whole on re-import.
+documents = Table(
+    "documents",
+    metadata,
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("session_pk", "kind", "name"),
 )

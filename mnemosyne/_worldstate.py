@@ -72,6 +72,7 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
     top = rows[0]
     if top[4] is not None:
         state, below, distance = json.loads(top[4]), rows[1:], len(rows) - 1
+        state.setdefault("lore_timers", {})  # keyframes written before revision 0005
     else:
         state, below, distance = schema.initial_state(), rows, None
     for _, node_id, enabled, delta, _ in below:

@@ -15,6 +15,7 @@ __all__ = [
     "ROLES",
     "Blame",
     "Change",
+    "Document",
     "Message",
     "Node",
     "Role",
@@ -272,22 +273,27 @@ class Tree:
 
 @dataclass(frozen=True, slots=True)
 class WorldState:
-    """The world as it stands after a node: variables, active lore, running summary."""
+    """The world as it stands after a node: variables, active lore, running summary,
+    and the lore's timed effects (World Info sticky/cooldown, so they roll back too)."""
 
     variables: dict[str, Any]
     active_lore_ids: list[str]
     summary: str
+    lore_timers: dict[str, Any]
 
     @classmethod
     def from_mapping(cls, state: dict[str, Any]) -> WorldState:
-        return cls(state["variables"], state["active_lore_ids"], state["summary"])
+        return cls(
+            state["variables"], state["active_lore_ids"], state["summary"], state["lore_timers"]
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"variables": {...}, "active_lore_ids": [...], "summary": "..."}``."""
+        """``{"variables", "active_lore_ids", "summary", "lore_timers"}``."""
         return {
             "variables": self.variables,
             "active_lore_ids": self.active_lore_ids,
             "summary": self.summary,
+            "lore_timers": self.lore_timers,
         }
 
 
@@ -313,3 +319,16 @@ class Change:
 
     def as_dict(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "operations": self.operations, "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A JSON document a session plays with (``kind``: ``lorebook``, ``card``...)."""
+
+    kind: str
+    name: str
+    content: str
+    """The JSON text as stored (as imported: nothing of it is lost)."""
+    hash: str
+    """SHA-256 of ``content`` (what an index of it, e.g. lore vectors, is keyed by)."""
+    created_at: datetime

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, bindparam, exc, func, insert, select, update
 
+from . import _documents as docs
 from . import _queries as q
 from . import _worldstate as ws
 from . import traces as tr
@@ -32,6 +33,7 @@ from .models import (
     ROLES,
     Blame,
     Change,
+    Document,
     Message,
     Node,
     Role,
@@ -315,6 +317,30 @@ class SessionTransaction(EditorMixin):
         """
         pk, node_id = q.resolve_node(self._conn, self._record, ref)
         return tr.put_trace(self._conn, pk, node_id, messages, sources, history, document)
+
+    # -- documents (lorebooks, cards) ----------------------------------------------
+
+    def put_document(self, kind: str, name: str, content: str) -> Document:
+        """Keep a JSON document with the session (replacing one of the same kind and name).
+
+        Raises:
+            InvalidOperationError: a malformed kind or name, or content that is not JSON.
+        """
+        document = docs.put(self._conn, self._record.pk, kind, name, content)
+        self._dirty = True
+        return document
+
+    def remove_document(self, kind: str, name: str) -> None:
+        """Forget a document.
+
+        Raises:
+            NotFoundError: the session has no such document.
+        """
+        docs.remove(self._conn, self._record.pk, kind, name)
+        self._dirty = True
+
+    def documents(self, kind: str | None = None) -> list[Document]:
+        return docs.listed(self._conn, self._record.pk, kind)
 
     # -- moving HEAD ------------------------------------------------------------
 
@@ -675,6 +701,12 @@ class Store:
             record = q.session_record(conn, session_id)
             pk, node_id = q.resolve_node(conn, record, ref)
             return tr.load_trace(conn, pk, node_id)
+
+    def documents(self, session_id: str, kind: str | None = None) -> list[Document]:
+        """The session's documents (of one kind, or all), in the order they were first put."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return docs.listed(conn, record.pk, kind)
 
     def blobs(self, hashes: Sequence[str]) -> dict[str, str]:
         """The texts of the blobs named (those that exist)."""

@@ -2,7 +2,12 @@
 
 A state is a plain JSON-ready mapping::
 
-    {"variables": {"hp": 90, "affinity": {"marla": 5}}, "active_lore_ids": [], "summary": ""}
+    {"variables": {"hp": 90, "affinity": {"marla": 5}}, "active_lore_ids": [], "summary": "",
+     "lore_timers": {}}
+
+The built-ins belong to the engine: ``active_lore_ids`` (the lore in the node's prompt),
+``summary`` (the running summary) and ``lore_timers`` (World Info's sticky and cooldown
+effects, a JSON object only ever replaced whole with ``set``, or cleared with ``unset``).
 
 :func:`apply_delta` never changes the state it is given (containers are copied on
 write, so states may share what did not change) and never half-applies: every
@@ -72,6 +77,7 @@ def apply_delta(
         "variables": dict(state["variables"]),
         "active_lore_ids": state["active_lore_ids"],
         "summary": state["summary"],
+        "lore_timers": state["lore_timers"],
     }
     problems: list[DeltaProblem] = []
     for index, operation in enumerate(delta):
@@ -101,6 +107,13 @@ def _apply(schema: StateSchema, state: State, operation: Any) -> None:
     parts = path.split(".")
     if len(parts) > 2 or not all(parts):
         raise _Refused(f"path {path!r}: a variable, or a map's 'name.key'")
+    if parts[0] == "lore_timers":
+        if len(parts) > 1 or op not in ("set", "unset"):
+            raise _Refused("lore_timers is only ever set whole, or unset")
+        if op == "set" and not isinstance(value, dict):
+            raise _Refused(f"lore_timers is an object, not {value!r}")
+        state["lore_timers"] = value if op == "set" else {}
+        return
     if parts[0] in ("active_lore_ids", "summary"):
         if len(parts) > 1:
             raise _Refused(f"{parts[0]} has no entries")
@@ -264,6 +277,7 @@ def flatten(state: State) -> dict[str, Any]:
             out[name] = value
     out["active_lore_ids"] = state["active_lore_ids"]
     out["summary"] = state["summary"]
+    out["lore_timers"] = state["lore_timers"]
     return out
 
 
@@ -279,7 +293,7 @@ def diff_states(before: State, after: State) -> dict[str, list[Any]]:
 
 def value_at(state: State, path: str) -> Any:
     """The value at ``path`` (a variable, a map entry, a built-in); ``None`` if absent."""
-    if path in ("active_lore_ids", "summary"):
+    if path in ("active_lore_ids", "summary", "lore_timers"):
         return state[path]
     name, _, key = path.partition(".")
     value = state["variables"].get(name)

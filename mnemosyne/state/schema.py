@@ -29,7 +29,7 @@ __all__ = [
 VariableType = Literal["int", "float", "bool", "str", "enum", "set", "list", "map"]
 NUMBERS = ("int", "float")
 #: Parts of every state that are not variables.
-BUILT_INS = ("active_lore_ids", "summary")
+BUILT_INS = ("active_lore_ids", "summary", "lore_timers")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -198,6 +198,7 @@ class StateSchema(BaseModel):
             "variables": {name: spec.initial() for name, spec in self.variables.items()},
             "active_lore_ids": [],
             "summary": "",
+            "lore_timers": {},
         }
 
     def to_json(self) -> str:

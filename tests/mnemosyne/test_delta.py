@@ -55,7 +55,18 @@ def test_the_initial_state_holds_every_default() -> None:
         },
         "active_lore_ids": [],
         "summary": "",
+        "lore_timers": {},
     }
+
+
+def test_lore_timers_are_only_set_whole_or_unset() -> None:
+    timers = {"sticky": {"book:1": {"hash": "ab", "start": 3, "end": 6, "protected": False}}}
+    state = apply(op("set", "lore_timers", timers))
+    assert state["lore_timers"] == timers
+    assert apply(op("unset", "lore_timers"), state=state)["lore_timers"] == {}
+    for bad in (op("inc", "lore_timers", 1), op("set", "lore_timers.sticky", {}), op("set", "lore_timers", [1])):
+        with pytest.raises(InvalidDeltaError, match="lore_timers"):
+            apply(bad, state=state)
 
 
 def test_numbers_are_set_incremented_and_clamped() -> None:
