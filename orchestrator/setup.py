@@ -20,6 +20,14 @@ class Character:
     description: str = ""
     personality: str = ""
     scenario: str = ""
+    examples: str = ""
+    """Example dialogue (the card's ``mes_example``)."""
+    creator_notes: str = ""
+    depth_prompt: str = ""
+    """The card's character note (``extensions.depth_prompt.prompt``)."""
+    tags: tuple[str, ...] = ()
+    persona: str = ""
+    """The player's persona description."""
 
     def as_context(self, substitute: Any) -> dict[str, str]:
         return {
@@ -27,6 +35,18 @@ class Character:
             "description": substitute(self.description),
             "personality": substitute(self.personality),
             "scenario": substitute(self.scenario),
+            "examples": substitute(self.examples),
+        }
+
+    def scan_texts(self) -> dict[str, str]:
+        """What World Info entries with a ``match*`` flag may scan besides the chat."""
+        return {
+            "description": self.description,
+            "personality": self.personality,
+            "scenario": self.scenario,
+            "depth_prompt": self.depth_prompt,
+            "creator_notes": self.creator_notes,
+            "persona": self.persona,
         }
 
 

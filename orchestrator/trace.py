@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from planner import LoreHit, Plan
+from planner import Plan, Retrieval
 from postprocess import Extraction
 
 from .gateway import Completion
@@ -61,7 +61,7 @@ class TraceBuilder:
         put_blob: Callable[[str], str],
         *,
         plan: Plan,
-        lore: list[LoreHit],
+        retrieval: Retrieval,
         completion: Completion,
         extraction: Extraction | None,
         delta: list[dict[str, Any]],
@@ -97,7 +97,9 @@ class TraceBuilder:
             "stopped_by": completion.stopped_by,
             "reasoning": completion.reasoning or None,
             "planner": plan.as_dict(),
-            "lore": [{**hit.as_dict(), "content": put_blob(hit.content)} for hit in lore],
+            "lore": [{**hit.as_dict(), "content": put_blob(hit.content)} for hit in retrieval.hits],
+            "lore_skipped": retrieval.skipped,
+            "retrieval": retrieval.details,
             "templates": templates,
             "trimmed": self.trimmed,
             "postprocess": postprocess,

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from mnemosyne import Message, Node, Session, StateSchema, Store
-from planner import LoreHit, Plan, PlanContext, Planner, RuleBasedPlanner
+from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta
-from prompts import FRAMING, Prompt, assemble, fit, macros, render_parts
+from prompts import FRAMING, Injection, Prompt, assemble, fit, macros, render_parts
 
 from .errors import TurnError
 from .gateway import Completion, Gateway
@@ -29,6 +29,14 @@ __all__ = ["Engine", "TurnKind", "TurnRequest", "TurnResult"]
 
 TurnKind = Literal["say", "reroll", "edit", "continue", "impersonate"]
 KINDS: tuple[str, ...] = ("say", "reroll", "edit", "continue", "impersonate")
+#: SillyTavern's generation type for each kind of turn (World Info ``triggers``).
+TRIGGERS = {
+    "say": "normal",
+    "edit": "normal",
+    "reroll": "swipe",
+    "continue": "continue",
+    "impersonate": "impersonate",
+}
 
 #: Receives the turn's events: ``token``/``reasoning`` (text as it streams),
 #: ``status`` (what the engine is doing), ``warning``.
@@ -81,8 +89,9 @@ class TurnState(TypedDict, total=False):
     session_id: str
     on_event: OnEvent | None
     anchor: Anchor
+    context: PlanContext
     plan: Plan
-    lore: list[LoreHit]
+    retrieval: Retrieval
     prompt: Prompt
     completion: Completion
     extraction: Extraction | None
@@ -148,6 +157,23 @@ class Engine:
         )
         return final["result"]
 
+    async def preview_lore(self, session_id: str, text: str) -> tuple[Plan, Retrieval]:
+        """The lore a turn would use if ``text`` were the player's next message at HEAD
+        (nothing is generated or stored).
+
+        Raises:
+            TurnError: no text.
+            mnemosyne.MnemosyneError: unknown session.
+        """
+        request = TurnRequest("say", text)
+        state: TurnState = {
+            "request": request,
+            "session_id": session_id,
+            "anchor": load_anchor(self.store, session_id, request),
+        }
+        planned = await self._plan(state)
+        return planned["plan"], await self.planner.retrieve(planned["plan"], planned["context"])
+
     async def aclose(self) -> None:
         """Release the model clients of the running event loop (before it ends)."""
         await self.gateway.aclose()
@@ -170,12 +196,25 @@ class Engine:
         return {"anchor": anchor, "trace": trace}
 
     async def _plan(self, state: TurnState) -> dict[str, Any]:
-        plan = await self.planner.plan(_plan_context(state["anchor"]))
-        return {"plan": plan}
+        anchor, setup, model = state["anchor"], self.setup, self.setup.model
+        context = PlanContext(
+            history=anchor.history,
+            state=anchor.state,
+            user_text=anchor.user_text,
+            trigger=TRIGGERS[state["request"].kind],
+            char=setup.character.name,
+            user=setup.player,
+            character=setup.character.scan_texts(),
+            character_tags=setup.character.tags,
+            context_window=self.gateway.context_window(model),
+            count_tokens=self.gateway.counter(model),
+        )
+        plan = await self.planner.plan(context)
+        return {"context": context, "plan": plan}
 
     async def _retrieve(self, state: TurnState) -> dict[str, Any]:
-        lore = await self.planner.retrieve(state["plan"], _plan_context(state["anchor"]))
-        return {"lore": lore}
+        retrieval = await self.planner.retrieve(state["plan"], state["context"])
+        return {"retrieval": retrieval}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
         anchor, setup = state["anchor"], self.setup
@@ -185,18 +224,19 @@ class Engine:
         def substitute(text: str) -> str:
             return macros(text, char=char, user=user)
 
+        hits = state["retrieval"].hits
         context = {
             "title": setup.title,
             "char": char,
             "user": user,
             "character": setup.character.as_context(substitute),
-            "lore": [
-                {"id": hit.id, "book": hit.book, "content": substitute(hit.content)}
-                for hit in state["lore"]
-            ],
+            "lore_before": _lore(hits, "before_char", substitute),
+            "lore": _lore(hits, "after_char", substitute),
+            "outlets": _outlets(hits, substitute),
             "variables": anchor.state["variables"],
             "summary": "",
         }
+        injections = _injections(hits, substitute)
         tail: list[dict[str, Any]] = []
         tail_template = {"continue": "continue", "impersonate": "impersonate"}.get(
             state["request"].kind
@@ -205,7 +245,8 @@ class Engine:
             tail.append({"role": "system", "content": templates.render(tail_template, context)})
         trace: TraceBuilder = state["trace"]
         parts = render_parts(templates, context)
-        first_kept, budget, window, count = self._fit(anchor, parts, tail)
+        fixed = [*tail, *({"content": item.content} for item in injections)]
+        first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
         if first_kept > 0:
             self._emit(state, "status", "summarising the oldest messages, which no longer fit")
@@ -215,8 +256,8 @@ class Engine:
             context["summary"] = summary_text
             parts = render_parts(templates, context)
             # the summary takes room: keep what still fits
-            first_kept = max(first_kept, self._fit(anchor, parts, tail)[0])
-        prompt = assemble(parts, anchor.history, tail, first_kept=first_kept)
+            first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
+        prompt = assemble(parts, anchor.history, tail, first_kept=first_kept, injections=injections)
         for name in [*prompt.parts, *([tail_template] if tail_template else [])]:
             trace.template(name)
         trace.trimmed = {
@@ -363,6 +404,7 @@ class Engine:
         summary = state.get("summary")
         trace: TraceBuilder = state["trace"]
         delta = list(extraction.delta) if extraction is not None and extraction.ok else []
+        delta.extend(_lore_delta(anchor.state, state["retrieval"]))
         metadata = trace.node_metadata(completion, extraction)
         if summary is not None and not summary["reused"]:
             delta.append({"op": "set", "path": "summary", "value": _summary_of(summary)})
@@ -401,7 +443,7 @@ class Engine:
             document = trace.document(
                 tx.put_blob,
                 plan=state["plan"],
-                lore=state["lore"],
+                retrieval=state["retrieval"],
                 completion=completion,
                 extraction=extraction,
                 delta=delta,
@@ -436,8 +478,41 @@ def _last_user_text(history: list[Message]) -> str | None:
     return None
 
 
-def _plan_context(anchor: Anchor) -> PlanContext:
-    return PlanContext(anchor.history, anchor.state, anchor.user_text)
+def _lore(hits: list[LoreHit], position: str, substitute: Callable[[str], str]) -> list[Any]:
+    return [
+        {"id": hit.id, "book": hit.book, "comment": hit.comment, "content": substitute(hit.content)}
+        for hit in hits
+        if hit.position == position
+    ]
+
+
+def _outlets(hits: list[LoreHit], substitute: Callable[[str], str]) -> dict[str, str]:
+    outlets: dict[str, list[str]] = {}
+    for hit in hits:
+        if hit.position == "outlet":
+            outlets.setdefault(hit.outlet, []).append(substitute(hit.content))
+    return {name: "\n".join(texts) for name, texts in outlets.items()}
+
+
+def _injections(hits: list[LoreHit], substitute: Callable[[str], str]) -> list[Injection]:
+    """Lore placed at a depth: one message per (depth, role), entries joined as
+    SillyTavern joins them (in the order the planner gives, lower order first)."""
+    grouped: dict[tuple[int, str], list[str]] = {}
+    for hit in hits:
+        if hit.position == "at_depth":
+            grouped.setdefault((hit.depth, hit.role), []).append(substitute(hit.content))
+    return [Injection(depth, role, "\n".join(texts)) for (depth, role), texts in grouped.items()]
+
+
+def _lore_delta(state: dict[str, Any], retrieval: Retrieval) -> list[dict[str, Any]]:
+    """The operations that record the lore of this reply on its node."""
+    delta: list[dict[str, Any]] = []
+    active = sorted({hit.id for hit in retrieval.hits})  # a set: kept sorted
+    if active != state["active_lore_ids"]:
+        delta.append({"op": "set", "path": "active_lore_ids", "value": active})
+    if retrieval.timers is not None and retrieval.timers != state["lore_timers"]:
+        delta.append({"op": "set", "path": "lore_timers", "value": retrieval.timers})
+    return delta
 
 
 def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:

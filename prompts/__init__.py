@@ -8,6 +8,8 @@ from ._templates import TEMPLATE_NAMES, Templates, UsedTemplate
 from .build import (
     FRAMING,
     PART_TEMPLATES,
+    PARTS,
+    Injection,
     Prompt,
     assemble,
     fit,
@@ -19,8 +21,10 @@ from .errors import PromptError, TemplateError
 
 __all__ = [
     "FRAMING",
+    "PARTS",
     "PART_TEMPLATES",
     "TEMPLATE_NAMES",
+    "Injection",
     "Prompt",
     "PromptError",
     "TemplateError",

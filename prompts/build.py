@@ -1,9 +1,10 @@
 """Putting a prompt together: the rendered parts, then the history, trimmed to fit.
 
-The order is fixed: system, character, lore, summary, state (each its own system
-message, left out when it renders empty, so the parts that rarely change stay
-identical from turn to turn), then the linear projection, then what the turn adds (the
-player's new message, or an instruction to continue or to impersonate).
+The order is fixed: system, lore placed before the character, character, lore (the
+rest), summary, state (each its own system message, left out when it renders empty,
+so the parts that rarely change stay identical from turn to turn), then the linear
+projection with any lore placed at a depth in it, then what the turn adds (an
+instruction to continue or to impersonate).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from mnemosyne.traces import history_message
 from ._templates import Templates
 
 __all__ = [
+    "PARTS",
     "PART_TEMPLATES",
+    "Injection",
     "Prompt",
     "fit",
     "history_message",
@@ -27,8 +30,18 @@ __all__ = [
     "render_parts",
 ]
 
-#: The templates that make the head of every prompt, in order.
-PART_TEMPLATES = ("system", "character", "lore", "summary", "state")
+#: The head of every prompt, in order: (template, the context key it takes its ``lore``
+#: from; ``None``: the context as it is).
+PARTS: tuple[tuple[str, str | None], ...] = (
+    ("system", None),
+    ("lore", "lore_before"),
+    ("character", None),
+    ("lore", "lore"),
+    ("summary", None),
+    ("state", None),
+)
+#: The templates of the head, each once.
+PART_TEMPLATES = tuple(dict.fromkeys(name for name, _ in PARTS))
 
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}", re.IGNORECASE)
 
@@ -56,8 +69,23 @@ class Prompt:
 
 def render_parts(templates: Templates, context: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The head of the prompt: ``(template, text)`` of each part that is not empty."""
-    rendered = ((name, templates.render(name, context)) for name in PART_TEMPLATES)
-    return [(name, text) for name, text in rendered if text]
+    out = []
+    for name, lore_key in PARTS:
+        scope = context if lore_key in (None, "lore") else {**context, "lore": context[lore_key]}
+        text = templates.render(name, scope)
+        if text:
+            out.append((name, text))
+    return out
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A message placed inside the history (SillyTavern's "@ depth" lore)."""
+
+    depth: int
+    """0: after the newest history message; 1: before it; and so on."""
+    role: str
+    content: str
 
 
 def assemble(
@@ -66,13 +94,26 @@ def assemble(
     tail: Sequence[Mapping[str, Any]],
     *,
     first_kept: int = 0,
+    injections: Sequence[Injection] = (),
 ) -> Prompt:
-    """The messages: the parts, the history from ``first_kept`` on, then ``tail``."""
+    """The messages: the parts, the history from ``first_kept`` on with the
+    injections in it, then ``tail``.
+
+    An injection deeper than the history kept goes just before its oldest message.
+    """
     messages = [{"role": "system", "content": text} for _, text in parts]
     sources: list[int | None] = [None] * len(messages)
-    for index in range(first_kept, len(history)):
-        messages.append(history_message(history[index]))
-        sources.append(index)
+    kept = len(history) - first_kept
+    at: dict[int, list[Injection]] = {}
+    for injection in injections:
+        at.setdefault(max(kept - max(injection.depth, 0), 0), []).append(injection)
+    for offset, index in enumerate(range(first_kept, len(history) + 1)):
+        for injection in at.get(offset, ()):
+            messages.append({"role": injection.role, "content": injection.content})
+            sources.append(None)
+        if index < len(history):
+            messages.append(history_message(history[index]))
+            sources.append(index)
     for message in tail:
         messages.append(dict(message))
         sources.append(None)
