@@ -52,6 +52,20 @@ class Campaign:
     """``[character]``: name, description, personality, scenario."""
     player: str | None = None
     """``player = "Name"``: what ``{{user}}`` becomes."""
+    lore: dict[str, Any] = field(default_factory=dict)
+    """``[lore]``: ``books`` (World Info files) and ``card`` (a character card) in the
+    folder, copied into each new session; the World Info settings (``scan_depth``,
+    ``budget_percent``, ``recursive``...); ``[lore.vectors]`` (``enabled``, ``hits``,
+    ``max_distance``)."""
+
+    @property
+    def book_files(self) -> list[Path]:
+        return [self.folder / name for name in self.lore.get("books", [])]
+
+    @property
+    def card_file(self) -> Path | None:
+        card = self.lore.get("card")
+        return self.folder / card if card else None
 
     @property
     def templates(self) -> Path:
@@ -92,6 +106,7 @@ def load_campaign(folder: Path) -> Campaign:
         "model": _model_table(path, data.get("model", {})),
         "character": _text_table(path, "character", data.get("character", {}), CHARACTER_KEYS),
         "player": _text(path, "player", data.get("player")),
+        "lore": _lore_table(path, folder, data.get("lore", {})),
     }
     state = data.get("state")
     if state is None:
@@ -153,3 +168,42 @@ def _model_table(path: Path, table: Any) -> dict[str, Any]:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise CampaignError(f"{path}: [model] {key}: wrong type ({value!r})")
     return dict(table)
+
+
+def _inside(path: Path, folder: Path, key: str, name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise CampaignError(f"{path}: [lore] {key}: expected a file name, got {name!r}")
+    target = (folder / name).resolve()
+    if folder.resolve() not in target.parents:
+        raise CampaignError(f"{path}: [lore] {key} = {name!r}: the file must be inside the folder")
+    if not target.is_file():
+        raise CampaignError(f"{path}: [lore] {key} = {name!r}: no such file")
+    return name
+
+
+def _lore_table(path: Path, folder: Path, table: Any) -> dict[str, Any]:
+    from planner.errors import PlannerError
+    from planner.lore import vector_settings
+    from planner.worldinfo import ScanSettings
+
+    if not isinstance(table, dict):
+        raise CampaignError(f"{path}: [lore] must be a table, not {table!r}")
+    lore = dict(table)
+    books = lore.pop("books", [])
+    if not isinstance(books, list):
+        raise CampaignError(f"{path}: [lore] books: a list of file names, not {books!r}")
+    card = lore.pop("card", None)
+    vectors = lore.pop("vectors", {})
+    try:
+        ScanSettings.from_mapping(lore)
+        vector_settings(vectors)
+    except PlannerError as error:
+        raise CampaignError(f"{path}: [lore] {error}") from None
+    out: dict[str, Any] = {
+        "books": [_inside(path, folder, "books", name) for name in books],
+        "settings": lore,
+        "vectors": vectors,
+    }
+    if card is not None:
+        out["card"] = _inside(path, folder, "card", card)
+    return out

@@ -40,6 +40,13 @@ class Settings(BaseSettings):
     extraction_model: str | None = Field(
         default=None, description="litellm model string for state extraction (default: model)"
     )
+    vectors: bool = Field(
+        default=True, description="find lore by meaning too (a local embedding model, Chroma)"
+    )
+    chroma_url: str | None = Field(
+        default=None,
+        description="a Chroma server's URL for lore vectors (default: a folder in data_dir)",
+    )
 
     @property
     def resolved_database_url(self) -> str:

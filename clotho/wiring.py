@@ -11,9 +11,10 @@ from clotho.settings import Settings
 
 if TYPE_CHECKING:
     from mnemosyne import Store
-    from orchestrator import TurnSetup
+    from orchestrator import Engine, TurnSetup
+    from planner.cards import Card
 
-__all__ = ["NoModelError", "session_campaign", "turn_setup"]
+__all__ = ["NoModelError", "session_campaign", "session_engine", "turn_setup"]
 
 
 class NoModelError(ClothoError, LookupError):
@@ -32,8 +33,38 @@ def session_campaign(store: Store, session_id: str) -> Campaign | None:
     return load_campaign(Path(folder)) if folder else None
 
 
-def turn_setup(settings: Settings, campaign: Campaign | None) -> TurnSetup:
-    """How turns are played: the command line and environment first, then the campaign.
+def session_engine(
+    settings: Settings, store: Store, session_id: str, *, require_model: bool = True
+) -> Engine:
+    """The engine that plays a session's turns: its campaign, its card, its lore.
+
+    ``require_model=False`` is for what needs no model call (previewing lore): with no
+    model configured, the window is the default one and tokens are counted with
+    litellm's default tokenizer.
+
+    Raises:
+        NoModelError: no model is configured (and one is required).
+        CampaignError, PlannerError: the campaign or the session's lore is broken.
+    """
+    from clotho.lore import session_card, session_planner
+    from orchestrator import Engine
+
+    campaign = session_campaign(store, session_id)
+    setup = turn_setup(
+        settings, campaign, session_card(store, session_id), require_model=require_model
+    )
+    return Engine(store, setup, planner=session_planner(store, session_id, settings, campaign))
+
+
+def turn_setup(
+    settings: Settings,
+    campaign: Campaign | None,
+    card: Card | None = None,
+    *,
+    require_model: bool = True,
+) -> TurnSetup:
+    """How turns are played: the command line and environment first, then the campaign
+    (a session's character card, if it has one, is its character).
 
     Raises:
         NoModelError: neither names a model.
@@ -42,7 +73,7 @@ def turn_setup(settings: Settings, campaign: Campaign | None) -> TurnSetup:
     from prompts import Templates
 
     table = dict(campaign.model) if campaign else {}
-    model = settings.model or table.get("model")
+    model = settings.model or table.get("model") or (None if require_model else "none")
     if not model:
         raise NoModelError(
             "no model to play with: pass --model (a litellm model string such as "
@@ -61,7 +92,12 @@ def turn_setup(settings: Settings, campaign: Campaign | None) -> TurnSetup:
     )
     extraction = settings.extraction_model or table.get("extraction_model")
     summary = table.get("summary_model")
-    character = Character(**campaign.character) if campaign else Character()
+    if card is not None:
+        from clotho.lore import card_character
+
+        character = card_character(card)
+    else:
+        character = Character(**campaign.character) if campaign else Character()
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,

@@ -561,11 +561,17 @@ class Store:
         campaign: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         schema: StateSchema | None = None,
+        documents: Sequence[tuple[str, str, str]] = (),
     ) -> Session:
         """A new empty session (no nodes, HEAD none, version 0).
 
         ``schema`` is its world-state schema, kept with it for good (``None``: the
-        permissive one, where any variable may be set).
+        permissive one, where any variable may be set). ``documents`` are ``(kind,
+        name, JSON text)`` to keep with it (its lorebooks, its card), written in the
+        same transaction.
+
+        Raises:
+            InvalidOperationError: a document is malformed (nothing is created).
         """
         now = _now()
         session = Session(
@@ -592,6 +598,10 @@ class Store:
                     state_schema=schema.to_json() if schema is not None else None,
                 )
             )
+            if documents:
+                pk = q.session_record(conn, session.id).pk
+                for kind, name, content in documents:
+                    docs.put(conn, pk, kind, name, content)
         return session
 
     def session(self, ref: str) -> Session:

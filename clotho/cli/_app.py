@@ -22,6 +22,7 @@ import typer
 from clotho.errors import ClothoError, NoSessionError
 from clotho.settings import Settings
 from mnemosyne import ConflictError, MnemosyneError, Store
+from planner.errors import PlannerError
 
 __all__ = [
     "EXIT_CONFLICT",
@@ -31,6 +32,8 @@ __all__ = [
     "campaign_app",
     "command",
     "db_app",
+    "import_app",
+    "lore_app",
     "session_app",
 ]
 
@@ -48,7 +51,13 @@ app = typer.Typer(
 session_app = typer.Typer(help="Create, list and choose sessions.", no_args_is_help=True)
 db_app = typer.Typer(help="The database itself.", no_args_is_help=True)
 campaign_app = typer.Typer(help="Campaign folders.", no_args_is_help=True)
+import_app = typer.Typer(
+    help="Bring files from other tools into the session.", no_args_is_help=True
+)
+lore_app = typer.Typer(help="The session's lorebooks.", no_args_is_help=True)
 app.add_typer(session_app, name="session")
+app.add_typer(import_app, name="import")
+app.add_typer(lore_app, name="lore")
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(db_app, name="db")
 
@@ -240,7 +249,7 @@ def command(group: typer.Typer, name: str | None = None, **kwargs: Any) -> Calla
             cli = Cli(options)
             try:
                 return fn(cli, **values)
-            except (MnemosyneError, ClothoError) as error:
+            except (MnemosyneError, ClothoError, PlannerError) as error:
                 cli.fail(error)
             finally:
                 cli.close()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clotho.wiring import session_campaign, turn_setup
+from clotho.wiring import session_engine
 
 from . import render
 from ._app import EXIT_FAILED, Cli, app, command
@@ -30,9 +30,7 @@ __all__ = ["run_turn"]
 
 
 def _engine(cli: Cli, session_id: str) -> Engine:
-    from orchestrator import Engine
-
-    return Engine(cli.store, turn_setup(cli.settings, session_campaign(cli.store, session_id)))
+    return session_engine(cli.settings, cli.store, session_id)
 
 
 class _Stream:
@@ -243,6 +241,8 @@ def _print_trace(cli: Cli, trace: dict[str, Any]) -> None:
     lines.append(f"  planner ({planner.get('strategy')}): {planner.get('reasoning')}")
     for hit in trace.get("lore") or []:
         lines.append(f"  lore {hit['id']}: {hit['reason']}")
+    for miss in trace.get("lore_skipped") or []:
+        lines.append(f"  not {miss['id']}: {miss['reason']}")
     trimmed = trace.get("trimmed") or {}
     if trimmed.get("dropped"):
         summary = trimmed.get("summary") or {}

@@ -75,15 +75,21 @@ def session_new(
 ) -> None:
     """Create a session; later commands act on it by default.
 
-    With --campaign, the session takes the campaign's world-state schema (kept with
-    the session) and, unless --title is given, its title.
+    With --campaign, the session takes the campaign's world-state schema, its card
+    and its lorebooks (kept with the session) and, unless --title is given, its title.
     """
     schema = campaign_path = None
+    documents: list[tuple[str, str, str]] = []
     if campaign is not None:
+        from clotho.lore import campaign_documents
+
         loaded = load_campaign(campaign)
         schema, campaign_path = loaded.schema, str(loaded.folder)
         title = title or loaded.title
-    session = cli.store.create_session(title=title, campaign=campaign_path, schema=schema)
+        documents = campaign_documents(loaded)
+    session = cli.store.create_session(
+        title=title, campaign=campaign_path, schema=schema, documents=documents
+    )
     cli.remember(session.id)
     cli.emit(
         session.as_dict(),

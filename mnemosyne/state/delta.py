@@ -46,6 +46,7 @@ _NEEDS_VALUE = ("set", "inc", "append", "remove")
 _MISSING: Any = object()
 _LORE = Variable(type="set")
 _SUMMARY = Variable(type="str")
+_BUILT_IN_TYPES = StateSchema()
 # The permissive schema's inferred types, made once.
 _SIMPLE = {kind: Variable(type=kind) for kind in ("int", "float", "bool", "str", "list")}
 _ANY_MAP = Variable(type="map", values=Variable(type="list"))
@@ -119,7 +120,8 @@ def _apply(schema: StateSchema, state: State, operation: Any) -> None:
             raise _Refused(f"{parts[0]} has no entries")
         spec = _LORE if parts[0] == "active_lore_ids" else _SUMMARY
         current = state[parts[0]]
-        result = _operate(schema, state, op, value, spec, current, path)
+        # built-ins have their types whatever the schema (the permissive one included)
+        result = _operate(_BUILT_IN_TYPES, state, op, value, spec, current, path)
         state[parts[0]] = spec.initial() if result is _MISSING else result
         return
     variables: dict[str, Any] = state["variables"]

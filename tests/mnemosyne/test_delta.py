@@ -59,12 +59,25 @@ def test_the_initial_state_holds_every_default() -> None:
     }
 
 
+def test_built_ins_keep_their_types_in_the_permissive_schema() -> None:
+    state = apply_delta(
+        PERMISSIVE, PERMISSIVE.initial_state(), [op("set", "active_lore_ids", ["b:2", "a:1"])]
+    )
+    assert state["active_lore_ids"] == ["a:1", "b:2"]
+    with pytest.raises(InvalidDeltaError, match=r"a set holds a list of strings"):
+        apply_delta(PERMISSIVE, state, [op("set", "active_lore_ids", [1])])
+
+
 def test_lore_timers_are_only_set_whole_or_unset() -> None:
     timers = {"sticky": {"book:1": {"hash": "ab", "start": 3, "end": 6, "protected": False}}}
     state = apply(op("set", "lore_timers", timers))
     assert state["lore_timers"] == timers
     assert apply(op("unset", "lore_timers"), state=state)["lore_timers"] == {}
-    for bad in (op("inc", "lore_timers", 1), op("set", "lore_timers.sticky", {}), op("set", "lore_timers", [1])):
+    for bad in (
+        op("inc", "lore_timers", 1),
+        op("set", "lore_timers.sticky", {}),
+        op("set", "lore_timers", [1]),
+    ):
         with pytest.raises(InvalidDeltaError, match="lore_timers"):
             apply(bad, state=state)
 

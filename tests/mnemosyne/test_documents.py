@@ -63,3 +63,12 @@ def test_documents_go_with_their_session(store: Store) -> None:
         tx.put_document("lorebook", "A", BOOK)
     assert store.documents(second) == []
     assert [d.name for d in store.documents(first)] == ["A"]
+
+
+def test_a_session_is_created_with_its_documents_or_not_at_all(store: Store) -> None:
+    session = store.create_session(title="with lore", documents=[("lorebook", "A", BOOK)])
+    assert [d.content for d in store.documents(session.id)] == [BOOK]
+    before = len(store.sessions())
+    with pytest.raises(InvalidOperationError, match="not JSON"):
+        store.create_session(documents=[("lorebook", "A", BOOK), ("card", "B", "{")])
+    assert len(store.sessions()) == before

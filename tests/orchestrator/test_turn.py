@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,20 +78,6 @@ def chat(server: ModelServer) -> list[Received]:
 @pytest.fixture
 def sid(store: Store) -> str:
     return store.create_session(schema=SCHEMA).id
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., ModelServer]]:
-    servers: list[ModelServer] = []
-
-    def start(script: Any) -> ModelServer:
-        server = ModelServer(script).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def engine_for(store: Store, server: ModelServer, **setup: Any) -> Engine:

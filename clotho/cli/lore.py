@@ -1,0 +1,149 @@
+"""Lore commands: import lorebook, import card, lore list, lore test."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clotho.lore import import_card, import_lorebook, session_books
+
+from . import render
+from ._app import Cli, command, import_app, lore_app
+from .style import out, paint
+
+FileArgument = Annotated[Path, typer.Argument(metavar="FILE", help="The file to import.")]
+
+
+@command(import_app, "lorebook")
+def import_lorebook_command(
+    cli: Cli,
+    file: FileArgument,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="The book's name (default: the file's name).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Add a SillyTavern World Info file to the session (a book of the same name is replaced)."""
+    sid = cli.session_id()
+    book = import_lorebook(cli.store, sid, file, name)
+    enabled = sum(1 for entry in book.entries if not entry.disable)
+    document = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
+    cli.emit(
+        document,
+        lambda: out(
+            f"Imported lorebook {paint(book.name, 'bold')}: {len(book.entries)} entries "
+            f"({enabled} enabled)"
+        ),
+    )
+
+
+@command(import_app, "card")
+def import_card_command(cli: Cli, file: FileArgument) -> None:
+    """Make a character card (V2/V3, PNG or JSON) the session's character; its lorebook
+    comes along, and an empty session starts with its greeting(s)."""
+    sid = cli.session_id()
+    card, greetings = import_card(cli.store, sid, file)
+    document = {
+        "name": card.name,
+        "spec": card.spec,
+        "book": card.book.name if card.book else None,
+        "book_entries": len(card.book.entries) if card.book else 0,
+        "greetings": [node.id for node in greetings],
+    }
+
+    def text() -> None:
+        lines = [f"Imported card {paint(card.name, 'bold')} ({card.spec})"]
+        if card.book:
+            lines.append(f"  lorebook {card.book.name}: {len(card.book.entries)} entries")
+        if greetings:
+            lines.append(
+                f"  the story starts with its greeting ({len(greetings)} in all, as alternatives): "
+                f"{render.short(greetings[0].id)}"
+            )
+        out(*lines)
+
+    cli.emit(document, text)
+
+
+@command(lore_app, "list")
+def lore_list(cli: Cli) -> None:
+    """The session's lorebooks and their entries."""
+    books = session_books(cli.store, cli.session_id())
+    document = [
+        {
+            "book": book.name,
+            "entries": [
+                {
+                    "uid": entry.uid,
+                    "comment": entry.comment,
+                    "keys": entry.keys,
+                    "enabled": not entry.disable,
+                    "constant": entry.constant,
+                    "condition": entry.condition,
+                }
+                for entry in book.entries
+            ],
+        }
+        for book in books
+    ]
+
+    def text() -> None:
+        if not books:
+            out(paint("(no lorebooks: clotho import lorebook FILE)", "dim"))
+        for book in books:
+            out(paint(f"{book.name} ({len(book.entries)} entries)", "bold"))
+            for entry in book.entries:
+                label = entry.comment or ", ".join(entry.keys) or "(no keys)"
+                flags = [
+                    flag
+                    for flag, on in (
+                        ("disabled", entry.disable),
+                        ("constant", entry.constant),
+                        (f"if {entry.condition}", entry.condition),
+                    )
+                    if on
+                ]
+                extra = f"  {paint(' · '.join(flags), 'dim')}" if flags else ""
+                out(f"  {entry.uid:>4}  {label}{extra}")
+
+    cli.emit(document, text)
+
+
+@command(lore_app, "test")
+def lore_test(
+    cli: Cli, text: Annotated[str, typer.Argument(metavar="TEXT", help="The next message.")]
+) -> None:
+    """Which entries would fire if TEXT were the next message at HEAD, and why."""
+    from clotho.wiring import session_engine
+
+    sid = cli.session_id()
+    engine = session_engine(cli.settings, cli.store, sid, require_model=False)
+    plan, retrieval = asyncio.run(engine.preview_lore(sid, text))
+    fired = [_row(hit.book, hit.uid, hit.comment, hit.reason) for hit in retrieval.hits]
+    skipped = [{**_split(item["id"]), "reason": item["reason"]} for item in retrieval.skipped]
+
+    def show() -> None:
+        if not fired:
+            out(paint("no entry would fire", "dim"))
+        for row in fired:
+            label = f"{row['book']}:{row['uid']}" + (f" {row['comment']}" if row["comment"] else "")
+            out(f"{paint(label, 'bold')}  {row['reason']}")
+        for row in skipped:
+            out(paint(f"not {row['book']}:{row['uid']}  {row['reason']}", "dim"))
+        out(paint(plan.reasoning, "dim"))
+
+    cli.emit(fired, show)
+
+
+def _row(book: str | None, uid: int | None, comment: str, reason: str) -> dict[str, Any]:
+    return {"book": book, "uid": uid, "comment": comment, "reason": reason}
+
+
+def _split(entry_id: str) -> dict[str, Any]:
+    book, _, uid = entry_id.rpartition(":")
+    return {"book": book, "uid": int(uid) if uid.isdigit() else uid}

@@ -1,0 +1,219 @@
+"""A session's lore: its lorebooks and character card (kept in the store), its planner.
+
+Lorebooks are kept as World Info JSON documents with the session (a card's embedded
+book converted the way SillyTavern converts it, the original kept inside), so every
+process plays a session with the same lore whatever happens to the files; the card
+is kept as the JSON it carried. A campaign's books and card are copied into each new
+session; ``clotho import lorebook|card`` adds them to the current one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clotho.errors import UsageError
+
+if TYPE_CHECKING:
+    from clotho.campaign import Campaign
+    from clotho.settings import Settings
+    from mnemosyne import Node, Store
+    from orchestrator import Character
+    from planner import Planner
+    from planner.cards import Card
+    from planner.lorebook import Lorebook
+    from planner.vectors import LoreIndex
+
+__all__ = [
+    "CARD",
+    "LOREBOOK",
+    "campaign_documents",
+    "card_character",
+    "import_card",
+    "import_lorebook",
+    "lore_index",
+    "read_upload",
+    "session_books",
+    "session_card",
+    "session_planner",
+]
+
+LOREBOOK = "lorebook"
+CARD = "card"
+#: Larger files are refused before they are read (a card PNG is well under this).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def read_upload(path: Path) -> bytes:
+    """A file's bytes, or an error naming it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise UsageError(f"{path}: {size} bytes, more than the {MAX_FILE_BYTES} allowed")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+
+
+def _book_document(book: Lorebook) -> str:
+    from planner.lorebook import dump_world_info
+
+    return dump_world_info(book)
+
+
+def _card_documents(card: Card) -> list[tuple[str, str, str]]:
+    documents = [(CARD, card.name, json.dumps(card.raw, ensure_ascii=False))]
+    if card.book is not None:
+        documents.append((LOREBOOK, card.book.name, _book_document(card.book)))
+    return documents
+
+
+def import_lorebook(store: Store, session_id: str, path: Path, name: str | None = None) -> Lorebook:
+    """Keep a World Info file with a session (replacing a book of the same name).
+
+    Raises:
+        LorebookError: the file is not a valid World Info book (the field is named).
+        UsageError: the file cannot be read.
+    """
+    from planner.lorebook import load_world_info
+
+    book = load_world_info(read_upload(path), name or path.stem)
+    with store.transaction(session_id) as tx:
+        tx.put_document(LOREBOOK, book.name, _book_document(book))
+    return book
+
+
+def import_card(store: Store, session_id: str, path: Path) -> tuple[Card, list[Node]]:
+    """Make a character card the session's character (its book becomes a lorebook).
+
+    A session with no messages yet starts with the card's greeting, its alternate
+    greetings as the greeting's alternatives (swipes), as SillyTavern starts a chat.
+    One transaction: a card that cannot be read changes nothing.
+
+    Raises:
+        CardError: the file is not a card, or a field of it is wrong (named).
+        UsageError: the file cannot be read.
+    """
+    from planner.cards import load_card
+
+    card = load_card(read_upload(path), path.name)
+    greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
+    added: list[Node] = []
+    with store.transaction(session_id) as tx:
+        for document in tx.documents(CARD):
+            if document.name != card.name:
+                tx.remove_document(CARD, document.name)
+        for kind, name, content in _card_documents(card):
+            tx.put_document(kind, name, content)
+        if tx.head_id is None and greetings:
+            first = tx.append("assistant", greetings[0], name=card.name)
+            added.append(first)
+            added.extend(tx.add_sibling(first.id, text, name=card.name) for text in greetings[1:])
+            tx.checkout(first.id)
+    return card, added
+
+
+def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
+    """The documents a new session of this campaign starts with (its card, its books).
+
+    Raises:
+        CardError, LorebookError: a file named by ``[lore]`` is not valid.
+        UsageError: it cannot be read.
+    """
+    from planner.cards import load_card
+    from planner.lorebook import load_world_info
+
+    documents: list[tuple[str, str, str]] = []
+    if campaign.card_file is not None:
+        card_path = campaign.card_file
+        documents.extend(_card_documents(load_card(read_upload(card_path), card_path.name)))
+    for path in campaign.book_files:
+        book = load_world_info(read_upload(path), path.stem)
+        documents.append((LOREBOOK, book.name, _book_document(book)))
+    return documents
+
+
+def session_books(store: Store, session_id: str) -> list[Lorebook]:
+    """The session's lorebooks, in the order they were added."""
+    from planner.lorebook import load_world_info
+
+    return [
+        load_world_info(document.content, document.name)
+        for document in store.documents(session_id, LOREBOOK)
+    ]
+
+
+def session_card(store: Store, session_id: str) -> Card | None:
+    """The session's character card, if it has one."""
+    from planner.cards import parse_card
+
+    found = store.documents(session_id, CARD)
+    return parse_card(json.loads(found[-1].content), found[-1].name) if found else None
+
+
+def card_character(card: Card, persona: str = "") -> Character:
+    """The turn's character from a card."""
+    from orchestrator import Character
+
+    depth_prompt = card.extensions.get("depth_prompt")
+    note = depth_prompt.get("prompt", "") if isinstance(depth_prompt, dict) else ""
+    return Character(
+        name=card.name,
+        description=card.description,
+        personality=card.personality,
+        scenario=card.scenario,
+        examples=card.mes_example,
+        creator_notes=card.creator_notes,
+        depth_prompt=note if isinstance(note, str) else "",
+        tags=tuple(card.tags),
+        persona=persona,
+    )
+
+
+def session_planner(
+    store: Store, session_id: str, settings: Settings, campaign: Campaign | None
+) -> Planner:
+    """The planner of a session: World Info over its books, with the vector index
+    unless switched off (``CLOTHO_VECTORS=false`` or ``[lore.vectors] enabled = false``).
+
+    Raises:
+        PlannerError: a stored book no longer parses, the campaign's lore settings
+            are wrong, or the vector index cannot be opened.
+    """
+    from planner import RuleBasedPlanner
+    from planner.lore import LorePlanner, vector_settings
+    from planner.worldinfo import ScanSettings
+
+    books = session_books(store, session_id)
+    if not books:
+        return RuleBasedPlanner()
+    lore: dict[str, Any] = campaign.lore if campaign else {}
+    scan = ScanSettings.from_mapping(lore.get("settings", {}))
+    vectors = vector_settings(lore.get("vectors", {}))
+    index = lore_index(settings, books) if vectors.enabled and settings.vectors else None
+    return LorePlanner(books, scan, index=index, vectors=vectors)
+
+
+def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
+    """The vector index with ``books`` synced into it (only changed entries are
+    embedded again), or ``None`` with a warning on stderr if it cannot be used (the
+    local embedding model not installed, the Chroma server down): lore is then found
+    by keywords only."""
+    from planner import RetrievalError
+    from planner.vectors import LoreIndex
+
+    try:
+        if settings.chroma_url:
+            index = LoreIndex(url=settings.chroma_url)
+        else:
+            index = LoreIndex(path=settings.data_dir / "lore-index")
+        for book in books:
+            index.sync(book)
+    except RetrievalError as error:
+        sys.stderr.write(f"warning: lore is found by keywords only: {error}\n")
+        return None
+    return index

@@ -1,0 +1,218 @@
+"""The planner of a session with lorebooks: World Info keywords, Chroma, conditions.
+
+:class:`LorePlanner` plans by rules (scan the newest messages; search by meaning for
+what the player just said) and retrieves in one World Info scan, with the entries
+that the vector index finds similar activated the way SillyTavern's vector storage
+activates them (still subject to every other rule: timers, groups, probability,
+budget), and entries whose world-state condition does not hold held back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from .base import LoreHit, Plan, PlanContext, Retrieval
+from .conditions import parse_condition
+from .errors import ConditionError, PlannerError, RetrievalError
+from .lorebook import Entry, Lorebook
+from .worldinfo import ScanSettings, WorldInfo
+
+if TYPE_CHECKING:
+    from .vectors import LoreIndex
+
+__all__ = ["LorePlanner", "VectorSettings", "entry_placement", "vector_settings"]
+
+_ROLES = {0: "system", 1: "user", 2: "assistant"}
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    """How lore is found by meaning."""
+
+    enabled: bool = True
+    hits: int = 3
+    """At most this many entries are activated by similarity per turn."""
+    max_distance: float = 0.6
+    """Entries farther than this from the query are not activated (cosine distance)."""
+    query_messages: int = 2
+    """The query is the newest this-many messages."""
+
+
+def vector_settings(table: Any) -> VectorSettings:
+    """:class:`VectorSettings` from a mapping (a campaign's ``[lore.vectors]``).
+
+    Raises:
+        PlannerError: an unknown key or a value of the wrong type (named).
+    """
+    if not isinstance(table, Mapping):
+        raise PlannerError(f"vectors: a table, not {table!r}")
+    defaults = VectorSettings()
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if not hasattr(defaults, key):
+            known = ", ".join(field.name for field in fields(VectorSettings))
+            raise PlannerError(f"vectors.{key}: unknown (known: {known})")
+        kind = type(getattr(defaults, key))
+        if isinstance(value, bool) != (kind is bool) or not isinstance(
+            value, (int, float) if kind is float else kind
+        ):
+            raise PlannerError(f"vectors.{key}: expected {kind.__name__}, got {value!r}")
+        values[key] = kind(value)
+    return VectorSettings(**values)
+
+
+def entry_placement(entry: Entry) -> dict[str, Any]:
+    """Where SillyTavern's ``position`` puts an entry in our prompt.
+
+    0 goes before the character, 4 at its ``depth`` with its ``role``, 7 into its
+    outlet; the rest (after the character, the author's note and example-message
+    positions, which Clotho's prompt does not have) after the character.
+    """
+    if entry.position == 0:
+        return {"position": "before_char"}
+    if entry.position == 4:
+        return {
+            "position": "at_depth",
+            "depth": max(entry.depth, 0),
+            "role": _ROLES.get(entry.role or 0, "system"),
+        }
+    if entry.position == 7:
+        return {"position": "outlet", "outlet": entry.outlet_name}
+    return {"position": "after_char"}
+
+
+class LorePlanner:
+    """Lore for a turn from a session's lorebooks.
+
+    Args:
+        books: the lorebooks, each with a name unique in the session.
+        settings: World Info's global settings (SillyTavern's defaults if ``None``).
+        index: the vector index, every book synced (``None``: keywords only).
+        vectors: how the index is used.
+        seed: the random seed of probability rolls and inclusion groups (``None``:
+            a fresh one each turn; it is recorded in the trace either way).
+    """
+
+    def __init__(
+        self,
+        books: Sequence[Lorebook],
+        settings: ScanSettings | None = None,
+        *,
+        index: LoreIndex | None = None,
+        vectors: VectorSettings | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.books = list(books)
+        self.settings = settings or ScanSettings()
+        self.world = WorldInfo(self.books, self.settings)
+        self.index = index
+        self.vectors = vectors or VectorSettings()
+        self.seed = seed
+        self._entries = {
+            f"{book.name}:{entry.uid}": entry for book in self.books for entry in book.entries
+        }
+
+    async def plan(self, context: PlanContext) -> Plan:
+        depth = self.settings.scan_depth
+        entries = sum(1 for entry in self._entries.values() if not entry.disable)
+        books = ", ".join(book.name for book in self.books)
+        queries = _newest(context, self.vectors.query_messages) if self._searching else []
+        reasoning = (
+            f"scan the newest {depth} message(s) for the keys of {entries} enabled "
+            f"entr{'y' if entries == 1 else 'ies'} in {books}"
+        )
+        if queries:
+            reasoning += "; search by meaning for what the newest messages talk about"
+        return Plan("rules", reasoning, queries)
+
+    @property
+    def _searching(self) -> bool:
+        return self.index is not None and self.vectors.enabled and bool(self.books)
+
+    async def retrieve(self, plan: Plan, context: PlanContext) -> Retrieval:
+        details: dict[str, Any] = {}
+        forced: dict[str, str] = {}
+        if self._searching and plan.queries:
+            forced, details["vector"] = await self._similar(plan.queries)
+        seed = self.seed if self.seed is not None else secrets.randbits(32)
+        details["seed"] = seed
+        budget = self.settings.budget(context.context_window)
+        result = self.world.scan(
+            messages=[(_speaker(m, context), m.content) for m in context.history],
+            chat_length=len(context.history),
+            trigger=context.trigger,
+            char=context.char,
+            user=context.user,
+            character=context.character,
+            character_tags=context.character_tags,
+            budget_tokens=budget,
+            count_tokens=context.count_tokens,
+            timers=context.state.get("lore_timers") or {},
+            rng=random.Random(seed),
+            forced=forced,
+            held_back=lambda _id, entry: _held_back(entry, context.state),
+        )
+        details.update({"budget": budget, "tokens": result.tokens, "loops": result.loops})
+        hits = [
+            LoreHit(
+                id=item.id,
+                content=item.entry.content,
+                reason=item.reason,
+                book=item.book,
+                uid=item.entry.uid,
+                comment=item.entry.comment,
+                order=item.entry.order,
+                **entry_placement(item.entry),
+            )
+            for item in result.activated
+        ]
+        skipped = [{"id": skip.id, "reason": skip.reason} for skip in result.skipped]
+        return Retrieval(hits, skipped, dict(result.timers), details)
+
+    async def _similar(self, queries: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
+        """Entries similar to the queries; a failing index leaves keywords to do the work
+        (the trace says why)."""
+        assert self.index is not None
+        try:
+            found = await asyncio.to_thread(
+                self.index.query,
+                self.books,
+                queries,
+                n=self.vectors.hits,
+                max_distance=self.vectors.max_distance,
+            )
+        except RetrievalError as error:
+            return {}, {"queries": queries, "error": str(error)}
+        forced = {
+            hit.id: f"similar to the newest messages (distance {hit.distance:.3f})" for hit in found
+        }
+        shown = [{"id": hit.id, "distance": round(hit.distance, 4)} for hit in found]
+        return forced, {"queries": queries, "hits": shown}
+
+
+def _newest(context: PlanContext, count: int) -> list[str]:
+    texts = [m.content for m in list(context.history)[-count:] if m.content.strip()]
+    return ["\n".join(texts)] if texts else []
+
+
+def _speaker(message: Any, context: PlanContext) -> str:
+    if message.name:
+        return str(message.name)
+    return {"user": context.user, "assistant": context.char}.get(message.role, "System")
+
+
+def _held_back(entry: Entry, state: Any) -> str | None:
+    text = entry.condition
+    if text is None:
+        return None
+    try:
+        condition = parse_condition(text)
+    except ConditionError as error:
+        return f"its condition does not parse: {error}"
+    holds, why = condition.check(state)
+    return None if holds else f"condition {why}"

@@ -1,0 +1,88 @@
+"""Lore from the command line: importing SillyTavern's real card and lorebook, testing
+which entries fire, campaigns that bring their lore, and broken files refused whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .test_cli import Run
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
+CARD = FIXTURES / "sillytavern_default_Seraphina.png"
+BOOK = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
+
+pytestmark = pytest.mark.skipif(
+    not CARD.is_file() or not BOOK.is_file(), reason=f"the fixtures are not in {FIXTURES}"
+)
+
+
+@pytest.fixture
+def lore_run(tmp_path: Path) -> Run:
+    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run.env["CLOTHO_VECTORS"] = "false"  # keywords only: the model is tested in tests/planner
+    return run
+
+
+def test_the_real_card_and_lorebook_import_and_fire(lore_run: Run) -> None:
+    lore_run("session", "new", "--title", "glade")
+    card = lore_run.json("import", "card", str(CARD))
+    assert card["name"] == "Seraphina" and card["book"] == "Eldoria"
+    assert len(card["greetings"]) == 1  # her greeting starts the story
+    log = lore_run.json("log")
+    assert log[0]["role"] == "assistant" and log[0]["name"] == "Seraphina"
+    assert "Seraphina" in log[0]["content"]
+
+    book = lore_run.json("import", "lorebook", str(BOOK), "--name", "World")
+    assert book == {"book": "World", "entries": 4, "enabled": 4}
+    listed = lore_run.json("lore", "list")
+    assert [b["book"] for b in listed] == ["Eldoria", "World"]
+    assert listed[1]["entries"][1]["keys"][0] == "shadowfang"
+
+    fired = lore_run.json("lore", "test", "Is that a Shadowfang?")
+    world = {row["uid"]: row["reason"] for row in fired if row["book"] == "World"}
+    assert world[1] == "key 'shadowfang' in message 1"  # the new message, after the greeting
+    # whole words: 'power' does not fire on 'powerful'
+    quiet = lore_run.json("lore", "test", "A powerful silence.")
+    reasons = {row["uid"]: row["reason"] for row in quiet if row["book"] == "World"}
+    assert reasons[3] == "key 'magic' in message 0"  # from her greeting, not 'powerful'
+
+
+def test_broken_files_are_refused_and_nothing_is_stored(lore_run: Run, tmp_path: Path) -> None:
+    lore_run("session", "new")
+    truncated = tmp_path / "cut.png"
+    truncated.write_bytes(CARD.read_bytes()[:5000])
+    assert "cut.png" in lore_run.fails("import", "card", str(truncated))
+    no_card = tmp_path / "plain.png"
+    no_card.write_bytes(b"\x89PNG\r\n\x1a\n" + CARD.read_bytes()[8:33] + CARD.read_bytes()[-12:])
+    assert "no 'chara' or 'ccv3'" in lore_run.fails("import", "card", str(no_card))
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"entries": {"0": {"uid": 0, "key": "x", "order": "high"}}}))
+    assert "entries.0.order" in lore_run.fails("import", "lorebook", str(wrong))
+    assert "no such file" in lore_run.fails("import", "lorebook", str(tmp_path / "gone.json"))
+    assert lore_run.json("lore", "list") == []
+    assert lore_run.json("log") == []
+
+
+def test_a_campaign_brings_its_card_lorebooks_and_settings(lore_run: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "campaign"
+    folder.mkdir()
+    (folder / "eldoria.json").write_bytes(BOOK.read_bytes())
+    (folder / "campaign.toml").write_text(
+        'title = "Glade"\n[lore]\nbooks = ["eldoria.json"]\nscan_depth = 1\n'
+        "[lore.vectors]\nhits = 2\n"
+    )
+    lore_run("session", "new", "--campaign", str(folder))
+    assert [b["book"] for b in lore_run.json("lore", "list")] == ["eldoria"]
+    lore_run("add", "user", "The beasts came at night.")
+    lore_run("add", "assistant", "Rest now.")
+    # scan depth 1: only the new message is scanned, so the beasts are not found
+    assert lore_run.json("lore", "test", "Thank you.") == []
+    fired = {r["uid"]: r["reason"] for r in lore_run.json("lore", "test", "Beasts?")}
+    assert fired.pop(1) == "key 'beasts' in message 2"
+    assert fired and all("recursion from 'eldoria:" in reason for reason in fired.values())
+
+    (folder / "campaign.toml").write_text('[lore]\nbooks = ["eldoria.json"]\nscan_depht = 1\n')
+    assert "scan_depht" in lore_run.fails("session", "new", "--campaign", str(folder))
