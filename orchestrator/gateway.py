@@ -17,6 +17,7 @@ litellm is imported on first use (it costs seconds), with
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -183,7 +184,13 @@ class Gateway:
         before the loop ends: litellm caches clients per loop)."""
         litellm = litellm_module()
         await litellm.close_litellm_async_clients()
-        litellm.in_memory_llm_clients_cache.flush_cache()
+        cache = litellm.in_memory_llm_clients_cache
+        for client in list(getattr(cache, "cache_dict", {}).values()):
+            close = getattr(client, "close", None)
+            # sync clients (embeddings use them) would otherwise leak their sockets
+            if callable(close) and not inspect.iscoroutinefunction(close):
+                close()
+        cache.flush_cache()
 
     def interrupt(self) -> bool:
         """Stop the reply being streamed (its text so far is kept); whether one was."""

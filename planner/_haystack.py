@@ -46,14 +46,12 @@ class Haystack:
         "present",
         "regex",
         "rounds",
-        "seg_hits",
         "seg_pieces",
     )
 
     def __init__(self, empty: bool = False) -> None:
         self.empty = empty
         self.parts: list[str] = []
-        self.seg_hits: list[frozenset[int]] = []
         self.seg_pieces: list[int] = []
         """The index of each part's first piece."""
         self.pieces: list[Piece] = []
@@ -74,16 +72,13 @@ class Haystack:
         self.seg_pieces.append(len(self.pieces))
         self.parts.append(text)
         present = self.present
-        hits: frozenset[int] = frozenset()
-        for piece in pieces:
-            number = len(self.pieces)
-            self.pieces.append(piece)
+        kids = self.kids
+        for number, piece in enumerate(pieces, len(self.pieces)):
             for kid in piece[3]:
                 if kid not in present:
                     present[kid] = number
-                    self.kids.append(kid)
-            hits = hits | piece[3] if hits else piece[3]
-        self.seg_hits.append(hits)
+                    kids.append(kid)
+        self.pieces.extend(pieces)
         self._text = self._lower = None
         self._starts = None
 
@@ -113,6 +108,10 @@ class Haystack:
             self._starts = starts
         return max(bisect.bisect_right(self._starts, offset) - 1, 0)
 
+    def _part_has(self, number: int, kid: int) -> bool:
+        end = self.seg_pieces[number + 1] if number + 1 < len(self.seg_pieces) else None
+        return any(kid in piece[3] for piece in self.pieces[self.seg_pieces[number] : end])
+
     def find_regex(
         self, regex: RegexKey, literal: int, test: Callable[[RegexKey, str], bool]
     ) -> int | None:
@@ -139,7 +138,7 @@ class Haystack:
         elif regex.local == 2:
             parts, last = self.parts, len(self.parts) - 1
             for number in range(done, len(parts)):
-                if literal >= 0 and literal not in self.seg_hits[number]:
+                if literal >= 0 and not self._part_has(number, literal):
                     continue
                 if test(regex, parts[number] + ("\n" if number < last else "")):
                     found = FOUND_ELSEWHERE

@@ -50,6 +50,7 @@ _FIELD_NAMES = {
     "creator_notes": "the creator notes",
 }
 _LOGIC = {0: "AND ANY", 1: "NOT ALL", 2: "NOT ANY", 3: "AND ALL"}
+_UNKNOWN: Any = object()
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ class Scan:
         self.timed = TimedEffects(timers, chat_length, world.by_hash, world.delayed)
         self.segments: list[str] = []
         self.recurse: list[str] = []
-        self.recurse_sources: list[list[tuple[Item, str]]] = []
+        self.recurse_pieces: list[list[Piece]] = []
+        """The pieces of each part of the recursion buffer (one per entry content)."""
         self.all_text = ""
         self.activated: dict[int, Activation] = {}
         self.failed: set[int] = set()
@@ -161,6 +163,8 @@ class Scan:
         self.cands: dict[Any, tuple[Haystack, list[int], set[int]]] = {}
         """Kind of entry -> (its haystack, key ids looked up so far, entries they name)."""
         self.gates: dict[int, tuple[str, str] | None] = {}
+        self.settled: set[int] = set()
+        """Entries stopped by a rule that holds for the whole scan, their miss recorded."""
         self.piece_hits: dict[str, frozenset[int]] = {}
         self.regex_cache = world.regex_cache
         self.state = INITIAL
@@ -249,7 +253,17 @@ class Scan:
             text = "\n".join(content for _, content in sources)
             if text:
                 self.recurse.append(text)
-                self.recurse_sources.append(sources)
+                self.recurse_pieces.append(
+                    [
+                        (
+                            "" if number else "\x01",
+                            content,
+                            ("recursion", item.id),
+                            self._hits(content),
+                        )
+                        for number, (item, content) in enumerate(sources)
+                    ]
+                )
                 self.all_text = text + "\n" + self.all_text
 
     # -- candidates and haystacks ---------------------------------------------------------
@@ -278,7 +292,7 @@ class Scan:
                                 entries.update(listed)
                 seen[0] = len(kids)
             found |= entries
-        found.difference_update(self.activated, self.failed)
+        found.difference_update(self.activated, self.failed, self.settled)
         return sorted(found)
 
     def _hay(self, where: tuple[int | None, tuple[str, ...]]) -> Haystack:
@@ -293,12 +307,7 @@ class Scan:
             hay = self.hays[key] = self._base(depth, scanned)
         if recursion and not hay.empty:
             while hay.rounds < len(self.recurse):
-                sources = self.recurse_sources[hay.rounds]
-                pieces: list[Piece] = [
-                    ("" if number else "\x01", content, ("recursion", item.id), self._hits(content))
-                    for number, (item, content) in enumerate(sources)
-                ]
-                hay.add(self.recurse[hay.rounds], pieces)
+                hay.add(self.recurse[hay.rounds], self.recurse_pieces[hay.rounds])
                 hay.rounds += 1
         return hay
 
@@ -367,9 +376,14 @@ class Scan:
         if entry.disable:
             return None
         hay = self.current[item.where]
-        gate = self.gates[item.index] if item.index in self.gates else self._gate(item)
+        gate = self.gates.get(item.index, _UNKNOWN)
+        if gate is _UNKNOWN:
+            gate = self._gate(item)
         if gate is not None:
-            return self._pre_skip(item, hay, *gate)
+            self._pre_skip(item, hay, gate[0], gate[1])
+            if item.index in self.skips:
+                self.settled.add(item.index)  # recorded, and it cannot change in this scan
+            return None
         state = self.state
         sticky_end = self.timed.sticky_until(item)
         sticky = sticky_end is not None
@@ -458,36 +472,45 @@ class Scan:
         if not entry.keys:
             return None
         primary, secondary = self._keys(item)
-        first = next((key for key in primary if self._hit(key, item, hay)), None)
+        present = hay.present
+        first = None
+        for key in primary:
+            if key.kid in present if key.kind == PLAIN else self._hit(key, item, hay):
+                first = key
+                break
         if first is None:
             return None
         if not (entry.selective and secondary):
             return (self._reason(first, item, hay) if record else "", first.text)
         logic = entry.selective_logic
-        hits = []
-        decided = None
+        hits: list[bool] = []
+        passed = False
         for key in secondary:
-            hit = self._hit(key, item, hay)
+            hit = key.kid in present if key.kind == PLAIN else self._hit(key, item, hay)
             hits.append(hit)
-            if logic == SelectiveLogic.AND_ANY and hit:
-                decided = f"AND ANY {_show(key)}"
+            if (logic == SelectiveLogic.AND_ANY and hit) or (
+                logic == SelectiveLogic.NOT_ALL and not hit
+            ):
+                passed = True  # AND ANY: the first present key; NOT ALL: the first absent
                 break
-            if logic == SelectiveLogic.NOT_ALL and not hit:
-                decided = f"NOT ALL ({_show(key)} absent)"
-                break
-        if decided is None:
-            shown = ", ".join(_show(key) for key in secondary)
-            if logic == SelectiveLogic.NOT_ANY and not any(hits):
-                decided = f"NOT ANY (none of {shown})"
-            elif logic == SelectiveLogic.AND_ALL and all(hits):
-                decided = f"AND ALL ({shown})"
-        if decided is None:
+        if logic == SelectiveLogic.NOT_ANY:
+            passed = not any(hits)
+        elif logic == SelectiveLogic.AND_ALL:
+            passed = all(hits)
+        if not passed:
             known = self.skips.get(item.index)
             if record and (known is None or known.kind != "secondary"):
                 self._skip(item, "secondary", self._secondary_miss(first, item, hay, hits))
             return None
         if not record:
             return "", first.text
+        last = secondary[len(hits) - 1]
+        shown = ", ".join(_show(key) for key in secondary)
+        decided = {
+            SelectiveLogic.AND_ANY: f"AND ANY {_show(last)}",
+            SelectiveLogic.NOT_ALL: f"NOT ALL ({_show(last)} absent)",
+            SelectiveLogic.NOT_ANY: f"NOT ANY (none of {shown})",
+        }.get(logic, f"AND ALL ({shown})")
         return f"{self._reason(first, item, hay)}; secondary: {decided}", first.text
 
     def _secondary_miss(self, first: Key, item: Item, hay: Haystack, hits: list[bool]) -> str:

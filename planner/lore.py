@@ -161,7 +161,7 @@ class LorePlanner:
         hits = [
             LoreHit(
                 id=item.id,
-                content=item.entry.content,
+                content=item.content,
                 reason=item.reason,
                 book=item.book,
                 uid=item.entry.uid,

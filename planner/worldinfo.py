@@ -90,21 +90,20 @@ class ScanSettings:
         _check_range("scan_depth", self.scan_depth, 0, MAX_SCAN_DEPTH)
         if not 0 < self.budget_percent <= 100:
             raise LorebookError(
-                "world_info.budget_percent: expected more than 0 and at most 100, "
-                f"got {self.budget_percent!r}"
+                f"budget_percent: expected more than 0 and at most 100, got {self.budget_percent!r}"
             )
         for name in ("budget_cap", "min_activations", "min_activations_depth_max"):
             _check_range(name, getattr(self, name), 0, None)
         _check_range("max_recursion_steps", self.max_recursion_steps, 0, None)
         if self.min_activations and self.max_recursion_steps:
             raise LorebookError(
-                "world_info: min_activations and max_recursion_steps exclude each other "
+                "min_activations and max_recursion_steps exclude each other "
                 "(SillyTavern resets one when the other is set)"
             )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> ScanSettings:
-        """Settings from a mapping (a campaign's ``[world_info]`` table); missing keys
+        """Settings from a mapping (a campaign's ``[lore]`` table); missing keys
         keep their defaults.
 
         Raises:
@@ -112,13 +111,11 @@ class ScanSettings:
                 or out of range; the message names it.
         """
         if not isinstance(data, Mapping):
-            raise LorebookError(f"world_info: expected a table of settings, got {data!r}")
+            raise LorebookError(f"expected a table of settings, got {data!r}")
         known = [item.name for item in fields(cls)]
         for key in data:
             if key not in known:
-                raise LorebookError(
-                    f"world_info.{key}: unknown setting (known: {', '.join(known)})"
-                )
+                raise LorebookError(f"{key}: unknown setting (known: {', '.join(known)})")
         return cls(**dict(data))
 
     def budget(self, context_window: int) -> int:
@@ -139,13 +136,13 @@ def _check_type(name: str, value: Any, kind: str) -> None:
     else:
         ok, wanted = isinstance(value, int) and not isinstance(value, bool), "an integer"
     if not ok:
-        raise LorebookError(f"world_info.{name}: expected {wanted}, got {value!r}")
+        raise LorebookError(f"{name}: expected {wanted}, got {value!r}")
 
 
 def _check_range(name: str, value: int, low: int, high: int | None) -> None:
     if value < low or (high is not None and value > high):
         bound = f"from {low} to {high}" if high is not None else f"{low} or more"
-        raise LorebookError(f"world_info.{name}: expected {bound}, got {value!r}")
+        raise LorebookError(f"{name}: expected {bound}, got {value!r}")
 
 
 class Variant:
@@ -230,16 +227,14 @@ class WorldInfo:
         self.problems: tuple[str, ...] = tuple(problems)
         """Keys in regex form that do not compile (matched as plain text, as SillyTavern
         does), each named ``book:uid: regex /.../ does not compile (why)``."""
-        self.wheres = sorted({item.where for item in self.items}, key=repr)
-        self.modes = {
-            where: {item.mode for item in self.items if item.where == where}
-            for where in self.wheres
-        }
+        enabled = [item for item in self.items if not item.entry.disable]
+        self.wheres = sorted({item.where for item in enabled}, key=repr)
+        """The kinds of haystack the enabled entries scan."""
         self.by_hash = {item.hash: item for item in self.items if item.hash is not None}
         self.delayed = [item for item in self.items if item.delay]
         self.delay_levels = sorted({item.delay_level for item in self.items if item.delay_level})
         self._variants: dict[tuple[str, str], Variant] = {}
-        self.problem_items = [item for item in self.items if item.problems]
+        self.problem_items = [item for item in enabled if item.problems]
         self.regex_cache: dict[tuple[RegexKey, str], bool] = {}
         """(regex key, text) -> whether it matches, kept across scans."""
 

@@ -7,6 +7,7 @@ The provider tests call litellm against an OpenAI ``/v1/embeddings`` server on
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -212,9 +213,18 @@ def embedding_server() -> Iterator[EmbeddingServer]:
     try:
         yield state
     finally:
+        _close_litellm_clients()
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)
+
+
+def _close_litellm_clients() -> None:
+    """litellm keeps the provider's (sync) client in its cache: close it with the
+    server, so its sockets do not leak into later tests."""
+    from orchestrator.gateway import Gateway
+
+    asyncio.run(Gateway().aclose())
 
 
 def provider(server: EmbeddingServer, **options: Any) -> LiteLLMEmbeddings:
