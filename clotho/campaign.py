@@ -133,6 +133,7 @@ MODEL_KEYS = {
     "api_base": str,
     "extraction_model": str,
     "summary_model": str,
+    "planner_model": str,
     "context_window": int,
     "reply_tokens": int,
     "timeout": (int, float),
@@ -194,6 +195,9 @@ def _lore_table(path: Path, folder: Path, table: Any) -> dict[str, Any]:
         raise CampaignError(f"{path}: [lore] books: a list of file names, not {books!r}")
     card = lore.pop("card", None)
     vectors = lore.pop("vectors", {})
+    planner = lore.pop("planner", "rules")
+    if planner not in ("rules", "model"):
+        raise CampaignError(f"{path}: [lore] planner: 'rules' or 'model', not {planner!r}")
     try:
         ScanSettings.from_mapping(lore)
         vector_settings(vectors)
@@ -203,6 +207,7 @@ def _lore_table(path: Path, folder: Path, table: Any) -> dict[str, Any]:
         "books": [_inside(path, folder, "books", name) for name in books],
         "settings": lore,
         "vectors": vectors,
+        "planner": planner,
     }
     if card is not None:
         out["card"] = _inside(path, folder, "card", card)

@@ -206,11 +206,21 @@ def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
     from planner import RetrievalError
     from planner.vectors import LoreIndex
 
+    embedder = None
+    if settings.embedding_model:
+        from planner.vectors import LiteLLMEmbeddings
+
+        embedder = LiteLLMEmbeddings(
+            settings.embedding_model,
+            api_base=settings.embedding_api_base or settings.api_base,
+            api_key=settings.api_key,
+            api_key_env="CLOTHO_API_KEY" if settings.api_key else None,
+        )
     try:
         if settings.chroma_url:
-            index = LoreIndex(url=settings.chroma_url)
+            index = LoreIndex(url=settings.chroma_url, embedder=embedder)
         else:
-            index = LoreIndex(path=settings.data_dir / "lore-index")
+            index = LoreIndex(path=settings.data_dir / "lore-index", embedder=embedder)
         for book in books:
             index.sync(book)
     except RetrievalError as error:

@@ -43,6 +43,13 @@ class Settings(BaseSettings):
     vectors: bool = Field(
         default=True, description="find lore by meaning too (a local embedding model, Chroma)"
     )
+    embedding_model: str | None = Field(
+        default=None,
+        description="litellm embedding model for lore vectors (default: the local model)",
+    )
+    embedding_api_base: str | None = Field(
+        default=None, description="the embedding provider's base URL (default: api_base)"
+    )
     chroma_url: str | None = Field(
         default=None,
         description="a Chroma server's URL for lore vectors (default: a folder in data_dir)",

@@ -92,6 +92,7 @@ def turn_setup(
     )
     extraction = settings.extraction_model or table.get("extraction_model")
     summary = table.get("summary_model")
+    planner = table.get("planner_model")
     if card is not None:
         from clotho.lore import card_character
 
@@ -102,6 +103,8 @@ def turn_setup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
         summary_model=config.with_model(summary) if summary else None,
+        planner_model=config.with_model(planner) if planner else None,
+        plan_by_model=bool(campaign and campaign.lore.get("planner") == "model"),
         templates=Templates(campaign.templates if campaign else None),
         character=character,
         player=(campaign.player if campaign else None) or "Player",

@@ -59,6 +59,10 @@ class TurnSetup:
     """The model that extracts state deltas (default: ``model``); may be cheaper."""
     summary_model: ModelConfig | None = None
     """The model that writes running summaries (default: ``model``)."""
+    planner_model: ModelConfig | None = None
+    """The model that plans lore lookups (default: ``model``), when ``plan_by_model``."""
+    plan_by_model: bool = False
+    """Whether a model call proposes what lore to look up (else rules do)."""
     templates: Templates = field(default_factory=Templates)
     character: Character = field(default_factory=Character)
     player: str = "Player"
@@ -74,3 +78,7 @@ class TurnSetup:
     @property
     def summarizer(self) -> ModelConfig:
         return self.summary_model or self.model
+
+    @property
+    def plan_caller(self) -> ModelConfig:
+        return self.planner_model or self.model

@@ -115,7 +115,22 @@ class Engine:
         self.setup = setup
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
+        if setup.plan_by_model and hasattr(self.planner, "ask"):
+            self.planner.ask = self._ask_plan  # the lore planner plans with a model call
         self._graph = self._compile()
+
+    async def _ask_plan(self, scope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The planning call: the ``plan`` template, sent to the planner's model."""
+        config = self.setup.plan_caller
+        messages = [{"role": "system", "content": self.setup.templates.render("plan", scope)}]
+        answer = await self.gateway.complete(config, messages)
+        return answer.content, {
+            "model": config.model,
+            "messages": messages,
+            "output": answer.content,
+            "usage": answer.usage,
+            "latency_ms": round(answer.latency_ms, 2),
+        }
 
     def _compile(self) -> Any:
         from langgraph.graph import END, START, StateGraph
@@ -210,6 +225,8 @@ class Engine:
             count_tokens=self.gateway.counter(model),
         )
         plan = await self.planner.plan(context)
+        if plan.call is not None and "trace" in state:
+            state["trace"].template("plan")
         return {"context": context, "plan": plan}
 
     async def _retrieve(self, state: TurnState) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The planner of a session with lorebooks: World Info keywords, Chroma, conditions.
 
 :class:`LorePlanner` plans by rules (scan the newest messages; search by meaning for
-what the player just said) and retrieves in one World Info scan, with the entries
+what the player just said), or with a model call that proposes what to look up (its
+reasoning kept), and retrieves in one World Info scan, with the entries
 that the vector index finds similar activated the way SillyTavern's vector storage
 activates them (still subject to every other rule: timers, groups, probability,
 budget), and entries whose world-state condition does not hold held back.
@@ -10,9 +11,10 @@ budget), and entries whose world-state condition does not hold held back.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,7 @@ from .worldinfo import ScanSettings, WorldInfo
 if TYPE_CHECKING:
     from .vectors import LoreIndex
 
-__all__ = ["LorePlanner", "VectorSettings", "entry_placement", "vector_settings"]
+__all__ = ["Ask", "LorePlanner", "VectorSettings", "entry_placement", "vector_settings"]
 
 _ROLES = {0: "system", 1: "user", 2: "assistant"}
 
@@ -41,6 +43,12 @@ class VectorSettings:
     """Entries farther than this from the query are not activated (cosine distance)."""
     query_messages: int = 2
     """The query is the newest this-many messages."""
+
+
+#: The model-call plan: given the plan template's context, the model's answer (text)
+#: and a record of the call (model, messages, usage) for the trace.
+Ask = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any]]]]
+MAX_QUERIES = 4
 
 
 def vector_settings(table: Any) -> VectorSettings:
@@ -96,6 +104,9 @@ class LorePlanner:
         vectors: how the index is used.
         seed: the random seed of probability rolls and inclusion groups (``None``:
             a fresh one each turn; it is recorded in the trace either way).
+        ask: plan with a model call (strategy ``model``): it proposes what to look up
+            by meaning, with its reasoning; ``None`` plans by rules. A failed or
+            unreadable answer falls back to the rules, and the plan says why.
     """
 
     def __init__(
@@ -106,6 +117,7 @@ class LorePlanner:
         index: LoreIndex | None = None,
         vectors: VectorSettings | None = None,
         seed: int | None = None,
+        ask: Ask | None = None,
     ) -> None:
         self.books = list(books)
         self.settings = settings or ScanSettings()
@@ -113,6 +125,7 @@ class LorePlanner:
         self.index = index
         self.vectors = vectors or VectorSettings()
         self.seed = seed
+        self.ask = ask
         self._entries = {
             f"{book.name}:{entry.uid}": entry for book in self.books for entry in book.entries
         }
@@ -128,7 +141,36 @@ class LorePlanner:
         )
         if queries:
             reasoning += "; search by meaning for what the newest messages talk about"
-        return Plan("rules", reasoning, queries)
+        rules = Plan("rules", reasoning, queries)
+        if self.ask is None:
+            return rules
+        return await self._model_plan(context, rules)
+
+    async def _model_plan(self, context: PlanContext, rules: Plan) -> Plan:
+        topics = [
+            entry.comment or ", ".join(entry.keys[:3])
+            for entry in self._entries.values()
+            if not entry.disable and (entry.comment or entry.keys)
+        ][:60]
+        recent = list(context.history)[-max(self.settings.scan_depth, 2) :]
+        scope = {
+            "topics": topics,
+            "max_queries": MAX_QUERIES,
+            "messages": [{"speaker": _speaker(m, context), "text": m.content} for m in recent],
+        }
+        assert self.ask is not None
+        try:
+            answer, call = await self.ask(scope)
+        except Exception as error:  # noqa: BLE001 - any failure of the call: plan by rules
+            return _fallback(rules, f"the planning call failed ({error})", None)
+        parsed = _parse_plan(answer)
+        if isinstance(parsed, str):
+            return _fallback(rules, parsed, call)
+        reasoning, queries = parsed
+        if not self._searching:
+            queries = []
+            reasoning += " (no vector index: keywords only)"
+        return Plan("model", reasoning, queries, call)
 
     @property
     def _searching(self) -> bool:
@@ -193,6 +235,28 @@ class LorePlanner:
         }
         shown = [{"id": hit.id, "distance": round(hit.distance, 4)} for hit in found]
         return forced, {"queries": queries, "hits": shown}
+
+
+def _fallback(rules: Plan, why: str, call: dict[str, Any] | None) -> Plan:
+    return Plan("rules", f"{why}: planned by rules instead; {rules.reasoning}", rules.queries, call)
+
+
+def _parse_plan(answer: str) -> tuple[str, list[str]] | str:
+    """The model's plan, or why it cannot be read."""
+    text = answer.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return f"the planning call's answer is not JSON ({answer[:80]!r})"
+    if not isinstance(document, dict):
+        return "the planning call's answer is not a JSON object"
+    reasoning, queries = document.get("reasoning"), document.get("queries", [])
+    if not isinstance(reasoning, str) or not isinstance(queries, list):
+        return "the planning call's answer lacks 'reasoning' (text) or 'queries' (a list)"
+    kept = [q.strip() for q in queries if isinstance(q, str) and q.strip()][:MAX_QUERIES]
+    return reasoning.strip(), kept
 
 
 def _newest(context: PlanContext, count: int) -> list[str]:

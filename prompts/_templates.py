@@ -36,6 +36,7 @@ TEMPLATE_NAMES = (
     "impersonate",
     "summarize",
     "extract",
+    "plan",
 )
 
 

@@ -147,3 +147,50 @@ def test_a_condition_holds_an_entry_back_until_the_state_allows_it(
     assert any("Marla owes Hero one." in text for text in sent)  # {{user}} substituted
     assert "valley:3" in store.state(sid).active_lore_ids
     assert json.loads(json.dumps(store.state(sid).as_dict()))  # JSON all the way
+
+
+class Planning(Scripted):
+    """Also answers the planning call, with ``plans`` in order."""
+
+    def __init__(self, story: list[str], plans: list[str]) -> None:
+        super().__init__(story)
+        self.plans = list(plans)
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        if request["messages"][0]["content"].startswith("You help the game master"):
+            return self.plans.pop(0)
+        return super().__call__(request)
+
+
+def test_a_model_call_can_plan_and_its_reasoning_is_kept(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    sid = store.create_session().id
+    plan = json.dumps(
+        {"reasoning": "The hero meets a goblin: recall goblins.", "queries": ["goblins"]}
+    )
+    server = serve(Planning(["The goblin hisses.", "Quiet."], [plan, "no idea"]))
+    engine = Engine(
+        store,
+        TurnSetup(
+            model=ModelConfig("openai/gm", api_base=server.url, retries=0),
+            plan_by_model=True,
+        ),
+        planner=LorePlanner([BOOK], seed=3),
+    )
+    first = play(engine, sid, "say", text="A goblin!")
+    trace = store.trace(sid, first.node.id)
+    assert trace is not None
+    planner = trace.document["planner"]
+    assert planner["strategy"] == "model"
+    assert planner["reasoning"].startswith("The hero meets a goblin: recall goblins.")
+    assert planner["call"]["output"] == plan
+    assert "goblin" in planner["call"]["messages"][0]["content"]  # the topics it was shown
+    assert "plan" in trace.document["templates"]
+    assert "valley:1" in store.state(sid).active_lore_ids  # keywords still fire
+
+    second = play(engine, sid, "say", text="And then?")
+    trace = store.trace(sid, second.node.id)
+    assert trace is not None
+    assert trace.document["planner"]["strategy"] == "rules"
+    assert "not JSON" in trace.document["planner"]["reasoning"]
