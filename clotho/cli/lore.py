@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clotho.lore import import_card, import_lorebook, session_books
+from clotho.lore import import_card, import_lorebook, lore_index, session_books
 
 from . import render
 from ._app import Cli, command, import_app, lore_app
@@ -31,6 +31,7 @@ def import_lorebook_command(
     """Add a SillyTavern World Info file to the session (a book of the same name is replaced)."""
     sid = cli.session_id()
     book = import_lorebook(cli.store, sid, file, name)
+    _index(cli, [book])
     enabled = sum(1 for entry in book.entries if not entry.disable)
     document = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
     cli.emit(
@@ -48,6 +49,8 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
     comes along, and an empty session starts with its greeting(s)."""
     sid = cli.session_id()
     card, greetings = import_card(cli.store, sid, file)
+    if card.book is not None:
+        _index(cli, [card.book])
     document = {
         "name": card.name,
         "spec": card.spec,
@@ -138,6 +141,14 @@ def lore_test(
         out(paint(plan.reasoning, "dim"))
 
     cli.emit(fired, show)
+
+
+def _index(cli: Cli, books: list[Any]) -> None:
+    """Embed the new books now (a large one takes a while once), not at the first turn."""
+    if cli.settings.vectors:
+        if not cli.json:
+            out(paint("indexing the lore for search by meaning…", "dim"))
+        lore_index(cli.settings, books)
 
 
 def _row(book: str | None, uid: int | None, comment: str, reason: str) -> dict[str, Any]:
