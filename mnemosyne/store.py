@@ -562,13 +562,15 @@ class Store:
         metadata: Mapping[str, Any] | None = None,
         schema: StateSchema | None = None,
         documents: Sequence[tuple[str, str, str]] = (),
+        fill: Callable[[SessionTransaction], None] | None = None,
     ) -> Session:
         """A new empty session (no nodes, HEAD none, version 0).
 
         ``schema`` is its world-state schema, kept with it for good (``None``: the
         permissive one, where any variable may be set). ``documents`` are ``(kind,
         name, JSON text)`` to keep with it (its lorebooks, its card), written in the
-        same transaction.
+        same transaction. ``fill`` may grow its tree in that transaction too (an import):
+        if it raises, no session is created. The session returned is as ``fill`` left it.
 
         Raises:
             InvalidOperationError: a document is malformed (nothing is created).
@@ -598,10 +600,15 @@ class Store:
                     state_schema=schema.to_json() if schema is not None else None,
                 )
             )
-            if documents:
-                pk = q.session_record(conn, session.id).pk
+            if documents or fill is not None:
+                record = q.session_record(conn, session.id)
                 for kind, name, content in documents:
-                    docs.put(conn, pk, kind, name, content)
+                    docs.put(conn, record.pk, kind, name, content)
+                if fill is not None:
+                    tx = SessionTransaction(conn, record, self.keyframe_every)
+                    fill(tx)
+                    tx._finish()
+                    session = tx.session
         return session
 
     def session(self, ref: str) -> Session:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mnemosyne import InvalidOperationError, NotFoundError, Store
+from mnemosyne import InvalidOperationError, NotFoundError, SessionTransaction, Store
 
 BOOK = json.dumps({"entries": {"0": {"uid": 0, "key": ["wolf"], "content": "Wolves. é"}}})
 
@@ -71,4 +71,23 @@ def test_a_session_is_created_with_its_documents_or_not_at_all(store: Store) -> 
     before = len(store.sessions())
     with pytest.raises(InvalidOperationError, match="not JSON"):
         store.create_session(documents=[("lorebook", "A", BOOK), ("card", "B", "{")])
+    assert len(store.sessions()) == before
+
+
+def test_a_session_filled_at_creation_is_all_or_nothing(store: Store) -> None:
+    def grow(tx: SessionTransaction) -> None:
+        tx.append("user", "Hello.")
+        tx.append("assistant", "Welcome.")
+
+    session = store.create_session(fill=grow)
+    assert [m.content for m in store.messages(session.id)] == ["Hello.", "Welcome."]
+    assert session.head_id == store.session(session.id).head_id is not None
+
+    def broken(tx: SessionTransaction) -> None:
+        tx.append("user", "Hello.")
+        tx.append("wizard", "?")
+
+    before = len(store.sessions())
+    with pytest.raises(InvalidOperationError, match="wizard"):
+        store.create_session(fill=broken)
     assert len(store.sessions()) == before
