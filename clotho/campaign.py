@@ -54,9 +54,9 @@ class Campaign:
     """``player = "Name"``: what ``{{user}}`` becomes."""
     lore: dict[str, Any] = field(default_factory=dict)
     """``[lore]``: ``books`` (World Info files) and ``card`` (a character card) in the
-    folder, copied into each new session; the World Info settings (``scan_depth``,
-    ``budget_percent``, ``recursive``...); ``[lore.vectors]`` (``enabled``, ``hits``,
-    ``max_distance``)."""
+    folder, copied into each new session; ``scan``, the World Info settings
+    (``scan_depth``, ``budget_percent``, ``recursive``... in the table), and ``vectors``
+    (``[lore.vectors]``), both parsed; ``planner`` (``rules`` or ``model``)."""
 
     @property
     def book_files(self) -> list[Path]:
@@ -199,14 +199,13 @@ def _lore_table(path: Path, folder: Path, table: Any) -> dict[str, Any]:
     if planner not in ("rules", "model"):
         raise CampaignError(f"{path}: [lore] planner: 'rules' or 'model', not {planner!r}")
     try:
-        ScanSettings.from_mapping(lore)
-        vector_settings(vectors)
+        scan, search = ScanSettings.from_mapping(lore), vector_settings(vectors)
     except PlannerError as error:
         raise CampaignError(f"{path}: [lore] {error}") from None
     out: dict[str, Any] = {
         "books": [_inside(path, folder, "books", name) for name in books],
-        "settings": lore,
-        "vectors": vectors,
+        "scan": scan,
+        "vectors": search,
         "planner": planner,
     }
     if card is not None:

@@ -155,7 +155,7 @@ def session_card(store: Store, session_id: str) -> Card | None:
     return parse_card(json.loads(found[-1].content), found[-1].name) if found else None
 
 
-def card_character(card: Card, persona: str = "") -> Character:
+def card_character(card: Card) -> Character:
     """The turn's character from a card."""
     from orchestrator import Character
 
@@ -170,7 +170,6 @@ def card_character(card: Card, persona: str = "") -> Character:
         creator_notes=card.creator_notes,
         depth_prompt=note if isinstance(note, str) else "",
         tags=tuple(card.tags),
-        persona=persona,
     )
 
 
@@ -181,19 +180,17 @@ def session_planner(
     unless switched off (``CLOTHO_VECTORS=false`` or ``[lore.vectors] enabled = false``).
 
     Raises:
-        PlannerError: a stored book no longer parses, the campaign's lore settings
-            are wrong, or the vector index cannot be opened.
+        PlannerError: a stored book no longer parses.
     """
     from planner import RuleBasedPlanner
-    from planner.lore import LorePlanner, vector_settings
-    from planner.worldinfo import ScanSettings
+    from planner.lore import LorePlanner, VectorSettings
 
     books = session_books(store, session_id)
     if not books:
         return RuleBasedPlanner()
     lore: dict[str, Any] = campaign.lore if campaign else {}
-    scan = ScanSettings.from_mapping(lore.get("settings", {}))
-    vectors = vector_settings(lore.get("vectors", {}))
+    scan = lore.get("scan")
+    vectors = lore.get("vectors") or VectorSettings()
     index = lore_index(settings, books) if vectors.enabled and settings.vectors else None
     return LorePlanner(books, scan, index=index, vectors=vectors)
 

@@ -26,8 +26,6 @@ class Character:
     depth_prompt: str = ""
     """The card's character note (``extensions.depth_prompt.prompt``)."""
     tags: tuple[str, ...] = ()
-    persona: str = ""
-    """The player's persona description."""
 
     def as_context(self, substitute: Any) -> dict[str, str]:
         return {
@@ -46,7 +44,6 @@ class Character:
             "scenario": self.scenario,
             "depth_prompt": self.depth_prompt,
             "creator_notes": self.creator_notes,
-            "persona": self.persona,
         }
 
 

@@ -6,19 +6,10 @@ and Clotho's world-state conditions on entries. The turn loop sees only the
 interface of :mod:`planner.base`.
 """
 
-from .base import (
-    POSITIONS,
-    LoreHit,
-    Plan,
-    PlanContext,
-    Planner,
-    Retrieval,
-    RuleBasedPlanner,
-)
+from .base import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from .errors import CardError, ConditionError, LorebookError, PlannerError, RetrievalError
 
 __all__ = [
-    "POSITIONS",
     "CardError",
     "ConditionError",
     "LoreHit",

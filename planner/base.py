@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
-    "POSITIONS",
     "LoreHit",
     "Plan",
     "PlanContext",
@@ -21,9 +20,6 @@ __all__ = [
     "Retrieval",
     "RuleBasedPlanner",
 ]
-
-#: Where an entry goes in the prompt.
-POSITIONS = ("before_char", "after_char", "at_depth", "outlet")
 
 
 def _bytes(text: str) -> int:
@@ -47,7 +43,7 @@ class PlanContext:
     user: str = "Player"
     character: Mapping[str, str] = field(default_factory=dict)
     """The card's texts a World Info entry may also scan (description, personality,
-    scenario, depth_prompt, creator_notes, persona)."""
+    scenario, depth_prompt, creator_notes)."""
     character_tags: Sequence[str] = ()
     context_window: int = 8192
     count_tokens: Callable[[str], int] = _bytes
@@ -84,12 +80,11 @@ class LoreHit:
     uid: int | None = None
     comment: str = ""
     position: str = "after_char"
-    """One of :data:`POSITIONS`."""
+    """``before_char``, ``after_char``, ``at_depth`` or ``outlet``."""
     depth: int = 4
     """For ``at_depth``: how many messages from the end of the history."""
     role: str = "system"
     """For ``at_depth``: the role of the message it is sent as."""
-    order: int = 100
     outlet: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -120,13 +115,6 @@ class Retrieval:
     """The lore's timed effects after this turn (``None``: no lorebook, nothing kept)."""
     details: dict[str, Any] = field(default_factory=dict)
     """Budget, scan loops, the random seed, vector hits..."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "hits": [hit.as_dict() for hit in self.hits],
-            "skipped": self.skipped,
-            **self.details,
-        }
 
 
 class Planner(Protocol):

@@ -208,7 +208,6 @@ class LorePlanner:
                 book=item.book,
                 uid=item.entry.uid,
                 comment=item.entry.comment,
-                order=item.entry.order,
                 **entry_placement(item.entry),
             )
             for item in result.activated
