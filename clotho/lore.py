@@ -34,6 +34,7 @@ __all__ = [
     "import_card",
     "import_lorebook",
     "lore_index",
+    "preview_lore",
     "read_upload",
     "session_books",
     "session_card",
@@ -72,22 +73,24 @@ def _card_documents(card: Card) -> list[tuple[str, str, str]]:
     return documents
 
 
-def import_lorebook(store: Store, session_id: str, path: Path, name: str | None = None) -> Lorebook:
-    """Keep a World Info file with a session (replacing a book of the same name).
+def import_lorebook(store: Store, session_id: str, data: bytes, name: str) -> Lorebook:
+    """Keep a World Info file (its bytes) with a session as the book ``name``
+    (replacing a book of the same name).
 
     Raises:
         LorebookError: the file is not a valid World Info book (the field is named).
-        UsageError: the file cannot be read.
     """
     from planner.lorebook import load_world_info
 
-    book = load_world_info(read_upload(path), name or path.stem)
+    book = load_world_info(data, name)
     with store.transaction(session_id) as tx:
         tx.put_document(LOREBOOK, book.name, _book_document(book))
     return book
 
 
-def import_card(store: Store, session_id: str, path: Path) -> tuple[Card, list[Node]]:
+def import_card(
+    store: Store, session_id: str, data: bytes, filename: str
+) -> tuple[Card, list[Node]]:
     """Make a character card the session's character (its book becomes a lorebook).
 
     A session with no messages yet starts with the card's greeting, its alternate
@@ -96,11 +99,10 @@ def import_card(store: Store, session_id: str, path: Path) -> tuple[Card, list[N
 
     Raises:
         CardError: the file is not a card, or a field of it is wrong (named).
-        UsageError: the file cannot be read.
     """
     from planner.cards import load_card
 
-    card = load_card(read_upload(path), path.name)
+    card = load_card(data, filename)
     greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
     added: list[Node] = []
     with store.transaction(session_id) as tx:
@@ -224,3 +226,26 @@ def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
         sys.stderr.write(f"warning: lore is found by keywords only: {error}\n")
         return None
     return index
+
+
+def preview_lore(settings: Settings, store: Store, session_id: str, text: str) -> dict[str, Any]:
+    """Which entries would fire if ``text`` were the next message at HEAD, and why:
+    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
+    (nothing is generated or stored)."""
+    import asyncio
+
+    from clotho.wiring import session_engine
+
+    engine = session_engine(settings, store, session_id, require_model=False)
+    plan, retrieval = asyncio.run(engine.preview_lore(session_id, text))
+    fired = [
+        {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
+        for hit in retrieval.hits
+    ]
+    skipped = []
+    for item in retrieval.skipped:
+        book, _, uid = item["id"].rpartition(":")
+        skipped.append(
+            {"book": book, "uid": int(uid) if uid.isdigit() else uid, "reason": item["reason"]}
+        )
+    return {"fired": fired, "skipped": skipped, "reasoning": plan.reasoning}

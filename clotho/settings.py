@@ -55,6 +55,18 @@ class Settings(BaseSettings):
         description="a Chroma server's URL for lore vectors (default: a folder in data_dir)",
     )
 
+    api_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="the HTTP API's bearer token (default: one generated at first start, "
+        "kept in data_dir/api-token)",
+    )
+    max_upload_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="the largest file the HTTP API accepts in an import (bytes)",
+    )
+
     @property
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to a SQLite file in the data directory."""

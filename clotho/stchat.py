@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clotho.errors import ClothoError
-from mnemosyne import Node, Session, SessionTransaction, Store
+from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store
 
 __all__ = ["ChatError", "Export", "export_chat", "import_chat", "parse_chat"]
 
@@ -150,33 +150,31 @@ def import_chat(store: Store, data: bytes | str, name: str, *, title: str | None
         ChatError: the file is not a valid chat (line and field named).
     """
     header, messages = parse_chat(data, name)
+    records: list[NodeRecord] = []
+    parent: int | None = None
+    for message in messages:
+        role = "user" if message.get("is_user") else "assistant"
+        enabled = not message.get("is_system", False)
+        speaker = message.get("name") or None
+        swipes = message.get("swipes")
+        texts = [(message["mes"], None)] if not swipes else [(s, i) for i, s in enumerate(swipes)]
+        first = len(records)
+        for content, index in texts:  # swipes: siblings, in order
+            records.append(
+                NodeRecord(
+                    role,
+                    content,
+                    parent=parent,
+                    name=speaker,
+                    enabled=enabled,
+                    metadata=_meta(message, index),
+                )
+            )
+        parent = first + message.get("swipe_id", 0) if swipes else first  # the story goes on
 
     def grow(tx: SessionTransaction) -> None:
-        for message in messages:
-            role = "user" if message.get("is_user") else "assistant"
-            enabled = not message.get("is_system", False)
-            speaker = message.get("name") or None
-            swipes = message.get("swipes")
-            if not swipes:
-                tx.append(
-                    role,
-                    message["mes"],
-                    name=speaker,
-                    metadata=_meta(message, None),
-                    enabled=enabled,
-                )
-                continue
-            first = tx.append(
-                role, swipes[0], name=speaker, metadata=_meta(message, 0), enabled=enabled
-            )
-            siblings = [first]
-            for index in range(1, len(swipes)):
-                siblings.append(
-                    tx.add_sibling(
-                        first.id, swipes[index], metadata=_meta(message, index), enabled=enabled
-                    )
-                )
-            tx.checkout(siblings[message.get("swipe_id", 0)].id)
+        # HEAD on the last message's chosen swipe: the path to it is the active one.
+        tx.insert_nodes(records, head=parent)
 
     characters = [m.get("name") for m in messages if not m.get("is_user") and m.get("name")]
     return store.create_session(

@@ -6,12 +6,14 @@ keyframes), stored with SQLAlchemy on SQLite or PostgreSQL. It imports nothing o
 the rest of Clotho.
 """
 
+from ._bulk import NodeRecord, SessionDump, StoredTrace
 from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
     AmbiguousIdError,
     ConflictError,
     DeltaProblem,
     ForeignNodeError,
+    IdTakenError,
     InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
@@ -35,7 +37,7 @@ from .models import (
     WorldState,
 )
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
-from .store import SessionTransaction, Store
+from .store import SessionTransaction, Store, new_id
 from .traces import Trace
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "Document",
     "EditResult",
     "ForeignNodeError",
+    "IdTakenError",
     "InvalidDeltaError",
     "InvalidOperationError",
     "JournalEntry",
@@ -56,14 +59,17 @@ __all__ = [
     "Message",
     "MnemosyneError",
     "Node",
+    "NodeRecord",
     "NotFoundError",
     "Role",
     "SchemaError",
     "Session",
+    "SessionDump",
     "SessionTransaction",
     "StateSchema",
     "StorageError",
     "Store",
+    "StoredTrace",
     "Trace",
     "Tree",
     "TurnView",
@@ -71,5 +77,6 @@ __all__ = [
     "UnknownSessionError",
     "Variable",
     "WorldState",
+    "new_id",
     "schema_from_mapping",
 ]

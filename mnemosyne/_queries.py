@@ -143,6 +143,7 @@ SESSION_COLUMNS = (
     sessions.c.campaign,
     sessions.c.metadata,
     sessions.c.state_schema,
+    type_coerce(sessions.c.trashed_at, Text).label("trashed_at"),
 )
 _SESSIONS = sessions.outerjoin(_head, _head.c.pk == sessions.c.head_pk)
 
@@ -157,6 +158,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         timestamp(row[7]),
         row[8],
         decode_object(row[9]),
+        timestamp(row[11]) if row[11] is not None else None,
     )
     return SessionRecord(row[0], row[1], session, row[10])
 
@@ -197,10 +199,12 @@ def session_record(conn: Connection, ref: str, *, for_update: bool = False) -> S
     return record_from_row(found[0])
 
 
-def list_sessions(conn: Connection) -> list[Session]:
+def list_sessions(conn: Connection, *, trashed: bool = False) -> list[Session]:
+    in_trash = sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
     query = (
         select(*SESSION_COLUMNS)
         .select_from(_SESSIONS)
+        .where(in_trash)
         .order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc())
     )
     return [record_from_row(row).session for row in conn.execute(query)]

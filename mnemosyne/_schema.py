@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0006"
 
 ID_LENGTH = 32
 
@@ -73,6 +73,8 @@ sessions = Table(
     Column("state_schema", Text),
     # How many entries of the journal are applied (the rest can be redone).
     Column("journal_position", Integer, nullable=False, server_default="0"),
+    # When the session was moved to the trash (NULL: it is not there).
+    Column("trashed_at", DateTime(timezone=True)),
     ForeignKeyConstraint(
         ["pk", "head_pk"],
         ["nodes.session_pk", "nodes.pk"],

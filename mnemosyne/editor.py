@@ -31,7 +31,8 @@ Growing the tree (append, add_sibling) is a breakpoint: it clears the journal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -376,6 +377,7 @@ class EditorMixin:
     _head_pk: int | None
     _head_id: str | None
     _dirty: bool
+    _batch: tuple[Recorder, list[str]] | None = None
 
     def _point_path_at(self, pk: int, before_change: Any = None) -> None: ...
 
@@ -413,7 +415,30 @@ class EditorMixin:
     def _begin(self) -> Recorder:
         # The active pointers above HEAD are not journaled: undo and redo restore HEAD
         # and repoint its path, which is what those pointers always are.
+        if self._batch is not None:
+            return self._batch[0]
         return Recorder(self._conn, self._record.pk, self._head_pk)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Edits made inside are one journal entry: one undo takes them all back.
+
+        The journal entry (action ``batch``, or the one edit's name) is written when
+        the block ends without an error; an error leaves the transaction to roll back.
+        """
+        if self._batch is not None:
+            raise InvalidOperationError("edit batches do not nest")
+        self._batch = (Recorder(self._conn, self._record.pk, self._head_pk), [])
+        try:
+            yield
+            recorder, actions = self._batch
+        finally:
+            self._batch = None
+        if actions:
+            action = actions[0] if len(actions) == 1 else "batch"
+            position = journal_position(self._conn, self._record.pk)
+            new_position = recorder.write(action, self._head_pk, position)
+            set_position(self._conn, self._record.pk, new_position)
 
     def _finish_edit(
         self,
@@ -436,9 +461,12 @@ class EditorMixin:
         if settle:
             settle_all(self._conn, self._schema, settle, self._every)
         self._set_head(head)
-        position = journal_position(self._conn, self._record.pk)
-        new_position = recorder.write(action, head, position)
-        set_position(self._conn, self._record.pk, new_position)
+        if self._batch is not None:
+            self._batch[1].append(action)
+        else:
+            position = journal_position(self._conn, self._record.pk)
+            new_position = recorder.write(action, head, position)
+            set_position(self._conn, self._record.pk, new_position)
         self._dirty = True
         return EditResult(action, node_id, self._head_id, head != before_head, created or [], note)
 

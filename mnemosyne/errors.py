@@ -12,6 +12,7 @@ __all__ = [
     "ConflictError",
     "DeltaProblem",
     "ForeignNodeError",
+    "IdTakenError",
     "InvalidDeltaError",
     "InvalidOperationError",
     "MnemosyneError",
@@ -27,6 +28,10 @@ class MnemosyneError(Exception):
     """Base of every error mnemosyne raises on purpose."""
 
     code = "mnemosyne_error"
+    #: For an error of a bulk write (:meth:`~mnemosyne.SessionTransaction.insert_nodes`,
+    #: :meth:`~mnemosyne.SessionTransaction.insert_traces`): the index of the refused
+    #: record in the list given; ``None`` otherwise.
+    record_index: int | None = None
 
 
 class NotFoundError(MnemosyneError, LookupError):
@@ -102,6 +107,20 @@ class InvalidOperationError(MnemosyneError, ValueError):
     """The operation is not possible on this input (a bad role, no next sibling, ...)."""
 
     code = "invalid_operation"
+
+
+class IdTakenError(InvalidOperationError):
+    """An id given for a new node or session is in use: ids are unique across the
+    database (an import of something imported before)."""
+
+    code = "id_taken"
+
+    def __init__(self, kind: str, taken_id: str) -> None:
+        super().__init__(
+            f"{kind} id {taken_id} is taken: {kind} ids are unique across the database"
+        )
+        self.kind = kind
+        self.taken_id = taken_id
 
 
 class DeltaProblem:

@@ -214,6 +214,8 @@ class Session:
     updated_at: datetime
     campaign: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    trashed_at: datetime | None = None
+    """When the session was deleted (it stays restorable until purged); ``None``."""
 
     def as_dict(self) -> dict[str, Any]:
         """The session as a JSON-ready mapping."""
@@ -226,6 +228,7 @@ class Session:
             "updated_at": self.updated_at.isoformat(),
             "campaign": self.campaign,
             "metadata": self.metadata,
+            "trashed_at": self.trashed_at.isoformat() if self.trashed_at else None,
         }
 
 

@@ -17,8 +17,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, bindparam, exc, func, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, exc, func, insert, select, update
 
+from . import _bulk as bulk
 from . import _documents as docs
 from . import _queries as q
 from . import _worldstate as ws
@@ -28,7 +29,13 @@ from ._engine import reason as _reason
 from ._schema import nodes, preferences, sessions
 from .editor import EditorMixin, EditResult, JournalEntry, JournalMismatchError
 from .editor import history as journal_history
-from .errors import ConflictError, InvalidOperationError, MnemosyneError, StorageError
+from .errors import (
+    ConflictError,
+    IdTakenError,
+    InvalidOperationError,
+    MnemosyneError,
+    StorageError,
+)
 from .models import (
     ROLES,
     Blame,
@@ -128,6 +135,7 @@ class SessionTransaction(EditorMixin):
         self._head_pk = record.head_pk
         self._head_id = record.session.head_id
         self._dirty = False
+        self._updated_at: datetime | None = None
         self.session: Session = record.session
         """The session as read at the start; after the commit, as it was left."""
 
@@ -286,6 +294,124 @@ class SessionTransaction(EditorMixin):
         self._dirty = True
         return node
 
+    # -- bulk writes (imports) ----------------------------------------------------------
+
+    def insert_nodes(
+        self,
+        records: Sequence[bulk.NodeRecord],
+        *,
+        head: str | int | None = None,
+        check_disabled_deltas: bool = True,
+    ) -> list[Node]:
+        """Many nodes at once (an import): what appending them one by one would store,
+        in a few statements.
+
+        Records come parents first: a record's parent is a node of the session (by id)
+        or an earlier record (by id or index); a root has none. Every record is checked
+        as :meth:`append` checks its input (the same errors), its delta replayed on its
+        parent's state; keyframes go where growing node by node puts them (and on the
+        top of every detached subtree). A node's active child is the one its record
+        names, else its last child; HEAD moves to ``head`` (an id or a record index),
+        by default to the last record in the tree (unchanged if there is none), and
+        every node above HEAD points along the path to it. Growing the tree is a
+        breakpoint: the undo journal is cleared.
+
+        Args:
+            records: the nodes, parents before children.
+            head: where HEAD goes (a node in the tree).
+            check_disabled_deltas: check a disabled node's delta on its parent's state
+                too, as :meth:`append` does. A restore of stored nodes passes ``False``:
+                edits since (a toggle above, a graft) may have left a disabled delta
+                that no longer applies there; it is checked when it is enabled again.
+
+        Returns:
+            The nodes as stored, in the order of ``records``.
+
+        Raises:
+            InvalidOperationError: a malformed record, a parent that is not earlier, an
+                active child that is not a child, HEAD out of the tree.
+            IdTakenError: an id given is in use anywhere in the database.
+            InvalidDeltaError: a delta that does not apply (the node named).
+            UnknownNodeError, ForeignNodeError: a node named is not of this session.
+
+            An error of one record has its index as ``record_index``; nothing is
+            written (the transaction rolls back).
+        """
+        done = bulk.insert_nodes(
+            self._conn,
+            self._record,
+            self._schema,
+            self._every,
+            records,
+            head=head,
+            check_disabled_deltas=check_disabled_deltas,
+        )
+        if not done.nodes and done.head is None:
+            return []
+        self.clear_journal()
+        if done.repoint is not None:
+            self._point_path_at(done.repoint)
+        if done.head is not None:
+            self._head_pk, self._head_id = done.head
+        self._dirty = True
+        return done.nodes
+
+    def insert_traces(
+        self, stored: Sequence[bulk.StoredTrace], blobs: Mapping[str, str] | None = None
+    ) -> int:
+        """Traces in their stored form (as :meth:`Store.dump` reads them), with the
+        blobs they name (``{hash: text}``, kept once); how many traces.
+
+        Raises:
+            InvalidOperationError: a malformed trace, a blob whose text does not hash to
+                its name, a blob named by parts that is neither given nor stored, a node
+                that has a trace already. UnknownNodeError: a node not of this session.
+        """
+        count = bulk.insert_traces(self._conn, self._record, stored, blobs or {})
+        self._dirty = self._dirty or count > 0
+        return count
+
+    def adopt_identity(
+        self,
+        session_id: str,
+        *,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
+    ) -> None:
+        """For an import that keeps a session whole: the session being created (at
+        version 0, first thing in its transaction) takes the id and the times it had
+        where it was exported; ``updated_at`` is kept through the commit.
+
+        Raises:
+            InvalidOperationError: the session is not new, or the id is malformed.
+            IdTakenError: another session has this id.
+        """
+        if self.session.version != 0 or self._dirty:
+            raise InvalidOperationError(
+                f"session {self._record.id} is not new: only a session being created "
+                "takes another identity, before anything else is written to it"
+            )
+        bulk.check_id(session_id, "session id")
+        if session_id != self._record.id:
+            taken = self._conn.execute(
+                select(sessions.c.pk).where(sessions.c.id == session_id)
+            ).first()
+            if taken is not None:
+                raise IdTakenError("session", session_id)
+        created = (
+            self.session.created_at if created_at is None else bulk.utc(created_at, "created_at")
+        )
+        self._conn.execute(
+            update(sessions)
+            .where(sessions.c.pk == self._record.pk)
+            .values(id=session_id, created_at=created)
+        )
+        self.session = replace(self.session, id=session_id, created_at=created)
+        self._record = replace(self._record, session=self.session)
+        if updated_at is not None:
+            self._updated_at = bulk.utc(updated_at, "updated_at")
+        self._dirty = True
+
     # -- prompt traces --------------------------------------------------------------
 
     def put_blob(self, text: str) -> str:
@@ -413,7 +539,7 @@ class SessionTransaction(EditorMixin):
     def _finish(self) -> None:
         if not self._dirty:
             return
-        now = _now()
+        now = self._updated_at or _now()
         version = self.session.version + 1
         result = self._conn.execute(
             update(sessions)
@@ -548,6 +674,10 @@ class Store:
             record = q.session_record(conn, session_id, for_update=True)
             if expected_version is not None and expected_version != record.session.version:
                 raise ConflictError(record.id, expected_version, record.session.version)
+            if record.session.trashed_at is not None:
+                raise InvalidOperationError(
+                    f"session {record.id} is in the trash: restore it before changing it"
+                )
             tx = SessionTransaction(conn, record, self.keyframe_every)
             yield tx
             tx._finish()
@@ -616,10 +746,63 @@ class Store:
         with self.read() as conn:
             return q.session_record(conn, ref).session
 
-    def sessions(self) -> list[Session]:
-        """Every session, most recently changed first."""
+    def sessions(self, *, trashed: bool = False) -> list[Session]:
+        """Every session (``trashed``: every session in the trash), most recently
+        changed first."""
         with self.read() as conn:
-            return q.list_sessions(conn)
+            return q.list_sessions(conn, trashed=trashed)
+
+    def trash_session(self, session_id: str, *, expected_version: int | None = None) -> Session:
+        """Move a session to the trash: it leaves :meth:`sessions`, refuses changes and
+        stays whole, restorable, until :meth:`purge_session`."""
+        return self._set_trashed(session_id, True, expected_version)
+
+    def restore_session(self, session_id: str, *, expected_version: int | None = None) -> Session:
+        """Take a session back out of the trash."""
+        return self._set_trashed(session_id, False, expected_version)
+
+    def purge_session(self, session_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a session in the trash for good, with its nodes, traces and documents
+        (irreversible).
+
+        Raises:
+            InvalidOperationError: the session is not in the trash.
+        """
+        with self.write() as conn:
+            record = q.session_record(conn, session_id, for_update=True)
+            if expected_version is not None and expected_version != record.session.version:
+                raise ConflictError(record.id, expected_version, record.session.version)
+            if record.session.trashed_at is None:
+                raise InvalidOperationError(
+                    f"session {record.id} is not in the trash: delete it first, then purge it"
+                )
+            conn.execute(update(sessions).where(sessions.c.pk == record.pk).values(head_pk=None))
+            conn.execute(delete(nodes).where(nodes.c.session_pk == record.pk))
+            conn.execute(delete(sessions).where(sessions.c.pk == record.pk))
+
+    def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
+        with self.write() as conn:
+            record = q.session_record(conn, session_id, for_update=True)
+            current = record.session
+            if expected_version is not None and expected_version != current.version:
+                raise ConflictError(record.id, expected_version, current.version)
+            if (current.trashed_at is not None) == trash:
+                where = "already in the trash" if trash else "not in the trash"
+                raise InvalidOperationError(f"session {record.id} is {where}")
+            now = _now()
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.pk == record.pk)
+                .values(
+                    version=current.version + 1, updated_at=now, trashed_at=now if trash else None
+                )
+            )
+            return replace(
+                current,
+                version=current.version + 1,
+                updated_at=now,
+                trashed_at=now if trash else None,
+            )
 
     def node_counts(self) -> dict[str, int]:
         """How many nodes each session has (sessions without nodes are absent)."""
@@ -693,6 +876,17 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             return Tree(record.session, q.all_nodes(conn, record))
+
+    def dump(self, session_id: str) -> bulk.SessionDump:
+        """The whole session as stored, in one snapshot, for a lossless export: every
+        node (fragments and trash included, with where they hung and the state they
+        kept there), the traces in their stored form with the blobs they name, the
+        documents and the schema. :meth:`SessionTransaction.insert_nodes` and
+        :meth:`SessionTransaction.insert_traces` take it back. Keyframes (a cache) and
+        the undo journal are not part of it.
+        """
+        with self.read() as conn:
+            return bulk.dump(conn, q.session_record(conn, session_id))
 
     def turn(self, session_id: str, ref: str | None = None) -> TurnView:
         """A node (default HEAD) with its siblings' ids and its index among them."""

@@ -69,6 +69,18 @@ class Trace:
     problems: list[str] = field(default_factory=list)
     """Why the messages could not be rebuilt as sent, when they could not."""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The trace as the CLI's ``--json`` and the API give it: the rebuilt messages,
+        whether they verify, then the stored document (model, params, lore, usage...)."""
+        return {
+            "node_id": self.node_id,
+            "messages": self.messages,
+            "verified": self.verified,
+            "messages_hash": self.messages_hash,
+            "problems": self.problems,
+            **self.document,
+        }
+
 
 def put_blob(conn: Connection, text: str) -> str:
     """Store a text once; its hash."""

@@ -11,10 +11,12 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from mnemosyne import Store
+from orchestrator.loopback import ModelServer
 
 from ._postgres import ENV_URL, throwaway_server
 
@@ -101,3 +103,19 @@ def database_url(backend: str, request: pytest.FixtureRequest, tmp_path) -> str:
 def store(database_url: str) -> Iterator[Store]:
     with Store.open(database_url, migrate=True) as opened:
         yield opened
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ModelServer]]:
+    """Starts a scripted OpenAI-compatible model server on loopback; every one is stopped
+    after the test."""
+    servers: list[ModelServer] = []
+
+    def start(script: Any) -> ModelServer:
+        server = ModelServer(script).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -1,4 +1,5 @@
-"""Exchange with SillyTavern: import chat, export chat."""
+"""Exchange: SillyTavern chats (import chat, export chat) and lossless tree files
+(import tree, export tree)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 
 from clotho.lore import read_upload
 from clotho.stchat import export_chat, import_chat
+from clotho.treefile import export_tree, import_tree, tree_text
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
@@ -65,3 +67,50 @@ def export_chat_command(
             )
 
     cli.emit(document, text)
+
+
+@command(import_app, "tree")
+def import_tree_command(
+    cli: Cli,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A tree file (clotho export tree).")],
+    new_ids: Annotated[
+        bool,
+        typer.Option(
+            "--new-ids",
+            help="Give the session and every node fresh ids (to import a tree a second time).",
+        ),
+    ] = False,
+) -> None:
+    """A session from a tree file, whole: every node, fragment and trash, traces and
+    documents; later commands act on it. Its undo history starts empty."""
+    session = import_tree(cli.store, read_upload(file), file.name, new_ids=new_ids)
+    cli.remember(session.id)
+    nodes = cli.store.node_counts().get(session.id, 0)
+    cli.emit(
+        {**session.as_dict(), "nodes": nodes},
+        lambda: out(f"Imported {file.name} as session {paint(session.id, 'bold')} ({nodes} nodes)"),
+    )
+
+
+@command(export_app, "tree")
+def export_tree_command(
+    cli: Cli,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the tree (JSON).")],
+) -> None:
+    """The whole session as a tree file (JSON): every node, fragment and trash, the
+    traces and the documents; `clotho import tree` reads it back as it was."""
+    document = export_tree(cli.store, cli.session_id())
+    try:
+        file.write_text(tree_text(document), encoding="utf-8")
+    except OSError as error:
+        cli.fail(OSError(f"{file}: cannot be written ({error.strerror or error})"))
+    nodes, traces = len(document["nodes"]), len(document["traces"])
+    cli.emit(
+        {
+            "file": str(file),
+            "session_id": document["session"]["id"],
+            "nodes": nodes,
+            "traces": traces,
+        },
+        lambda: out(f"Wrote the session's {nodes} nodes ({traces} traces) to {file}"),
+    )

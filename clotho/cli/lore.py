@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from clotho.lore import import_card, import_lorebook, lore_index, session_books
+from clotho.lore import (
+    import_card,
+    import_lorebook,
+    lore_index,
+    preview_lore,
+    read_upload,
+    session_books,
+)
 
 from . import render
 from ._app import Cli, command, import_app, lore_app
@@ -30,7 +36,7 @@ def import_lorebook_command(
 ) -> None:
     """Add a SillyTavern World Info file to the session (a book of the same name is replaced)."""
     sid = cli.session_id()
-    book = import_lorebook(cli.store, sid, file, name)
+    book = import_lorebook(cli.store, sid, read_upload(file), name or file.stem)
     _index(cli, [book])
     enabled = sum(1 for entry in book.entries if not entry.disable)
     document = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
@@ -48,7 +54,7 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
     """Make a character card (V2/V3, PNG or JSON) the session's character; its lorebook
     comes along, and an empty session starts with its greeting(s)."""
     sid = cli.session_id()
-    card, greetings = import_card(cli.store, sid, file)
+    card, greetings = import_card(cli.store, sid, read_upload(file), file.name)
     if card.book is not None:
         _index(cli, [card.book])
     document = {
@@ -122,13 +128,8 @@ def lore_test(
     cli: Cli, text: Annotated[str, typer.Argument(metavar="TEXT", help="The next message.")]
 ) -> None:
     """Which entries would fire if TEXT were the next message at HEAD, and why."""
-    from clotho.wiring import session_engine
-
-    sid = cli.session_id()
-    engine = session_engine(cli.settings, cli.store, sid, require_model=False)
-    plan, retrieval = asyncio.run(engine.preview_lore(sid, text))
-    fired = [_row(hit.book, hit.uid, hit.comment, hit.reason) for hit in retrieval.hits]
-    skipped = [{**_split(item["id"]), "reason": item["reason"]} for item in retrieval.skipped]
+    preview = preview_lore(cli.settings, cli.store, cli.session_id(), text)
+    fired, skipped = preview["fired"], preview["skipped"]
 
     def show() -> None:
         if not fired:
@@ -138,7 +139,7 @@ def lore_test(
             out(f"{paint(label, 'bold')}  {row['reason']}")
         for row in skipped:
             out(paint(f"not {row['book']}:{row['uid']}  {row['reason']}", "dim"))
-        out(paint(plan.reasoning, "dim"))
+        out(paint(preview["reasoning"], "dim"))
 
     cli.emit(fired, show)
 
@@ -149,12 +150,3 @@ def _index(cli: Cli, books: list[Any]) -> None:
         if not cli.json:
             out(paint("indexing the lore for search by meaning…", "dim"))
         lore_index(cli.settings, books)
-
-
-def _row(book: str | None, uid: int | None, comment: str, reason: str) -> dict[str, Any]:
-    return {"book": book, "uid": uid, "comment": comment, "reason": reason}
-
-
-def _split(entry_id: str) -> dict[str, Any]:
-    book, _, uid = entry_id.rpartition(":")
-    return {"book": book, "uid": int(uid) if uid.isdigit() else uid}

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from clotho.campaign import load_campaign
 from clotho.errors import UsageError
+from clotho.sessions import new_session
 from mnemosyne import Node, Session
 
 from . import render
@@ -78,18 +78,7 @@ def session_new(
     With --campaign, the session takes the campaign's world-state schema, its card
     and its lorebooks (kept with the session) and, unless --title is given, its title.
     """
-    schema = campaign_path = None
-    documents: list[tuple[str, str, str]] = []
-    if campaign is not None:
-        from clotho.lore import campaign_documents
-
-        loaded = load_campaign(campaign)
-        schema, campaign_path = loaded.schema, str(loaded.folder)
-        title = title or loaded.title
-        documents = campaign_documents(loaded)
-    session = cli.store.create_session(
-        title=title, campaign=campaign_path, schema=schema, documents=documents
-    )
+    session = new_session(cli.store, title=title, campaign=campaign)
     cli.remember(session.id)
     cli.emit(
         session.as_dict(),

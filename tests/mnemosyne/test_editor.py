@@ -333,3 +333,38 @@ def test_undo_back_into_a_fragment_keeps_its_states(store: Store, sid: str) -> N
     assert store.state(sid, b).variables["flags"] == []
     store.redo(sid)
     assert store.state(sid, b).variables["flags"] == []
+
+
+def test_a_batch_of_edits_is_one_undo_step(store: Store) -> None:
+    session = store.create_session()
+    sid = session.id
+    a = store.append(sid, "user", "a")[0]
+    b = store.append(sid, "assistant", "b", delta=[{"op": "set", "path": "hp", "value": 5}])[0]
+    c = store.append(sid, "user", "c")[0]
+    before = store.tree(sid).as_dict()
+    with store.transaction(sid) as tx, tx.batch():
+        tx.toggle(b.id)
+        tx.rewrite(a.id, "a, rewritten")
+        tx.prune(c.id)
+    assert [e.action for e in store.history(sid)] == ["batch"]
+    assert store.state(sid).variables.get("hp") is None
+    store.undo(sid)
+    after_undo = store.tree(sid).as_dict()
+    assert after_undo["nodes"] == before["nodes"]
+    assert after_undo["head_id"] == before["head_id"]
+    assert store.state(sid).variables["hp"] == 5
+    store.redo(sid)
+    assert store.node(sid, a.id).content == "a, rewritten"
+    assert not store.node(sid, b.id).enabled
+
+
+def test_a_refused_edit_in_a_batch_leaves_nothing(store: Store) -> None:
+    sid = store.create_session().id
+    a = store.append(sid, "user", "a")[0]
+    version = store.session(sid).version
+    with pytest.raises(InvalidOperationError), store.transaction(sid) as tx, tx.batch():
+        tx.rewrite(a.id, "changed")
+        tx.graft(a.id, a.id)  # a cycle
+    assert store.node(sid, a.id).content == "a"
+    assert store.history(sid) == []
+    assert store.session(sid).version == version

@@ -1,0 +1,136 @@
+"""The FastAPI application: its routes, auth, limits and error documents."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+
+from clotho.settings import Settings
+from mnemosyne import Store
+
+from . import exchange, reads, sessions, turns, writes
+from ._common import context, document
+from .auth import require_token, resolve_token
+from .context import ApiContext
+from .problems import ApiError, install, problem_response
+from .schemas import HealthOut
+
+__all__ = ["app_from_env", "create_app"]
+
+DESCRIPTION = """\
+Clotho's HTTP API: everything the `clotho` command line does, for front-ends.
+
+* Every route under `/api` but `/api/health` needs `Authorization: Bearer <token>` (the
+  token of `clotho serve`: `CLOTHO_API_TOKEN`, or the one it printed at first start).
+* Responses about a session carry its version as `ETag`; a write may send
+  `If-Match: "<version>"` and is refused with **412** (and the current version) if the
+  session has moved on since. Reads answer `If-None-Match` with 304.
+* Errors are `application/problem+json` (RFC 9457) with a `code` and a `detail` naming
+  what was wrong.
+* Turns stream as server-sent events (`POST /api/sessions/{id}/turns`).
+* Node and session ids may be abbreviated to a unique prefix of at least 6 characters.
+"""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodyLimit:
+    """Refuse (413) request bodies larger than the upload limit, declared or streamed."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            refusal = ApiError(
+                413, "too_large", f"the body is {int(declared)} bytes, more than {self.limit}"
+            )
+            await problem_response(refusal, scope.get("path"))(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise ApiError(413, "too_large", f"the body is more than {self.limit} bytes")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def create_app(
+    settings: Settings | None = None, *, store: Store | None = None, token: str | None = None
+) -> FastAPI:
+    """The API over ``store`` (default: the settings' database, opened here and closed
+    at shutdown). ``token``: the bearer token (default: :func:`resolve_token`)."""
+    from clotho import __version__
+
+    settings = settings or Settings()
+    own_store = store is None
+    if token is None:
+        token, _ = resolve_token(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = store or Store.open(settings.resolved_database_url)
+        app.state.clotho = ApiContext(settings, opened, token)
+        try:
+            yield
+        finally:
+            await app.state.clotho.aclose()
+            if own_store:
+                opened.close()
+
+    app = FastAPI(
+        title="Clotho",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    if store is not None:  # usable before the lifespan runs (tests without a server)
+        app.state.clotho = ApiContext(settings, store, token)
+    install(app)
+    api = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
+    for module in (sessions, reads, writes, turns, exchange):
+        api.include_router(module.router)
+    app.include_router(api)
+
+    @app.get("/api/health", tags=["server"], summary="Is the server up", response_model=HealthOut)
+    def health(request: Request) -> Response:
+        """Needs no token."""
+        return document(
+            {"status": "ok", "version": __version__, "database": context(request).store.dialect}
+        )
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return RedirectResponse("/docs")
+
+    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of a server worker: everything from ``CLOTHO_*`` variables (``clotho serve``
+    sets them, the token included, before it starts the workers)."""
+    if not os.environ.get("CLOTHO_API_TOKEN"):
+        raise RuntimeError("CLOTHO_API_TOKEN is not set: start the server with `clotho serve`")
+    return create_app(Settings())

@@ -1,0 +1,130 @@
+"""What the routes share: the settings, the store, the engines, and the HTTP details
+every route needs (the session version as ETag, If-Match, If-None-Match)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Request, Response
+
+from clotho.settings import Settings
+from mnemosyne import ConflictError, Session, Store
+
+from .problems import ApiError
+
+if TYPE_CHECKING:
+    from orchestrator import Engine
+
+__all__ = ["ApiContext", "etag", "expected_version", "not_modified"]
+
+#: Sessions whose engines (model settings, templates, lore index) a process keeps.
+MAX_ENGINES = 32
+
+
+def etag(version: int) -> str:
+    """The ETag of everything a session shows at ``version``."""
+    return f'"{version}"'
+
+
+def _tags(header: str) -> list[str]:
+    return [part.strip().removeprefix("W/").strip('"') for part in header.split(",")]
+
+
+def expected_version(request: Request) -> int | None:
+    """The version named by ``If-Match`` (``None``: absent or ``*``).
+
+    Raises:
+        ApiError: 400, the header is not one version.
+    """
+    header = request.headers.get("if-match")
+    if header is None or header.strip() == "*":
+        return None
+    tags = _tags(header)
+    # ASCII digits only ("²".isdigit()), and few enough for int() and any real version.
+    if len(tags) != 1 or not (tags[0].isascii() and tags[0].isdigit()) or len(tags[0]) > 18:
+        raise ApiError(
+            400,
+            "bad_if_match",
+            f'If-Match must be one session version as an ETag, such as "12", not {header!r}',
+        )
+    return int(tags[0])
+
+
+def not_modified(request: Request, session: Session) -> Response | None:
+    """A 304 if ``If-None-Match`` names the session's current version."""
+    header = request.headers.get("if-none-match")
+    if header is None:
+        return None
+    if header.strip() == "*" or str(session.version) in _tags(header):
+        return Response(status_code=304, headers={"ETag": etag(session.version)})
+    return None
+
+
+def check_version(session: Session, expected: int | None) -> None:
+    """Refuse (412) a write whose If-Match names another version than the session's."""
+    if expected is not None and expected != session.version:
+        raise ConflictError(session.id, expected, session.version)
+
+
+class _Cache:
+    """A small LRU of rendered responses, keyed by what makes them (session, version...)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Any, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+class ApiContext:
+    """The state of one server process."""
+
+    def __init__(self, settings: Settings, store: Store, token: str | None) -> None:
+        self.settings = settings
+        self.store = store
+        self.token = token
+        self.rendered = _Cache(32)
+        self._engines: dict[str, tuple[Any, Engine]] = {}
+        self._turn_locks: dict[str, asyncio.Lock] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    def engine(self, session_id: str) -> Engine:
+        """The engine that plays a session (kept while its documents stay the same)."""
+        from clotho.wiring import session_engine
+
+        key = tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
+        known = self._engines.get(session_id)
+        if known is not None and known[0] == key:
+            return known[1]
+        engine = session_engine(self.settings, self.store, session_id)
+        self._engines.pop(session_id, None)
+        self._engines[session_id] = (key, engine)
+        while len(self._engines) > MAX_ENGINES:  # the least recently built goes
+            self._engines.pop(next(iter(self._engines)))
+        return engine
+
+    def turn_lock(self, session_id: str) -> asyncio.Lock:
+        """One turn at a time per session in this process (they share an engine)."""
+        return self._turn_locks.setdefault(session_id, asyncio.Lock())
+
+    async def aclose(self) -> None:
+        for task in list(self.tasks):
+            await asyncio.wait([task], timeout=30)
+        for _, engine in self._engines.values():
+            await engine.aclose()
+        self._engines.clear()

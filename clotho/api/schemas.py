@@ -1,0 +1,400 @@
+"""The API's request bodies and response documents (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "AppendBody",
+    "EditOperation",
+    "EditsBody",
+    "ForkBody",
+    "HeadBody",
+    "NewSession",
+    "SwipeBody",
+    "TurnBody",
+]
+
+NodeRef = Annotated[
+    str,
+    Field(
+        min_length=6,
+        max_length=32,
+        pattern=r"^[0-9a-fA-F]+$",
+        description="A node id or a unique prefix of at least 6 hex characters.",
+        examples=["3f2a9c"],
+    ),
+]
+Role = Literal["system", "user", "assistant"]
+Text = Annotated[str, Field(max_length=1_000_000)]
+
+
+class Operation(BaseModel):
+    """One world-state operation."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["set", "inc", "append", "remove", "unset"]
+    path: Annotated[str, Field(min_length=1, max_length=200, examples=["hp"])]
+    value: Any = None
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: Any) -> Any:
+        """Python's JSON reads NaN and Infinity, which no JSON document can hold: once
+        stored, every response showing them would fail. (A loop: values nest deep.)"""
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError("numbers must be finite (JSON has no NaN or Infinity)")
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        return value
+
+
+Delta = Annotated[
+    list[Operation] | None,
+    Field(
+        description="World-state operations applied by the node.",
+        examples=[[{"op": "inc", "path": "hp", "value": -10}]],
+    ),
+]
+
+
+def _ops(delta: list[Operation] | None) -> list[dict[str, Any]] | None:
+    if not delta:
+        return None
+    return [op.model_dump(exclude_unset=True) for op in delta]
+
+
+# -- requests -----------------------------------------------------------------------------
+
+
+class NewSession(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"title": "Eldoria"}]}
+    )
+    title: Annotated[str | None, Field(max_length=500)] = None
+    campaign: Annotated[
+        str | None,
+        Field(max_length=4096, description="A campaign folder on the server's disk."),
+    ] = None
+
+
+class HeadBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node_id: NodeRef
+
+
+class SwipeBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"direction": "next"}]}
+    )
+    direction: Literal["next", "prev"]
+    node_id: NodeRef | None = Field(default=None, description="Default: HEAD.")
+
+
+class AppendBody(BaseModel):
+    """A message added under HEAD without a model (HEAD moves to it)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"role": "user", "content": "I open the door."}]},
+    )
+    role: Role
+    content: Text
+    name: Annotated[str | None, Field(max_length=200)] = None
+    delta: Delta = None
+
+    def operations(self) -> list[dict[str, Any]] | None:
+        return _ops(self.delta)
+
+
+class ForkBody(BaseModel):
+    """A new sibling of a node, with its own text (HEAD moves to it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: Text
+    delta: Delta = None
+
+    def operations(self) -> list[dict[str, Any]] | None:
+        return _ops(self.delta)
+
+
+class TurnBody(BaseModel):
+    """One turn played by the model."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"kind": "say", "text": "I draw my sword."},
+                {"kind": "reroll"},
+                {"kind": "edit", "node_id": "3f2a9c", "text": "I sheathe my sword."},
+            ]
+        },
+    )
+    kind: Literal["say", "reroll", "edit", "continue", "impersonate"]
+    text: Annotated[str | None, Field(max_length=1_000_000)] = Field(
+        default=None, description="say/edit: the player's message."
+    )
+    node_id: NodeRef | None = Field(
+        default=None, description="reroll: the reply (default HEAD); edit: the player's message."
+    )
+
+    @model_validator(mode="after")
+    def _needs(self) -> TurnBody:
+        if self.kind in ("say", "edit") and not (self.text and self.text.strip()):
+            raise ValueError(f"{self.kind} needs the text of the player's message")
+        if self.kind == "edit" and self.node_id is None:
+            raise ValueError("edit needs node_id: the player's message to edit as a fork")
+        return self
+
+
+class EditOperation(BaseModel):
+    """One editor operation. Which fields it takes depends on ``op``:
+    prune/delete/restore/toggle ``node``; graft/move ``node`` + ``onto``; copy ``node`` +
+    ``onto`` (+ ``subtree``); rewrite ``node`` + ``content``; inject ``after`` + ``role`` +
+    ``content`` (+ ``name``, ``delta``); checkout ``node``."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal[
+        "prune",
+        "graft",
+        "inject",
+        "rewrite",
+        "toggle",
+        "delete",
+        "restore",
+        "move",
+        "copy",
+        "checkout",
+    ]
+    node: NodeRef | None = None
+    onto: NodeRef | None = None
+    after: NodeRef | None = None
+    role: Role | None = None
+    content: Text | None = None
+    name: Annotated[str | None, Field(max_length=200)] = None
+    delta: Delta = None
+    subtree: bool = False
+
+    @model_validator(mode="after")
+    def _fields(self) -> EditOperation:
+        needed = {
+            "prune": ("node",),
+            "delete": ("node",),
+            "restore": ("node",),
+            "toggle": ("node",),
+            "checkout": ("node",),
+            "graft": ("node", "onto"),
+            "move": ("node", "onto"),
+            "copy": ("node", "onto"),
+            "rewrite": ("node", "content"),
+            "inject": ("after", "role", "content"),
+        }[self.op]
+        missing = [name for name in needed if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"{self.op} needs {' and '.join(missing)}")
+        return self
+
+    def operations(self) -> list[dict[str, Any]] | None:
+        return _ops(self.delta)
+
+
+class EditsBody(BaseModel):
+    """Editor operations applied in order, atomically: all of them or none."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "operations": [
+                        {"op": "prune", "node": "3f2a9c"},
+                        {"op": "graft", "node": "3f2a9c", "onto": "b81e07"},
+                    ]
+                }
+            ]
+        },
+    )
+    operations: Annotated[list[EditOperation], Field(min_length=1, max_length=1000)]
+
+
+class LoreTestBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: Annotated[str, Field(min_length=1, max_length=100_000)]
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+class SessionOut(BaseModel):
+    id: str
+    title: str | None
+    head_id: str | None
+    version: int
+    created_at: str
+    updated_at: str
+    campaign: str | None
+    metadata: dict[str, Any]
+    trashed_at: str | None
+
+
+class NodeOut(BaseModel):
+    id: str
+    session_id: str
+    parent_id: str | None
+    role: Role
+    name: str | None
+    content: str
+    enabled: bool
+    created_at: str
+    metadata: dict[str, Any]
+    delta: list[dict[str, Any]]
+    active_child_id: str | None
+
+
+class TurnOut(NodeOut):
+    siblings: list[str] = Field(description="The ids of the node and its alternatives, in order.")
+    index: int = Field(description="The node's place among its siblings (0-based).")
+
+
+class NodeDetail(TurnOut):
+    children: list[str]
+
+
+class ProjectionNode(BaseModel):
+    id: str
+    parent_id: str | None
+    role: Role
+    name: str | None
+    content: str
+    enabled: bool
+    created_at: str
+    siblings: list[str]
+    index: int
+    metadata: dict[str, Any] | None = Field(default=None, description="With ?metadata=true.")
+
+
+class ProjectionOut(BaseModel):
+    session_id: str
+    head_id: str | None
+    version: int
+    total: int = Field(description="How many messages the whole projection has.")
+    nodes: list[ProjectionNode]
+
+
+class TreeOut(BaseModel):
+    session_id: str
+    head_id: str | None
+    version: int
+    nodes: list[NodeOut]
+
+
+class StateOut(BaseModel):
+    node_id: str | None
+    variables: dict[str, Any]
+    active_lore_ids: list[str]
+    summary: str
+    lore_timers: dict[str, Any]
+
+
+class BlameOut(BaseModel):
+    path: str
+    value: Any = None
+    node_id: str | None
+
+
+class ChangeOut(BaseModel):
+    node_id: str
+    operations: list[dict[str, Any]]
+    value: Any = None
+
+
+class ChangesOut(BaseModel):
+    path: str
+    start: Any = None
+    changes: list[ChangeOut]
+
+
+class EditResultOut(BaseModel):
+    action: str
+    node_id: str | None
+    head_id: str | None
+    head_moved: bool
+    created: list[str]
+    note: str
+
+
+class EditsOut(BaseModel):
+    results: list[dict[str, Any]]
+    session: SessionOut
+
+
+class TravelOut(BaseModel):
+    result: EditResultOut
+    session: SessionOut
+
+
+class NodeWrite(BaseModel):
+    node: NodeOut
+    session: SessionOut
+
+
+class JournalEntryOut(BaseModel):
+    position: int
+    action: str
+    at: str
+    current: bool
+    undone: bool
+    snapshot: bool
+    touched: int
+
+
+class TurnResultOut(BaseModel):
+    node: NodeOut
+    user_node: NodeOut | None
+    session: SessionOut
+    state: StateOut
+    incomplete: bool
+    warnings: list[str]
+    usage: dict[str, Any]
+
+
+class ChatImportOut(BaseModel):
+    session: SessionOut
+    nodes: int
+
+
+class LorebookOut(BaseModel):
+    book: str
+    entries: int
+    enabled: int
+
+
+class CardOut(BaseModel):
+    name: str
+    spec: str
+    book: str | None
+    book_entries: int
+    greetings: list[str]
+    session: SessionOut
+
+
+class LoreHitOut(BaseModel):
+    book: str | None
+    uid: Any = None
+    comment: str | None
+    reason: str
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    database: str

@@ -1,0 +1,77 @@
+"""clotho serve: the HTTP API (and, through it, the web page)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from ._app import Cli, app, command
+from .style import paint
+
+
+@command(app, "serve")
+def serve(
+    cli: Cli,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="The address to listen on (beyond loopback: needs CLOTHO_API_TOKEN)."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Server processes on the one database (use PostgreSQL for more than one).",
+        ),
+    ] = 1,
+) -> None:
+    """Start the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
+    import uvicorn
+
+    from clotho.api.auth import TOKEN_FILE, check_host, resolve_token
+
+    settings = cli.settings
+    check_host(host, settings)
+    token, generated = resolve_token(settings)
+    cli.store  # noqa: B018 - open (and migrate a SQLite file) once, before the workers
+    cli.close()
+    where = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    lines = [f"Clotho API on {paint(where, 'bold')}  (documentation: {where}/docs)"]
+    if generated:
+        lines.append(f"A token was generated for this API: {paint(token, 'bold')}")
+        lines.append(
+            f"  (kept in {settings.data_dir / TOKEN_FILE}; set CLOTHO_API_TOKEN to choose one)"
+        )
+    elif not settings.api_token:
+        lines.append(f"Token: the one in {settings.data_dir / TOKEN_FILE}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    if workers == 1:
+        from clotho.api import create_app
+
+        uvicorn.run(create_app(settings, token=token), host=host, port=port, log_level="warning")
+        return
+    # Each worker builds its app from the environment: hand it everything given here.
+    given = {
+        "CLOTHO_DATABASE_URL": settings.resolved_database_url,
+        "CLOTHO_DATA_DIR": str(settings.data_dir),
+        "CLOTHO_API_TOKEN": token,
+        "CLOTHO_MODEL": settings.model,
+        "CLOTHO_API_BASE": settings.api_base,
+    }
+    os.environ.update({key: value for key, value in given.items() if value})
+    uvicorn.run(
+        "clotho.api:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
