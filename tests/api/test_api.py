@@ -391,3 +391,26 @@ def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> 
         f"/api/sessions/{sid}/imports/card", content=b"\x89PNG nope", params={"filename": "x.png"}
     )
     problem(bad, 422, "invalid_card")
+
+
+def test_a_tree_file_goes_out_and_back_in(client: TestClient) -> None:
+    sid, (*_, d) = _story(client)
+    client.post(
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "prune", "node": d["id"]}]}
+    )
+    exported = client.get(f"/api/sessions/{sid}/exports/tree")
+    assert exported.status_code == 200
+    document = exported.json()
+    taken = client.post("/api/imports/tree", content=exported.content)
+    assert problem(taken, 422)["code"] == "ids_taken"
+    copied = client.post("/api/imports/tree", content=exported.content, params={"new_ids": True})
+    assert copied.status_code == 201, copied.text
+    copy = copied.json()["id"]
+    assert copy != sid
+    texts = [n["content"] for n in client.get(f"/api/sessions/{copy}/projection").json()["nodes"]]
+    assert texts == ["a", "b", "c"]
+    assert client.get(f"/api/sessions/{copy}/state").json()["variables"] == {"gold": 5}
+    assert len(client.get(f"/api/sessions/{copy}/fragments").json()) == 1
+    broken = dict(document, version=99)
+    body = problem(client.post("/api/imports/tree", json=broken), 422, "invalid_tree")
+    assert "version" in body["detail"]
