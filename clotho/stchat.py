@@ -50,6 +50,10 @@ class Export:
         return "\n".join(self.lines) + "\n"
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"not JSON ({constant} is not a JSON number)")
+
+
 def _fail(name: str, line: int, problem: str) -> ChatError:
     return ChatError(f"{name}: line {line}: {problem}")
 
@@ -101,9 +105,11 @@ def parse_chat(
     documents = []
     for number, line in enumerate(lines, start=1):
         try:
-            documents.append(json.loads(line))
+            documents.append(json.loads(line, parse_constant=_not_json))
         except json.JSONDecodeError as error:
             raise _fail(name, number, f"not JSON ({error.msg} at column {error.colno})") from None
+        except ValueError as error:
+            raise _fail(name, number, str(error)) from None
     header, messages = documents[0], documents[1:]
     if not isinstance(header, dict) or "mes" in header:
         raise _fail(name, 1, "the first line is the chat's header (chat_metadata, names)")
