@@ -900,6 +900,8 @@ class Store:
                 raise InvalidOperationError(f"session {record.id} is empty: it has no HEAD")
             node = q.get_node(conn, record, pk)
             keys = q.sibling_keys(conn, record, q.parent_key(conn, pk))
+            if pk not in keys:  # the top of a fragment or of a subtree in the trash
+                keys = [pk]
             ids = q.public_ids(conn, keys)
             return TurnView(node, [ids[k] for k in keys], keys.index(pk))
 

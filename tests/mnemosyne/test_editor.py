@@ -368,3 +368,15 @@ def test_a_refused_edit_in_a_batch_leaves_nothing(store: Store) -> None:
     assert store.node(sid, a.id).content == "a"
     assert store.history(sid) == []
     assert store.session(sid).version == version
+
+
+def test_the_top_of_a_fragment_or_of_the_trash_is_its_own_only_sibling(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "a")
+    b = store.append(sid, "assistant", "b")[0]
+    c = store.append(sid, "user", "c")[0]
+    store.edit(sid, "prune", c.id)
+    store.edit(sid, "delete", b.id)
+    for top in (b, c):
+        turn = store.turn(sid, top.id)
+        assert turn.siblings == [top.id] and turn.index == 0
