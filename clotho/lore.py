@@ -19,7 +19,7 @@ from clotho.errors import UsageError
 if TYPE_CHECKING:
     from clotho.campaign import Campaign
     from clotho.settings import Settings
-    from mnemosyne import Node, Store
+    from mnemosyne import Node, Session, Store
     from orchestrator import Character
     from planner import Planner
     from planner.cards import Card
@@ -34,6 +34,7 @@ __all__ = [
     "import_card",
     "import_lorebook",
     "lore_index",
+    "lorebooks_document",
     "preview_lore",
     "read_upload",
     "session_books",
@@ -73,24 +74,32 @@ def _card_documents(card: Card) -> list[tuple[str, str, str]]:
     return documents
 
 
-def import_lorebook(store: Store, session_id: str, data: bytes, name: str) -> Lorebook:
+def import_lorebook(
+    store: Store, session_id: str, data: bytes, name: str, *, expected_version: int | None = None
+) -> tuple[Lorebook, Session]:
     """Keep a World Info file (its bytes) with a session as the book ``name``
-    (replacing a book of the same name).
+    (replacing a book of the same name). Returns the book and the session after.
 
     Raises:
         LorebookError: the file is not a valid World Info book (the field is named).
+        ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
     from planner.lorebook import load_world_info
 
     book = load_world_info(data, name)
-    with store.transaction(session_id) as tx:
+    with store.transaction(session_id, expected_version=expected_version) as tx:
         tx.put_document(LOREBOOK, book.name, _book_document(book))
-    return book
+    return book, tx.session
 
 
 def import_card(
-    store: Store, session_id: str, data: bytes, filename: str
-) -> tuple[Card, list[Node]]:
+    store: Store,
+    session_id: str,
+    data: bytes,
+    filename: str,
+    *,
+    expected_version: int | None = None,
+) -> tuple[Card, list[Node], Session]:
     """Make a character card the session's character (its book becomes a lorebook).
 
     A session with no messages yet starts with the card's greeting, its alternate
@@ -99,13 +108,14 @@ def import_card(
 
     Raises:
         CardError: the file is not a card, or a field of it is wrong (named).
+        ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
     from planner.cards import load_card
 
     card = load_card(data, filename)
     greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
     added: list[Node] = []
-    with store.transaction(session_id) as tx:
+    with store.transaction(session_id, expected_version=expected_version) as tx:
         for document in tx.documents(CARD):
             if document.name != card.name:
                 tx.remove_document(CARD, document.name)
@@ -116,7 +126,7 @@ def import_card(
             added.append(first)
             added.extend(tx.add_sibling(first.id, text, name=card.name) for text in greetings[1:])
             tx.checkout(first.id)
-    return card, added
+    return card, added, tx.session
 
 
 def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
@@ -226,6 +236,27 @@ def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
         sys.stderr.write(f"warning: lore is found by keywords only: {error}\n")
         return None
     return index
+
+
+def lorebooks_document(books: list[Lorebook]) -> list[dict[str, Any]]:
+    """The books and their entries as `clotho lore list --json` and the API show them."""
+    return [
+        {
+            "book": book.name,
+            "entries": [
+                {
+                    "uid": entry.uid,
+                    "comment": entry.comment,
+                    "keys": entry.keys,
+                    "enabled": not entry.disable,
+                    "constant": entry.constant,
+                    "condition": entry.condition,
+                }
+                for entry in book.entries
+            ],
+        }
+        for book in books
+    ]
 
 
 def preview_lore(settings: Settings, store: Store, session_id: str, text: str) -> dict[str, Any]:

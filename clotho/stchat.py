@@ -110,6 +110,8 @@ def parse_chat(
             raise _fail(name, number, f"not JSON ({error.msg} at column {error.colno})") from None
         except ValueError as error:
             raise _fail(name, number, str(error)) from None
+        except RecursionError:
+            raise _fail(name, number, "nested too deep to be a message") from None
     header, messages = documents[0], documents[1:]
     if not isinstance(header, dict) or "mes" in header:
         raise _fail(name, 1, "the first line is the chat's header (chat_metadata, names)")

@@ -31,7 +31,9 @@ from .editor import EditorMixin, EditResult, JournalEntry, JournalMismatchError
 from .editor import history as journal_history
 from .errors import (
     ConflictError,
+    DeltaProblem,
     IdTakenError,
+    InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
     StorageError,
@@ -49,7 +51,7 @@ from .models import (
     TurnView,
     WorldState,
 )
-from .state.delta import diff_states, value_at
+from .state.delta import diff_states, finite, value_at
 from .state.schema import StateSchema
 
 __all__ = ["SessionTransaction", "Store"]
@@ -107,6 +109,9 @@ def _check_delta(delta: Sequence[Mapping[str, Any]] | None) -> list[dict[str, An
     for i, op in enumerate(delta):
         if not isinstance(op, Mapping):
             raise InvalidOperationError(f"delta operation {i} must be an object, not {op!r}")
+        if not finite(op.get("value")):
+            reason = "numbers must be finite (JSON has no NaN or Infinity)"
+            raise InvalidDeltaError([DeltaProblem(i, op, reason)])
         out.append(dict(op))
     return out
 

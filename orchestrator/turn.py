@@ -538,18 +538,32 @@ def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:
     Raises:
         TurnError: nothing to reroll or continue, an edit of a non-user message, no text.
     """
+    session, parent_id, where = locate_turn(store, session_id, request)
+    return _anchor(store, session, parent_id, **where)
+
+
+def locate_turn(
+    store: Store, session_id: str, request: TurnRequest
+) -> tuple[Session, str | None, dict[str, Any]]:
+    """Where a turn grows the tree, without reading its history: the session, the node
+    the new node(s) hang under, and how (what it is an alternative of, the player's
+    text, the reply's role). What refuses a turn refuses it here, cheaply.
+
+    Raises:
+        TurnError: nothing to reroll or continue, an edit of a non-user message, no text.
+    """
     session = store.session(session_id)
     sid = session.id
     kind = request.kind
     if kind in ("say", "edit") and not (request.text and request.text.strip()):
         raise TurnError(f"{kind} needs the text of the player's message")
     if kind == "say":
-        return _anchor(store, session, session.head_id, user_text=request.text)
+        return session, session.head_id, {"user_text": request.text}
     if kind in ("continue", "impersonate"):
         if session.head_id is None:
             raise TurnError(f"session {sid} is empty: say something first")
         role = "user" if kind == "impersonate" else "assistant"
-        return _anchor(store, session, session.head_id, reply_role=role)
+        return session, session.head_id, {"reply_role": role}
     ref = request.node or session.head_id
     if ref is None:
         raise TurnError(f"session {sid} is empty: nothing to {kind}")
@@ -560,13 +574,13 @@ def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:
                 f"node {target.id} is a {target.role} message: reroll makes a new "
                 "alternative of a reply (use continue to get a reply to it)"
             )
-        return _anchor(store, session, target.parent_id, sibling_of=target.id)
+        return session, target.parent_id, {"sibling_of": target.id}
     if target.role != "user":
         raise TurnError(
             f"node {target.id} is a {target.role} message: edit forks a player's message "
             f"and generates the reply (`clotho fork {target.id[:8]} TEXT` edits any message)"
         )
-    return _anchor(store, session, target.parent_id, sibling_of=target.id, user_text=request.text)
+    return session, target.parent_id, {"sibling_of": target.id, "user_text": request.text}
 
 
 def _anchor(

@@ -308,7 +308,8 @@ def load_card(data: bytes | str, name: str = "card") -> Card:
                 ) from None
         text, source = data.removeprefix("\ufeff"), "the file"
     try:
-        document = json.loads(text)
+        return parse_card(json.loads(text), name)
     except json.JSONDecodeError as error:
         raise CardError(f"{name}: {source} is not JSON ({error})") from None
-    return parse_card(document, name)
+    except RecursionError:
+        raise CardError(f"{name}: {source} is nested too deep to be a card") from None

@@ -263,10 +263,11 @@ def parse_world_info(document: Any, name: str) -> Lorebook:
 def load_world_info(data: bytes | str, name: str) -> Lorebook:
     """Read a World Info JSON file's contents (``name`` names the book, and it in errors)."""
     try:
-        document = json.loads(data)
+        return parse_world_info(json.loads(data), name)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise LorebookError(f"{name}: not JSON ({error})") from None
-    return parse_world_info(document, name)
+    except RecursionError:
+        raise LorebookError(f"{name}: nested too deep to be a World Info book") from None
 
 
 # --- Character books (a card's ``data.character_book``) <-> World Info ----------------------

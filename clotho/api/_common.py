@@ -13,7 +13,7 @@ from mnemosyne import Session
 from .context import ApiContext, etag
 from .problems import ApiError
 
-__all__ = ["context", "document", "json_bytes", "read_body"]
+__all__ = ["context", "document", "json_bytes", "raw_json", "read_body"]
 
 
 def context(request: Request) -> ApiContext:

@@ -13,7 +13,7 @@ from clotho import lore
 from clotho.stchat import export_chat, import_chat
 
 from ._common import context, document, read_body
-from .context import check_version, expected_version
+from .context import etag, expected_version
 from .schemas import CardOut, ChatImportOut, LorebookOut, LoreHitOut, LoreTestBody
 
 __all__ = ["router"]
@@ -82,7 +82,7 @@ def export_chat_file(
         exported.text.encode(),
         media_type="application/jsonl",
         headers={
-            "ETag": f'"{session.version}"',
+            "ETag": etag(session.version),
             "X-Clotho-Messages": str(exported.messages),
             "X-Clotho-Dropped": str(exported.dropped),
             "Content-Disposition": f'attachment; filename="{name}.jsonl"',
@@ -139,12 +139,12 @@ async def import_lorebook_file(request: Request, session_id: str, name: FileName
     expected = expected_version(request)
 
     def work() -> Response:
-        check_version(ctx.store.session(session_id), expected)
-        book = lore.import_lorebook(ctx.store, session_id, data, name.removesuffix(".json"))
+        book, session = lore.import_lorebook(
+            ctx.store, session_id, data, name.removesuffix(".json"), expected_version=expected
+        )
         if ctx.settings.vectors:
             lore.lore_index(ctx.settings, [book])
         enabled = sum(1 for entry in book.entries if not entry.disable)
-        session = ctx.store.session(session_id)
         body = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
         return document(body, session)
 
@@ -165,11 +165,11 @@ async def import_card_file(request: Request, session_id: str, filename: FileName
     expected = expected_version(request)
 
     def work() -> Response:
-        check_version(ctx.store.session(session_id), expected)
-        card, greetings = lore.import_card(ctx.store, session_id, data, filename)
+        card, greetings, session = lore.import_card(
+            ctx.store, session_id, data, filename, expected_version=expected
+        )
         if card.book is not None and ctx.settings.vectors:
             lore.lore_index(ctx.settings, [card.book])
-        session = ctx.store.session(session_id)
         body = {
             "name": card.name,
             "spec": card.spec,
@@ -187,23 +187,7 @@ async def import_card_file(request: Request, session_id: str, filename: FileName
 def lorebooks(request: Request, session_id: str) -> Response:
     store = context(request).store
     session = store.session(session_id)
-    books = [
-        {
-            "book": book.name,
-            "entries": [
-                {
-                    "uid": entry.uid,
-                    "comment": entry.comment,
-                    "keys": entry.keys,
-                    "enabled": not entry.disable,
-                    "constant": entry.constant,
-                    "condition": entry.condition,
-                }
-                for entry in book.entries
-            ],
-        }
-        for book in lore.session_books(store, session.id)
-    ]
+    books = lore.lorebooks_document(lore.session_books(store, session.id))
     return document(books, session)
 
 

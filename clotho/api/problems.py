@@ -40,7 +40,6 @@ STATUS = {
     "no_model": 503,
     "retrieval_failed": 502,
     "model_error": 502,
-    "turn_busy": 409,
 }
 
 
@@ -139,12 +138,6 @@ def _known(request: Request, error: Exception) -> JSONResponse:
     return problem_response(error, request.url.path)
 
 
-def _too_deep(request: Request, error: RecursionError) -> JSONResponse:
-    """An upload nested deeper than Python's parsers go (a 500 otherwise)."""
-    failure = ApiError(422, "too_deep", "the document is nested too deeply to be read")
-    return problem_response(failure, request.url.path)
-
-
 def install(app: FastAPI) -> None:
     """Register the handlers that turn errors into problem documents."""
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
@@ -160,4 +153,3 @@ def install(app: FastAPI) -> None:
     ):
         app.add_exception_handler(kind, _known)
     app.add_exception_handler(PromptError, _known)
-    app.add_exception_handler(RecursionError, _too_deep)  # type: ignore[arg-type]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mnemosyne.state.delta import finite
 
 __all__ = [
     "AppendBody",
@@ -43,17 +44,8 @@ class Operation(BaseModel):
     @field_validator("value")
     @classmethod
     def _finite(cls, value: Any) -> Any:
-        """Python's JSON reads NaN and Infinity, which no JSON document can hold: once
-        stored, every response showing them would fail. (A loop: values nest deep.)"""
-        stack = [value]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, float) and not math.isfinite(item):
-                raise ValueError("numbers must be finite (JSON has no NaN or Infinity)")
-            if isinstance(item, dict):
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
+        if not finite(value):
+            raise ValueError("numbers must be finite (JSON has no NaN or Infinity)")
         return value
 
 
@@ -156,6 +148,21 @@ class TurnBody(BaseModel):
         return self
 
 
+#: The fields each editor operation needs.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "prune": ("node",),
+    "delete": ("node",),
+    "restore": ("node",),
+    "toggle": ("node",),
+    "checkout": ("node",),
+    "graft": ("node", "onto"),
+    "move": ("node", "onto"),
+    "copy": ("node", "onto"),
+    "rewrite": ("node", "content"),
+    "inject": ("after", "role", "content"),
+}
+
+
 class EditOperation(BaseModel):
     """One editor operation. Which fields it takes depends on ``op``:
     prune/delete/restore/toggle ``node``; graft/move ``node`` + ``onto``; copy ``node`` +
@@ -186,18 +193,7 @@ class EditOperation(BaseModel):
 
     @model_validator(mode="after")
     def _fields(self) -> EditOperation:
-        needed = {
-            "prune": ("node",),
-            "delete": ("node",),
-            "restore": ("node",),
-            "toggle": ("node",),
-            "checkout": ("node",),
-            "graft": ("node", "onto"),
-            "move": ("node", "onto"),
-            "copy": ("node", "onto"),
-            "rewrite": ("node", "content"),
-            "inject": ("after", "role", "content"),
-        }[self.op]
+        needed = NEEDS[self.op]
         missing = [name for name in needed if getattr(self, name) is None]
         if missing:
             raise ValueError(f"{self.op} needs {' and '.join(missing)}")

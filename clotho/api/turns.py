@@ -83,12 +83,12 @@ def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
 def _prepare(ctx: ApiContext, session_id: str, body: TurnBody, expected: int | None) -> Any:
     """Everything that can refuse the turn before it starts (a 4xx, not an event)."""
     from orchestrator import TurnRequest
-    from orchestrator.turn import load_anchor
+    from orchestrator.turn import locate_turn
 
     session = ctx.store.session(session_id)
     check_version(session, expected)
     request = TurnRequest(body.kind, text=body.text, node=body.node_id)
-    load_anchor(ctx.store, session.id, request)
+    locate_turn(ctx.store, session.id, request)
     return session, request, ctx.engine(session.id)
 
 

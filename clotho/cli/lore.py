@@ -11,6 +11,7 @@ from clotho.lore import (
     import_card,
     import_lorebook,
     lore_index,
+    lorebooks_document,
     preview_lore,
     read_upload,
     session_books,
@@ -36,7 +37,7 @@ def import_lorebook_command(
 ) -> None:
     """Add a SillyTavern World Info file to the session (a book of the same name is replaced)."""
     sid = cli.session_id()
-    book = import_lorebook(cli.store, sid, read_upload(file), name or file.stem)
+    book, _ = import_lorebook(cli.store, sid, read_upload(file), name or file.stem)
     _index(cli, [book])
     enabled = sum(1 for entry in book.entries if not entry.disable)
     document = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
@@ -54,7 +55,7 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
     """Make a character card (V2/V3, PNG or JSON) the session's character; its lorebook
     comes along, and an empty session starts with its greeting(s)."""
     sid = cli.session_id()
-    card, greetings = import_card(cli.store, sid, read_upload(file), file.name)
+    card, greetings, _ = import_card(cli.store, sid, read_upload(file), file.name)
     if card.book is not None:
         _index(cli, [card.book])
     document = {
@@ -83,23 +84,7 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
 def lore_list(cli: Cli) -> None:
     """The session's lorebooks and their entries."""
     books = session_books(cli.store, cli.session_id())
-    document = [
-        {
-            "book": book.name,
-            "entries": [
-                {
-                    "uid": entry.uid,
-                    "comment": entry.comment,
-                    "keys": entry.keys,
-                    "enabled": not entry.disable,
-                    "constant": entry.constant,
-                    "condition": entry.condition,
-                }
-                for entry in book.entries
-            ],
-        }
-        for book in books
-    ]
+    document = lorebooks_document(books)
 
     def text() -> None:
         if not books:

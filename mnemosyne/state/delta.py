@@ -32,13 +32,23 @@ state as the delta has made it so far.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import DeltaProblem, InvalidDeltaError
 from .schema import NUMBERS, PERMISSIVE, StateSchema, Variable, check_value, normalise, type_of
 
-__all__ = ["OPS", "State", "apply_delta", "diff_states", "flatten", "touches", "value_at"]
+__all__ = [
+    "OPS",
+    "State",
+    "apply_delta",
+    "diff_states",
+    "finite",
+    "flatten",
+    "touches",
+    "value_at",
+]
 
 State = dict[str, Any]
 OPS = ("set", "inc", "append", "remove", "unset")
@@ -54,6 +64,22 @@ _ANY_MAP = Variable(type="map", values=Variable(type="list"))
 
 class _Refused(Exception):
     """One operation cannot be applied (its reason is the message)."""
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` is finite. Python's JSON reads NaN and Infinity,
+    which no JSON document can hold: stored, they would break every reader. (A loop, not
+    recursion: values may nest deep.)"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return True
 
 
 def apply_delta(

@@ -414,3 +414,21 @@ def test_a_tree_file_goes_out_and_back_in(client: TestClient) -> None:
     broken = dict(document, version=99)
     body = problem(client.post("/api/imports/tree", json=broken), 422, "invalid_tree")
     assert "version" in body["detail"]
+
+
+def test_uploads_nested_too_deep_are_refused_naming_the_file(client: TestClient) -> None:
+    sid = new_session(client)["id"]
+    deep = ("[" * 5000 + "]" * 5000).encode()
+    card = problem(
+        client.post(
+            f"/api/sessions/{sid}/imports/card", content=deep, params={"filename": "c.json"}
+        ),
+        422,
+        "invalid_card",
+    )
+    assert "too deep" in card["detail"]
+    book = client.post(f"/api/sessions/{sid}/imports/lorebook", content=deep, params={"name": "b"})
+    assert "too deep" in problem(book, 422, "invalid_lorebook")["detail"]
+    chat = client.post("/api/imports/chat", content=b'{"user_name": "a"}\n' + deep + b"\n")
+    assert "line 2" in problem(chat, 422, "invalid_chat")["detail"]
+    assert client.get(f"/api/sessions/{sid}/lore").json() == []

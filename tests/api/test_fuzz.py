@@ -31,6 +31,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from clotho import lore
 from clotho.api import create_app
+from clotho.api.schemas import NEEDS
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 
@@ -245,20 +246,6 @@ def _card() -> st.SearchStrategy[bytes]:
         JSON,
     )
     return card.map(lambda value: json.dumps(value).encode())
-
-
-NEEDS = {
-    "prune": ("node",),
-    "delete": ("node",),
-    "restore": ("node",),
-    "toggle": ("node",),
-    "checkout": ("node",),
-    "graft": ("node", "onto"),
-    "move": ("node", "onto"),
-    "copy": ("node", "onto"),
-    "rewrite": ("node", "content"),
-    "inject": ("after", "role", "content"),
-}
 
 
 def _edits() -> st.SearchStrategy[dict[str, Any]]:

@@ -9,6 +9,7 @@ import mnemosyne.store as store_module
 from mnemosyne import (
     AmbiguousIdError,
     ForeignNodeError,
+    InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
     Store,
@@ -127,3 +128,13 @@ def test_the_database_refuses_a_head_of_another_session(store: Store, session_id
             {"p": foreign.id, "s": session_id},
         )
     assert store.session(session_id).head_id != foreign.id
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_delta_with_a_number_json_cannot_hold_is_refused(store: Store, number: float) -> None:
+    sid = store.create_session().id
+    with pytest.raises(InvalidDeltaError, match="finite"):
+        store.append(
+            sid, "user", "x", delta=[{"op": "set", "path": "hp", "value": [1, {"a": number}]}]
+        )
+    assert store.tree(sid).nodes == []
