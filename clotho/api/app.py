@@ -8,9 +8,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import Response
 
 from clotho.settings import Settings
+from clotho.web import mount as mount_page
 from mnemosyne import Store
 
 from . import exchange, reads, sessions, turns, writes
@@ -120,10 +121,7 @@ def create_app(
             {"status": "ok", "version": __version__, "database": context(request).store.dialect}
         )
 
-    @app.get("/", include_in_schema=False)
-    def root() -> Response:
-        return RedirectResponse("/docs")
-
+    mount_page(app)
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
     return app
 

@@ -32,7 +32,7 @@ def serve(
         ),
     ] = 1,
 ) -> None:
-    """Start the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
+    """Start the web page and the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
     import uvicorn
 
     from clotho.api.auth import TOKEN_FILE, check_host, resolve_token
@@ -43,9 +43,10 @@ def serve(
     cli.store  # noqa: B018 - open (and migrate a SQLite file) once, before the workers
     cli.close()
     where = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    lines = [f"Clotho API on {paint(where, 'bold')}  (documentation: {where}/docs)"]
+    lines = [f"Clotho on {paint(where, 'bold')}: the web page, and the API ({where}/docs)"]
     if generated:
         lines.append(f"A token was generated for this API: {paint(token, 'bold')}")
+        lines.append(f"  open the page with it: {paint(f'{where}/#token={token}', 'bold')}")
         lines.append(
             f"  (kept in {settings.data_dir / TOKEN_FILE}; set CLOTHO_API_TOKEN to choose one)"
         )

@@ -1,0 +1,140 @@
+// The HTTP API as the page uses it: the token on every request, the session's version
+// (ETag) read from every answer and sent back as If-Match on writes, problem documents
+// turned into errors, and turns read as server-sent events.
+
+/** An error answered by the API (RFC 9457 problem document), or a transport failure. */
+export class Problem extends Error {
+  constructor(status, doc) {
+    super(doc.detail || doc.title || `HTTP ${status}`);
+    this.status = status;
+    this.doc = doc;
+    this.code = doc.code || null;
+    this.title = doc.title || `HTTP ${status}`;
+    this.detail = doc.detail || "";
+  }
+}
+
+/** The version in an ETag header (`"12"`), or null. */
+export function versionOf(response) {
+  const tag = response.headers.get("ETag");
+  const match = tag && /"(\d+)"/.exec(tag);
+  return match ? Number(match[1]) : null;
+}
+
+async function problemOf(response) {
+  const text = await response.text();
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    doc = { title: response.statusText || `HTTP ${response.status}`, detail: text.slice(0, 500) };
+  }
+  if (typeof doc !== "object" || doc === null) doc = { title: String(doc) };
+  return new Problem(response.status, doc);
+}
+
+function unreachable(error) {
+  return new Problem(0, {
+    title: "The server cannot be reached",
+    detail: `${error.message || error} (is clotho serve still running?)`,
+    code: "unreachable",
+  });
+}
+
+export class Api {
+  constructor(token) {
+    this.token = token;
+  }
+
+  headers(extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  /**
+   * One request. Returns {data, version, response}; throws a Problem.
+   * Options: json (a body to send as JSON), body + contentType (a raw body),
+   * ifMatch (the version the write is based on), signal.
+   */
+  async request(method, path, options = {}) {
+    const headers = this.headers(options.headers);
+    let body;
+    if (options.json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(options.json);
+    } else if (options.body !== undefined) {
+      body = options.body;
+      if (options.contentType) headers["Content-Type"] = options.contentType;
+    }
+    if (options.ifMatch != null) headers["If-Match"] = `"${options.ifMatch}"`;
+    let response;
+    try {
+      response = await fetch(path, { method, headers, body, signal: options.signal });
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      throw unreachable(error);
+    }
+    if (!response.ok) throw await problemOf(response);
+    const type = response.headers.get("Content-Type") || "";
+    let data = null;
+    if (response.status !== 204) {
+      data = type.includes("json") ? await response.json() : await response.text();
+    }
+    return { data, version: versionOf(response), response };
+  }
+
+  async get(path) {
+    return (await this.request("GET", path)).data;
+  }
+
+  /**
+   * A turn: POST the request and call onEvent(kind, data) for each server-sent event
+   * (status, reasoning, token, warning, node, error). Resolves with the last event.
+   * Refusals before the stream (422, 412, 503...) throw a Problem.
+   */
+  async stream(path, json, { ifMatch, onEvent, signal } = {}) {
+    const headers = this.headers({ "Content-Type": "application/json", Accept: "text/event-stream" });
+    if (ifMatch != null) headers["If-Match"] = `"${ifMatch}"`;
+    let response;
+    try {
+      response = await fetch(path, { method: "POST", headers, body: JSON.stringify(json), signal });
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      throw unreachable(error);
+    }
+    if (!response.ok) throw await problemOf(response);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let last = null;
+    const dispatch = (block) => {
+      let kind = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) continue;
+        if (line.startsWith("event:")) kind = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (!data.length) return;
+      const payload = JSON.parse(data.join("\n"));
+      last = { kind, data: payload };
+      onEvent?.(kind, payload);
+    };
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        dispatch(buffer.slice(0, cut));
+        buffer = buffer.slice(cut + 2);
+      }
+    }
+    if (buffer.trim()) dispatch(buffer);
+    return last;
+  }
+}
+
+/** `/api/sessions/<id>` + rest, with the id escaped. */
+export function sessionPath(sid, rest = "") {
+  return `/api/sessions/${encodeURIComponent(sid)}${rest}`;
+}

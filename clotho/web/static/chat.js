@@ -1,0 +1,204 @@
+// The chat view ("immersion"): the story root → HEAD, replies streaming in, `< 2/5 >`
+// on every fork, reroll, edit as a fork, continue, and the world state beside it.
+
+import { renderState } from "./panels.js";
+import { clear, el, formatTokens, short } from "./ui.js";
+
+const PAGE = 200; // messages shown at first; "earlier" adds as many again
+
+export class ChatView {
+  constructor(app) {
+    this.app = app;
+    this.root = document.getElementById("chat-view");
+    this.list = document.getElementById("messages");
+    this.side = document.getElementById("chat-state");
+    this.status = document.getElementById("turn-status");
+    this.input = document.getElementById("composer-input");
+    this.tail = PAGE;
+    this.state = null;
+    this.running = null; // the AbortController of the turn streaming now
+    document.getElementById("composer").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send();
+    });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.send();
+      }
+    });
+    document.getElementById("continue").addEventListener("click", () => this.play({ kind: "continue" }));
+    document.getElementById("impersonate").addEventListener("click", () => this.play({ kind: "impersonate" }));
+    document.getElementById("stop").addEventListener("click", () => this.running?.abort());
+  }
+
+  reset() {
+    this.tail = PAGE;
+    this.state = null;
+  }
+
+  async load() {
+    const app = this.app;
+    const sid = app.sid;
+    const [projection, state] = await Promise.all([
+      app.api.request("GET", app.path(`/projection?metadata=true&tail=${this.tail}`)),
+      app.api.get(app.path("/state")).catch((error) => (error.status === 404 || error.status === 422 ? null : Promise.reject(error))),
+    ]);
+    if (sid !== app.sid) return; // another session was chosen meanwhile
+    app.setVersion(projection.version);
+    this.render(projection.data);
+    renderState(this.side, state, this.state);
+    this.state = state;
+  }
+
+  render(projection) {
+    clear(this.list);
+    const nodes = projection.nodes;
+    if (projection.total > nodes.length) {
+      const more = Math.min(PAGE, projection.total - nodes.length);
+      this.list.append(
+        el("button.earlier", {
+          type: "button",
+          text: `Show ${more} earlier messages (${projection.total - nodes.length} not shown)`,
+          onclick: () => {
+            this.tail += PAGE;
+            this.app.refresh();
+          },
+        }),
+      );
+    }
+    if (!nodes.length) {
+      this.list.append(el("p.empty", { text: "The story has not started. Say something below." }));
+    }
+    nodes.forEach((node, i) => this.list.append(this.message(node, i === nodes.length - 1)));
+    let spent = { prompt_tokens: 0, completion_tokens: 0 };
+    let last = null;
+    for (const node of nodes) {
+      const usage = node.metadata?.usage;
+      if (!usage) continue;
+      spent.prompt_tokens += usage.prompt_tokens || 0;
+      spent.completion_tokens += usage.completion_tokens || 0;
+      last = usage;
+    }
+    this.app.setUsage(last ? `last reply ${formatTokens(last)} · this story ${formatTokens(spent)}` : "");
+    this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  message(node, isLast) {
+    const generated = Boolean(node.metadata?.generated);
+    const alternatives =
+      node.siblings.length > 1
+        ? el(
+            "span.alternatives",
+            { "aria-label": "alternatives" },
+            el("button.prev", { type: "button", title: "Previous alternative", text: "<", disabled: node.index === 0, onclick: () => this.swipe(node, "prev") }),
+            el("span.count", { text: `${node.index + 1}/${node.siblings.length}` }),
+            el("button.next", { type: "button", title: "Next alternative", text: ">", disabled: node.index === node.siblings.length - 1, onclick: () => this.swipe(node, "next") }),
+          )
+        : null;
+    const actions = el(
+      "span.actions",
+      {},
+      el("button.edit", { type: "button", text: "Edit", title: "Edit as a fork (the original stays)", onclick: () => this.edit(node) }),
+      node.role === "assistant" ? el("button.reroll", { type: "button", text: "Reroll", title: "Another reply beside this one", onclick: () => this.play({ kind: "reroll", node_id: node.id }, node) }) : null,
+      generated ? el("button.trace", { type: "button", text: "Trace", title: "What the model was sent, and why", onclick: () => this.app.openTrace(node.id) }) : null,
+    );
+    const meta = [];
+    if (node.metadata?.usage) meta.push(formatTokens(node.metadata.usage));
+    if (node.metadata?.incomplete) meta.push(`incomplete (${node.metadata.stopped_by || "stopped"})`);
+    if (!node.enabled) meta.push("hidden from the model");
+    return el(
+      `article.message.${node.role}${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
+      { dataset: { nodeId: node.id, role: node.role } },
+      el("header", {}, el("span.who", { text: node.name || node.role }), alternatives, el("span.id", { text: short(node.id) }), actions),
+      el("div.content", { text: node.content }),
+      meta.length ? el("footer", { text: meta.join(" · ") }) : null,
+    );
+  }
+
+  async swipe(node, direction) {
+    await this.app.write("POST", "/swipe", { direction, node_id: node.id }, "Switching alternatives");
+  }
+
+  async edit(node) {
+    const buttons =
+      node.role === "user"
+        ? [
+            { value: "reply", label: "Fork and get a reply" },
+            { value: "fork", label: "Fork only" },
+          ]
+        : [{ value: "fork", label: "Save as a fork" }];
+    const answer = await this.app.ask(`Edit this ${node.role} message (the original stays as an alternative)`, [{ name: "content", label: "Text", value: node.content, multiline: true }], buttons);
+    if (!answer) return;
+    if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content }, node);
+    else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, "Editing as a fork");
+  }
+
+  async send() {
+    const text = this.input.value;
+    if (!text.trim()) {
+      this.input.focus();
+      return;
+    }
+    const done = await this.play({ kind: "say", text });
+    if (done) this.input.value = "";
+  }
+
+  /** Stream a turn into the view: pending bubbles, tokens as they come, then reload. */
+  async play(request, replacing = null) {
+    if (this.running) return false;
+    const app = this.app;
+    // What the new reply replaces in the view: from the rerolled/edited message on.
+    if (replacing) {
+      const shown = [...this.list.querySelectorAll("article.message")];
+      const at = shown.findIndex((item) => item.dataset.nodeId === replacing.id);
+      if (at >= 0) shown.slice(at).forEach((item) => item.remove());
+    }
+    this.list.querySelector("p.empty")?.remove();
+    if (request.kind === "say" || request.kind === "edit") {
+      this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: "user" })), el("div.content", { text: request.text })));
+    }
+    const role = request.kind === "impersonate" ? "user" : "assistant";
+    const content = el("div.content");
+    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: role })), content);
+    this.list.append(bubble);
+    this.list.scrollTop = this.list.scrollHeight;
+    this.running = new AbortController();
+    this.root.classList.add("busy");
+    this.setStatus("starting");
+    let ok = false;
+    try {
+      const last = await app.api.stream(app.path("/turns"), request, {
+        ifMatch: app.version,
+        signal: this.running.signal,
+        onEvent: (kind, data) => {
+          if (kind === "token") {
+            content.append(data.text);
+            this.list.scrollTop = this.list.scrollHeight;
+          } else if (kind === "status") this.setStatus(data.text);
+          else if (kind === "warning") app.notify("Warning", data.text);
+          else if (kind === "error") app.problem(data, "The turn failed");
+        },
+      });
+      ok = last?.kind === "node";
+      if (ok) {
+        for (const warning of last.data.warnings || []) app.notify("Note", warning);
+      }
+    } catch (error) {
+      if (error.name === "AbortError") {
+        app.notify("Stopped", "The reply so far is kept, marked incomplete.");
+        await new Promise((resolve) => setTimeout(resolve, 600)); // the server commits the partial
+      } else app.fail(error, "The turn was refused");
+    } finally {
+      this.running = null;
+      this.root.classList.remove("busy");
+      this.setStatus("");
+    }
+    await app.refresh();
+    return ok;
+  }
+
+  setStatus(text) {
+    this.status.textContent = text ? `${text}…` : "";
+  }
+}

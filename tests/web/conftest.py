@@ -1,0 +1,125 @@
+"""Fixtures of the web page's tests: a real `clotho serve` (SQLite) with the scripted game
+master on loopback as its model, a headless Chromium, and a page opened on a session.
+
+Without Playwright or Chromium these tests are skipped with the reason; under
+``CI=true`` that is a failure (``.ci/run`` installs Chromium).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from clotho.gamemaster import serve_game_master
+from tests.api._server import Server, running
+
+from ._browser import chromium, missing
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "screenshots"
+
+CAMPAIGN = """\
+title = "The Goblin Cave"
+
+[state.variables.hp]
+type = "int"
+default = 100
+min = 0
+max = 100
+
+[state.variables.gold]
+type = "int"
+default = 10
+min = 0
+
+[state.variables.inventory]
+type = "list"
+"""
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    reason = missing()
+    if reason:
+        if _in_ci():
+            pytest.fail(f"{reason} (CI=true: a missing browser is a failure)")
+        pytest.skip(reason)
+    with chromium() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`clotho serve` on a fresh SQLite database, its model the scripted game master."""
+    folder = tmp_path_factory.mktemp("web")
+    campaign = folder / "campaign"
+    campaign.mkdir()
+    (campaign / "campaign.toml").write_text(CAMPAIGN)
+    with (
+        serve_game_master() as model,
+        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=model.url) as up,
+    ):
+        up.campaign = campaign  # type: ignore[attr-defined]
+        yield up
+
+
+@pytest.fixture
+def api(site: Server) -> Iterator[httpx.Client]:
+    with site.client() as client:
+        yield client
+
+
+@pytest.fixture
+def new_session(site: Server, api: httpx.Client) -> Callable[[str], str]:
+    """``new_session(title)``: a session of the campaign (hp 100, gold 10), its id."""
+
+    def make(title: str) -> str:
+        answer = api.post("/api/sessions", json={"title": title, "campaign": str(site.campaign)})  # type: ignore[attr-defined]
+        assert answer.status_code == 201, answer.text
+        return answer.json()["id"]
+
+    return make
+
+
+@pytest.fixture
+def open_page(site: Server, browser: Any) -> Iterator[Callable[..., Any]]:
+    """``open_page(session_id, view="chat", token=<the server's>)``: a new browser
+    context on the page; JavaScript errors on the page fail the test."""
+    contexts: list[Any] = []
+    errors: list[str] = []
+
+    def make(session_id: str | None = None, view: str = "chat", token: str | None = "") -> Any:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.set_default_timeout(20_000)
+        token = site.token if token == "" else token
+        fragment = [f"view={view}"]
+        if token:
+            fragment.append(f"token={token}")
+        if session_id:
+            fragment.append(f"session={session_id}")
+        page.goto(f"{site.url}/#{'&'.join(fragment)}")
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Keep a picture of the page (CI keeps ``bench/screenshots/``)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
