@@ -17,6 +17,9 @@ pytestmark = pytest.mark.slow
 
 FIGHT = "I draw my sword and step into the cave."
 BUY = "I buy a healing potion from the merchant."
+HURT = {"op": "inc", "path": "hp", "value": -10}
+PAID = {"op": "inc", "path": "gold", "value": 5}
+LANTERN = {"op": "append", "path": "inventory", "value": "lantern"}
 
 
 def expect(target: Any) -> Any:
@@ -45,8 +48,9 @@ def state(api: httpx.Client, sid: str) -> dict[str, Any]:
     return api.get(f"/api/sessions/{sid}/state").json()["variables"]
 
 
-def add(api: httpx.Client, sid: str, role: str, content: str) -> str:
-    answer = api.post(f"/api/sessions/{sid}/messages", json={"role": role, "content": content})
+def add(api: httpx.Client, sid: str, role: str, content: str, delta: Any = None) -> str:
+    body = {"role": role, "content": content, "delta": delta}
+    answer = api.post(f"/api/sessions/{sid}/messages", json=body)
     assert answer.status_code == 201, answer.text
     return answer.json()["node"]["id"]
 
@@ -159,14 +163,14 @@ def test_tree_folds_grafts_by_dragging_and_undoes_with_ctrl_z(
 ) -> None:
     sid = new_session("tree")
     u1 = add(api, sid, "user", "I light a torch.")
-    a1 = add(api, sid, "assistant", "Shadows dance on the wet stone.")
+    a1 = add(api, sid, "assistant", "Shadows dance on the wet stone.", [HURT])
     u2 = add(api, sid, "user", "I follow the river.")
     a2 = add(api, sid, "assistant", "The river sinks under the rock.")
     # An alternative of u2 with a reply: a branch off the trunk, folded at first.
     fork = api.post(f"/api/sessions/{sid}/nodes/{u2}/fork", json={"content": "I go back."})
     assert fork.status_code == 201, fork.text
     back = fork.json()["node"]["id"]
-    add(api, sid, "assistant", "Daylight again.")
+    daylight = add(api, sid, "assistant", "Daylight again.", [PAID, LANTERN])
     assert api.put(f"/api/sessions/{sid}/head", json={"node_id": a2}).status_code == 200
 
     page = open_page(sid, view="tree")
@@ -193,6 +197,14 @@ def test_tree_folds_grafts_by_dragging_and_undoes_with_ctrl_z(
     expect(page.locator("ul.subtrees.fragment li")).to_have_count(0)
     assert node(api, sid, a2)["parent_id"] == a1
     assert fragment_ids(api, sid) == []
+
+    # Two nodes selected: the state after each, side by side.
+    page.locator(f'g.node[data-node-id="{a2}"]').click()
+    page.locator(f'g.node[data-node-id="{daylight}"]').click(modifiers=["Shift"])
+    diff = page.locator("#node-panel table.diff")
+    expect(diff.locator("tbody tr")).to_have_count(2)
+    expect(diff).to_contain_text("gold")
+    expect(diff).to_contain_text("lantern")
     screenshot(page, "tree")
 
     # Ctrl+Z undoes the graft (a2 is a fragment again), Ctrl+Shift+Z redoes it.

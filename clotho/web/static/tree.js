@@ -41,8 +41,12 @@ export class TreeView {
       .zoom()
       .scaleExtent([0.03, 3])
       .filter((event) => !event.target.closest?.(".node, .fold") && !event.button && (event.type === "wheel" || !event.ctrlKey))
-      .on("zoom", (event) => this.layer.attr("transform", event.transform));
+      .on("zoom", (event) => {
+        this.layer.attr("transform", event.transform);
+        this.schedulePaint();
+      });
     this.svg.call(this.zoom).on("dblclick.zoom", null);
+    window.addEventListener("resize", () => this.schedulePaint());
     this.open = new Set(); // nodes whose every child is shown
     this.selected = null;
     this.compare = null;
@@ -85,7 +89,7 @@ export class TreeView {
     this.draw();
     if (this.placed !== sid) {
       this.placed = sid;
-      this.centerOn(this.data.head_id);
+      this.centerOn(this.data.head_id); // paints the part around HEAD
     }
     afterPaint(() => performance.mark("clotho:tree-rendered", { detail: { nodes: this.data.nodes.length } }));
     await this.renderPanel();
@@ -145,16 +149,47 @@ export class TreeView {
     return top;
   }
 
+  /** Lay the unfolded tree out (every unfolded node), then paint what is in view. */
   draw() {
     if (!this.data) return;
     const started = performance.now();
     const root = d3.hierarchy(this.visible(), (item) => (item.children.length ? item.children : null));
     d3.tree().nodeSize([DX, DY]).separation((a, b) => (a.parent === b.parent ? 1 : 1.15))(root);
-    this.positions = new Map();
-    root.each((d) => this.positions.set(d.data.id, d));
+    this.laid = root.descendants();
+    this.positions = new Map(this.laid.map((d) => [d.data.id, d]));
+    this.svg.attr("data-visible", this.laid.length - 1).attr("data-total", this.data.nodes.length);
+    this.paint();
+    this.lastDrawMs = performance.now() - started;
+    this.updateHint();
+  }
+
+  schedulePaint() {
+    if (this.paintQueued) return;
+    this.paintQueued = true;
+    requestAnimationFrame(() => this.paintQueued && this.paint());
+  }
+
+  /**
+   * Draw the laid-out nodes and links that are in the viewport (and a margin): the SVG
+   * holds what can be seen, not the whole tree, so a tree of thousands of nodes stays
+   * as quick to draw, pan and unfold as a small one. Far out, labels are left out.
+   */
+  paint() {
+    this.paintQueued = false;
+    if (!this.laid) return;
+    const t = d3.zoomTransform(this.svg.node());
+    const width = this.svg.node().clientWidth;
+    const height = this.svg.node().clientHeight;
+    const margin = 160;
+    const x0 = (-margin - t.x) / t.k - DX;
+    const x1 = (width + margin - t.x) / t.k;
+    const y0 = (-margin - t.y) / t.k;
+    const y1 = (height + margin - t.y) / t.k;
+    const shown = this.laid.filter((d) => d.x >= x0 && d.x <= x1 && d.y >= y0 && d.y <= y1);
+    const linked = this.laid.filter((d) => d.parent && d.y >= y0 && d.parent.y <= y1 && Math.max(d.x, d.parent.x) >= x0 && Math.min(d.x, d.parent.x) <= x1);
     const head = this.data.head_id;
-    const described = root.descendants();
-    const linked = described.filter((d) => d.parent);
+    const far = t.k < 0.35;
+    this.svg.classed("far", far).attr("data-drawn", shown.length);
 
     this.links
       .selectAll("path")
@@ -165,7 +200,7 @@ export class TreeView {
 
     const groups = this.nodes
       .selectAll("g.node")
-      .data(described, (d) => d.data.id)
+      .data(shown, (d) => d.data.id)
       .join((enter) => {
         const g = enter.append("g");
         g.append("rect").attr("class", "hit").attr("x", -11).attr("y", -11).attr("width", DX - 30).attr("height", 22);
@@ -177,7 +212,7 @@ export class TreeView {
         fold.append("text").attr("x", -34).attr("dy", "0.32em").attr("text-anchor", "middle");
         fold.on("click", (event, d) => {
           event.stopPropagation();
-          this.toggleFold(d.data.id);
+          this.toggleFold(d.data.id, event.timeStamp);
         });
         g.on("click", (event, d) => this.clicked(event, d.data.id));
         g.on("pointerdown", (event, d) => this.pressed(event, d.data.id, "node"));
@@ -197,7 +232,7 @@ export class TreeView {
         return classes.join(" ");
       });
     groups.select("circle").attr("r", (d) => (d.data.node ? (d.data.id === head ? 9 : 7) : 5));
-    groups.select("text.label").text((d) => (d.data.node ? preview(d.data.node.content, 24) : "start"));
+    groups.select("text.label").text((d) => (far ? "" : d.data.node ? preview(d.data.node.content, 24) : "start"));
     groups.select("title").text((d) => (d.data.node ? `${d.data.node.role} ${short(d.data.id)}\n${preview(d.data.node.content, 300)}` : "the start of the story"));
     groups
       .select("g.fold")
@@ -205,13 +240,10 @@ export class TreeView {
       .attr("data-fold-id", (d) => d.data.id)
       .select("text")
       .text((d) => (d.data.hidden ? `+${d.data.hidden}` : "−"));
-    this.svg.attr("data-visible", described.length - 1).attr("data-total", this.data.nodes.length);
-    this.lastDrawMs = performance.now() - started;
-    this.updateHint();
   }
 
-  toggleFold(id) {
-    const started = performance.now();
+  /** Open or fold a branch; ``started``: when the user asked (an event's timeStamp). */
+  toggleFold(id, started = performance.now()) {
     if (this.open.has(id)) this.open.delete(id);
     else this.open.add(id);
     this.draw();
@@ -221,19 +253,24 @@ export class TreeView {
   centerOn(id) {
     const d = id ? this.positions?.get(id) : this.positions?.get(ROOT);
     if (!d) return;
-    const box = this.svg.node().getBoundingClientRect();
-    const k = d3.zoomTransform(this.svg.node()).k || 1;
-    this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(box.width / 2 - d.x * k, box.height / 2 - d.y * k).scale(k));
+    const node = this.svg.node();
+    const k = d3.zoomTransform(node).k || 1;
+    this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(node.clientWidth / 2 - d.x * k, node.clientHeight / 2 - d.y * k).scale(k));
+    this.paint();
   }
 
+  /** Zoom to show every unfolded node. */
   fit() {
-    const box = this.svg.node().getBoundingClientRect();
-    const bounds = this.layer.node().getBBox();
-    if (!bounds.width || !bounds.height) return;
-    const k = Math.min(3, 0.92 * Math.min(box.width / bounds.width, box.height / bounds.height));
-    const x = box.width / 2 - k * (bounds.x + bounds.width / 2);
-    const y = box.height / 2 - k * (bounds.y + bounds.height / 2);
+    if (!this.laid?.length) return;
+    const [left, rightmost] = d3.extent(this.laid, (d) => d.x);
+    const [top, bottom] = d3.extent(this.laid, (d) => d.y);
+    const right = rightmost + DX;
+    const node = this.svg.node();
+    const k = Math.max(0.03, Math.min(2, 0.92 * Math.min(node.clientWidth / (right - left || 1), node.clientHeight / (bottom - top || 1))));
+    const x = node.clientWidth / 2 - k * (left + right) / 2;
+    const y = node.clientHeight / 2 - k * (top + bottom) / 2;
     this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(x, y).scale(k));
+    this.paint();
   }
 
   clicked(event, id) {
