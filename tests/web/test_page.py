@@ -6,6 +6,7 @@ messages a refused edit gets (the view, and the session, stay as they were)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -273,3 +274,30 @@ def test_the_page_asks_for_the_token(
     page.locator("#login button", has_text="Open").click()
     expect(login).to_be_hidden()
     expect(page.locator(f'#session-select option[value="{sid}"]')).to_have_count(1)
+
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+CHAT = FIXTURES / "constructed" / "sillytavern_chat_seraphina.jsonl"
+
+
+@pytest.mark.skipif(not CHAT.is_file(), reason=f"no fixture at {CHAT}")
+def test_a_sillytavern_chat_is_imported_from_the_page(
+    open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    page = open_page(None)
+    expect(page.locator("#session-select option")).not_to_have_count(0)
+    page.set_input_files("#import", str(CHAT))
+    expect(page.locator(".toast")).to_contain_text("Imported")
+    # Swipes are alternatives (the active one shown); the hidden (system) message is a
+    # disabled node: in the tree, not in the story the model sees.
+    messages = page.locator("article.message")
+    expect(messages).to_have_count(5)
+    expect(messages.nth(0).locator(".alternatives .count")).to_have_text("1/2")
+    expect(messages.nth(2).locator(".alternatives .count")).to_have_text("2/3")
+    expect(messages.nth(3).locator(".content")).to_contain_text("I rest by the fire")
+    sid = page.locator("#session-select").input_value()
+    assert api.get(f"/api/sessions/{sid}/projection").json()["total"] == 5
+    page.locator("#views button", has_text="Tree").click()
+    svg = page.locator("#tree-svg")
+    expect(svg).to_have_attribute("data-total", "9")
+    expect(page.locator("g.node.disabled")).to_have_count(1)
