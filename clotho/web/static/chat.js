@@ -163,6 +163,7 @@ export class ChatView {
     const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: role })), content);
     this.list.append(bubble);
     this.list.scrollTop = this.list.scrollHeight;
+    const started = app.version;
     this.running = new AbortController();
     this.root.classList.add("busy");
     this.setStatus("starting");
@@ -187,7 +188,7 @@ export class ChatView {
     } catch (error) {
       if (error.name === "AbortError") {
         app.notify("Stopped", "The reply so far is kept, marked incomplete.");
-        await new Promise((resolve) => setTimeout(resolve, 600)); // the server commits the partial
+        await this.committed(started);
       } else app.fail(error, "The turn was refused");
     } finally {
       this.running = null;
@@ -196,6 +197,19 @@ export class ChatView {
     }
     await app.refresh();
     return ok;
+  }
+
+  /** Until the server has committed the stopped reply (the version moves), ~5 s at most. */
+  async committed(version) {
+    for (let i = 0; i < 25; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      try {
+        const session = await this.app.api.get(this.app.path(""));
+        if (session.version !== version) return;
+      } catch {
+        return;
+      }
+    }
   }
 
   setStatus(text) {

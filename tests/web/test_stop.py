@@ -1,0 +1,74 @@
+"""Stopping a reply from the page: the model is slow, the player clicks Stop while the
+reply streams in; the text so far is kept (marked incomplete) and Continue goes on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from orchestrator.loopback import ModelServer, Reply
+from tests.api._server import Server, running
+
+from .test_page import expect
+
+pytestmark = pytest.mark.slow
+
+WORDS = 400
+
+
+def slow_gm(request: dict[str, Any]) -> Reply | str:
+    """A reply of many words, 40 ms apart; no state change."""
+    if "response_format" in request:
+        return json.dumps({"operations": []})
+    if request["messages"][-1]["role"] != "user":
+        return Reply("And the story goes on.", chunk_delay=0.01)
+    return Reply(" ".join(f"word{i}" for i in range(WORDS)), chunk_delay=0.04)
+
+
+@pytest.fixture(scope="module")
+def slow_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("web-slow")
+    with (
+        ModelServer(slow_gm) as model,
+        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=model.url) as up,
+    ):
+        yield up
+
+
+def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, browser: Any) -> None:
+    with slow_site.client() as api:
+        sid = api.post("/api/sessions", json={"title": "slow"}).json()["id"]
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(f"{slow_site.url}/#token={slow_site.token}&session={sid}")
+            page.fill("#composer-input", "Tell me everything.")
+            page.press("#composer-input", "Enter")
+            streaming = page.locator("article.message.streaming .content")
+            expect(streaming).to_contain_text("word5 ")  # tokens arrive as they are written
+            page.locator("#stop").click()
+            expect(page.locator(".toast")).to_contain_text("Stopped")
+            reply = page.locator("article.message.assistant:not(.pending)")
+            expect(reply).to_have_count(1)
+            expect(reply.locator("footer")).to_contain_text("incomplete")
+            kept = reply.locator(".content").inner_text()
+            assert kept.startswith("word0 word1") and f"word{WORDS - 1}" not in kept
+            node = _head(api, sid)
+            assert node["metadata"]["incomplete"] is True and node["content"] == kept
+
+            page.locator("#continue").click()
+            expect(page.locator("article.message.assistant:not(.pending)")).to_have_count(2)
+            expect(page.locator("article.message.assistant").last).to_contain_text(
+                "And the story goes on."
+            )
+        finally:
+            context.close()
+
+
+def _head(api: httpx.Client, sid: str) -> dict[str, Any]:
+    head = api.get(f"/api/sessions/{sid}").json()["head_id"]
+    return api.get(f"/api/sessions/{sid}/nodes/{head}").json()
