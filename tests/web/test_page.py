@@ -208,6 +208,13 @@ def test_tree_folds_grafts_by_dragging_and_undoes_with_ctrl_z(
     expect(diff).to_contain_text("lantern")
     screenshot(page, "tree")
 
+    # The arrow keys walk the tree from the selected node.
+    page.keyboard.press("ArrowUp")
+    panel_text = page.locator("#node-panel .node-content")
+    expect(panel_text).to_have_text("Shadows dance on the wet stone.")
+    page.keyboard.press("ArrowUp")
+    expect(panel_text).to_have_text("I light a torch.")
+
     # Ctrl+Z undoes the graft (a2 is a fragment again), Ctrl+Shift+Z redoes it.
     page.locator("#tree-svg").click(position={"x": 20, "y": 20})
     page.keyboard.press("Control+z")

@@ -78,6 +78,11 @@ class App {
     document.addEventListener("keydown", (event) => {
       const typing = event.target.closest?.("input, textarea, select, [contenteditable]");
       if (event.key === "Escape" && this.views.tree.cancelPick()) return;
+      const arrow = event.key.startsWith("Arrow") && !event.ctrlKey && !event.metaKey && !event.altKey;
+      if (arrow && !typing && this.view === "tree" && !document.querySelector("dialog[open]")) {
+        if (this.views.tree.navigate(event.key)) event.preventDefault();
+        return;
+      }
       if (typing || !(event.ctrlKey || event.metaKey) || event.altKey) return;
       const key = event.key.toLowerCase();
       if (key === "z" || key === "y") {

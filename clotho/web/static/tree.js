@@ -262,7 +262,8 @@ export class TreeView {
   /** Zoom to show every unfolded node. */
   fit() {
     if (!this.laid?.length) return;
-    const [left, rightmost] = d3.extent(this.laid, (d) => d.x);
+    const [leftmost, rightmost] = d3.extent(this.laid, (d) => d.x);
+    const left = leftmost - 60; // the +N badges
     const [top, bottom] = d3.extent(this.laid, (d) => d.y);
     const right = rightmost + DX;
     const node = this.svg.node();
@@ -448,6 +449,32 @@ export class TreeView {
       const node = this.byId.get(at);
       at = node.active_child_id && kids.some((k) => k.id === node.active_child_id) ? node.active_child_id : kids[kids.length - 1].id;
     }
+  }
+
+  /** Arrow keys: up to the parent, down to the child shown, left/right to a sibling. */
+  navigate(key) {
+    if (!this.data?.nodes.length) return false;
+    const from = this.selected || this.data.head_id || this.data.nodes[0].id;
+    const node = this.byId.get(from);
+    let to = null;
+    if (key === "ArrowUp") to = node.parent_id;
+    else if (key === "ArrowDown") {
+      const kids = this.kids.get(from) || [];
+      to = kids.length ? this.shownChild(from, kids) : null;
+    } else {
+      const siblings = this.kids.get(node.parent_id ?? ROOT);
+      const at = siblings.findIndex((kid) => kid.id === from);
+      to = siblings[at + (key === "ArrowLeft" ? -1 : 1)]?.id ?? null;
+    }
+    if (!to) return true;
+    const parent = this.byId.get(to).parent_id;
+    if (!this.positions.has(to) && parent) this.open.add(parent);
+    this.selected = to;
+    this.compare = null;
+    this.draw();
+    this.centerOn(to);
+    this.renderPanel();
+    return true;
   }
 
   startPick(op, node) {
