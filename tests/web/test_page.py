@@ -308,3 +308,24 @@ def test_a_sillytavern_chat_is_imported_from_the_page(
     svg = page.locator("#tree-svg")
     expect(svg).to_have_attribute("data-total", "9")
     expect(page.locator("g.node.disabled")).to_have_count(1)
+
+
+def test_a_session_goes_to_the_trash_and_comes_back(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("doomed")
+    add(api, sid, "user", "A line worth keeping.")
+    page = open_page(sid)
+    expect(page.locator("article.message")).to_have_count(1)
+    page.locator("#delete-session").click()
+    page.locator("#ask button", has_text="Move to the trash").click()
+    expect(page.locator(f'#session-select option[value="{sid}"]')).to_have_count(0)
+    assert sid in [s["id"] for s in api.get("/api/trash/sessions").json()]
+
+    page.locator("#session-trash").click()
+    row = page.locator(f'#ask li[data-session-id="{sid}"]')
+    expect(row).to_contain_text("doomed")
+    row.locator("button", has_text="Restore").click()
+    expect(page.locator("#session-select")).to_have_value(sid)
+    expect(page.locator("article.message .content")).to_have_text("A line worth keeping.")
+    assert sid in [s["id"] for s in api.get("/api/sessions").json()]

@@ -70,6 +70,8 @@ class App {
       if (answer) await this.newSession(answer.title || null);
     });
     document.getElementById("import").addEventListener("change", (event) => this.importFile(event.target));
+    document.getElementById("delete-session").addEventListener("click", () => this.deleteSession());
+    document.getElementById("session-trash").addEventListener("click", () => this.showTrash());
     for (const button of document.querySelectorAll("#views button")) {
       button.addEventListener("click", () => this.showView(button.dataset.view));
     }
@@ -114,6 +116,58 @@ class App {
     } catch (error) {
       this.fail(error, "Creating a session");
     }
+  }
+
+  async deleteSession() {
+    const session = this.sessions.find((s) => s.id === this.sid);
+    if (!session) return;
+    const answer = await ask(`Move “${session.title || short(session.id)}” to the trash?`, [], [{ value: "ok", label: "Move to the trash" }]);
+    if (!answer) return;
+    try {
+      await this.api.request("DELETE", this.path(""), { ifMatch: this.version });
+      toast("Moved to the trash", "Trash… restores it.");
+      await this.loadSessions();
+      this.sid = this.sessions[0]?.id ?? null;
+      if (!this.sid) await this.newSession("My first story", false);
+      this.fillSessionPicker();
+      this.choose(this.sid);
+    } catch (error) {
+      this.fail(error, "Deleting the session");
+      if (error.status === 412) await this.refresh();
+    }
+  }
+
+  async showTrash() {
+    const dialog = document.getElementById("ask");
+    let trashed;
+    try {
+      trashed = await this.api.get("/api/trash/sessions");
+    } catch (error) {
+      return this.fail(error, "Reading the trash");
+    }
+    const restore = async (session) => {
+      try {
+        await this.api.request("POST", `/api/trash/sessions/${encodeURIComponent(session.id)}/restore`);
+        dialog.close("cancel");
+        await this.loadSessions();
+        this.fillSessionPicker();
+        this.choose(session.id);
+        this.fillSessionPicker();
+        toast("Restored", session.title || short(session.id));
+      } catch (error) {
+        this.fail(error, "Restoring the session");
+      }
+    };
+    const rows = trashed.map((session) =>
+      el("li", { dataset: { sessionId: session.id } }, el("span.what", { text: session.title || short(session.id) }), el("span.muted", { text: ` deleted ${new Date(session.trashed_at).toLocaleString()}` }), " ", el("button", { type: "button", text: "Restore", onclick: () => restore(session) })),
+    );
+    clear(dialog).append(
+      el("h3", { text: `Deleted sessions (${trashed.length})` }),
+      trashed.length ? el("ul.trashed", {}, rows) : el("p.muted", { text: "The trash is empty." }),
+      el("menu", {}, el("button", { type: "button", text: "Close", onclick: () => dialog.close("cancel") })),
+    );
+    dialog.onclose = null;
+    dialog.showModal();
   }
 
   async importFile(input) {
