@@ -135,6 +135,17 @@ def running(
         stop(process)
 
 
+@contextlib.contextmanager
+def running_with_model(model: Any, folder: Path) -> Iterator[Server]:
+    """A model server (a :class:`~orchestrator.loopback.ModelServer`, not yet started) and
+    `clotho serve` on a fresh SQLite database in ``folder`` using it as its model."""
+    with (
+        model as started,
+        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=started.url) as up,
+    ):
+        yield up
+
+
 @dataclass(frozen=True)
 class Event:
     """One server-sent event, with when it arrived (``time.monotonic()``)."""

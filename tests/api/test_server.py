@@ -19,7 +19,16 @@ import pytest
 
 from orchestrator.loopback import ModelServer, Reply
 
-from ._server import TOKEN, Event, Server, events, running, serve_command, serve_env
+from ._server import (
+    TOKEN,
+    Event,
+    Server,
+    events,
+    running,
+    running_with_model,
+    serve_command,
+    serve_env,
+)
 
 REPLY = "Marla draws her blade and waits by the door."
 SLOW_WORDS = 300
@@ -43,10 +52,7 @@ def gm(request: dict[str, Any]) -> Reply | str:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One server (and its model) for the turn tests of this module."""
     folder = tmp_path_factory.mktemp("serve")
-    with (
-        ModelServer(gm) as model,
-        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=model.url) as up,
-    ):
+    with running_with_model(ModelServer(gm), folder) as up:
         yield up
 
 

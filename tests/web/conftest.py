@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from clotho.gamemaster import serve_game_master
-from tests.api._server import Server, running
+from tests.api._server import Server, running_with_model
 
 from ._browser import chromium, missing
 
@@ -63,10 +63,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     campaign = folder / "campaign"
     campaign.mkdir()
     (campaign / "campaign.toml").write_text(CAMPAIGN)
-    with (
-        serve_game_master() as model,
-        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=model.url) as up,
-    ):
+    with running_with_model(serve_game_master(), folder) as up:
         up.campaign = campaign  # type: ignore[attr-defined]
         yield up
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from orchestrator.loopback import ModelServer, Reply
-from tests.api._server import Server, running
+from tests.api._server import Server, running_with_model
 
 from .test_page import expect
 
@@ -32,10 +32,7 @@ def slow_gm(request: dict[str, Any]) -> Reply | str:
 @pytest.fixture(scope="module")
 def slow_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("web-slow")
-    with (
-        ModelServer(slow_gm) as model,
-        running(f"sqlite:///{folder / 'clotho.db'}", folder / "data", model_url=model.url) as up,
-    ):
+    with running_with_model(ModelServer(slow_gm), folder) as up:
         yield up
 
 

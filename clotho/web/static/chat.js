@@ -52,6 +52,8 @@ export class ChatView {
   }
 
   render(projection) {
+    // A turn streaming now keeps its bubbles (a reload may land while it streams).
+    const pending = this.running ? [...this.list.querySelectorAll(".pending")] : [];
     clear(this.list);
     const nodes = projection.nodes;
     if (projection.total > nodes.length) {
@@ -67,10 +69,11 @@ export class ChatView {
         }),
       );
     }
-    if (!nodes.length) {
+    if (!nodes.length && !pending.length) {
       this.list.append(el("p.empty", { text: "The story has not started. Say something below." }));
     }
     nodes.forEach((node, i) => this.list.append(this.message(node, i === nodes.length - 1)));
+    this.list.append(...pending);
     let spent = { prompt_tokens: 0, completion_tokens: 0 };
     let last = null;
     for (const node of nodes) {
