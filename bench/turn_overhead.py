@@ -38,6 +38,12 @@ client and its keep-alive connection are reused, as in a real game.
 - **ours + extraction** (unless ``--no-extract``) -- ours with ``extract=True``: a
   second, non-streamed call per turn (``response_format``, answered
   ``{"operations": []}``), on its own database. Informative, no target.
+- **ours, cold** (unless ``--no-cold``) -- ours, on its own database, with the store's
+  memory of recent paths (``mnemosyne._paths``) emptied before every turn (not timed):
+  the history is read whole from the database, as on the first turn after a start or
+  after an edit of the history. Informative, no target. (Warm, a turn reads from the
+  database only what is new since the last path read: nothing in the default mode, the
+  two messages of the last turn with ``--linear``.)
 
 Depth is the number of messages (nodes on the path, user and assistant alternating,
 ~300 and ~600 characters, all different, generated from a seeded word list as in
@@ -216,9 +222,17 @@ class Ours:
     """A Clotho session pre-filled to ``depth`` messages, played by ``orchestrator.Engine``."""
 
     def __init__(
-        self, name: str, path: Path, texts: Texts, url: str, *, extract: bool, linear: bool
+        self,
+        name: str,
+        path: Path,
+        texts: Texts,
+        url: str,
+        *,
+        extract: bool,
+        linear: bool,
+        cold: bool = False,
     ) -> None:
-        self.name, self.path, self.linear = name, path, linear
+        self.name, self.path, self.linear, self.cold = name, path, linear, cold
         self.store = Store.open(f"sqlite:///{path}")
         self.sid = self.store.create_session(title="bench").id
         history = texts.history
@@ -240,6 +254,8 @@ class Ours:
     async def reset(self) -> None:
         if not self.linear and self.base is not None:
             self.store.checkout(self.sid, self.base)
+        if self.cold:
+            self.store.paths.forget()
 
     def depth(self) -> int:
         return len(self.store.messages(self.sid))
@@ -455,6 +471,18 @@ async def measure(depth: int, args: argparse.Namespace, directory: Path) -> Dept
                 linear=args.linear,
             )
             sides.append(extra)
+        cold: Ours | None = None
+        if args.cold:
+            cold = Ours(
+                "ours+cold",
+                directory / f"ours-cold-{depth}.db",
+                texts,
+                server.url,
+                extract=False,
+                linear=args.linear,
+                cold=True,
+            )
+            sides.append(cold)
         peer = Peer(directory / f"peer-{depth}.db", texts, server.url, linear=args.linear)
         await peer.open(args.peer_synchronous)
         bare = Bare(server.url, texts.reply)
@@ -483,6 +511,7 @@ async def measure(depth: int, args: argparse.Namespace, directory: Path) -> Dept
         labels = {
             "ours": "ours (clotho)",
             "ours+extract": "ours + extraction",
+            "ours+cold": "ours, cold",
             "peer": "peer (langgraph)",
             "bare": "bare litellm call",
         }
@@ -499,8 +528,10 @@ async def measure(depth: int, args: argparse.Namespace, directory: Path) -> Dept
                     timings[side.name].samples.append(elapsed)
                 sent_by[side.name] = chat_request(server)
                 await side.reset()
-            if sent_by["ours"] != sent_by["peer"] or (
-                extra is not None and sent_by["ours+extract"] != sent_by["ours"]
+            if (
+                sent_by["ours"] != sent_by["peer"]
+                or (extra is not None and sent_by["ours+extract"] != sent_by["ours"])
+                or (cold is not None and sent_by["ours+cold"] != sent_by["ours"])
             ):
                 raise SystemExit(f"depth {depth}: the sides did not send the same messages")
             bare.messages = sent_by["ours"]
@@ -577,7 +608,7 @@ def print_depth(report: DepthReport, linear: bool) -> None:
         f"{'side':<20} {'median ms':>10} {'mean ms':>9} {'min ms':>8} {'overhead ms':>12} "
         f"{'median-bare':>12}"
     )
-    for name in ("ours", "peer", "bare", "ours+extract"):
+    for name in ("ours", "peer", "bare", "ours+extract", "ours+cold"):
         timing = report.timings.get(name)
         if timing is None:
             continue
@@ -594,6 +625,12 @@ def print_depth(report: DepthReport, linear: bool) -> None:
     print(
         f"{'peer/ours':<20} {peer.median / ours.median:>10.2f} {peer.mean / ours.mean:>9.2f} "
         f"{peer.least / ours.least:>8.2f}"
+    )
+    bare = report.timings["bare"]
+    print(
+        f"{'peer/bare':<20} {peer.median / bare.median:>10.2f} {peer.mean / bare.mean:>9.2f} "
+        f"{peer.least / bare.least:>8.2f}   (the turn ratio if ours cost no more than "
+        "the bare call)"
     )
     print("overhead: median of (turn - bare call of the same round); median-bare: of the medians")
     for name, before, after, played in report.sizes:
@@ -626,6 +663,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         dest="extract",
         action="store_false",
         help="skip the informative 'ours + extraction' side",
+    )
+    parser.add_argument(
+        "--no-cold",
+        dest="cold",
+        action="store_false",
+        help="skip the informative 'ours, cold' side (no path kept in memory)",
     )
     parser.add_argument(
         "--peer-synchronous",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -341,7 +341,7 @@ _WALK_UP = """WITH RECURSIVE path(pk, parent_pk, depth) AS (
     SELECT pk, parent_pk, 0 FROM nodes WHERE pk = {param}
     UNION ALL
     SELECT n.pk, n.parent_pk, path.depth + 1 FROM nodes n JOIN path ON n.pk = path.parent_pk
-    WHERE path.depth < {limit}
+    WHERE path.depth < {limit}{stop}
 )
 SELECT path.depth, {columns} FROM path JOIN nodes n ON n.pk = path.pk"""
 
@@ -354,24 +354,37 @@ _NODE_SQL = (
 _MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content"
 
 
-@lru_cache(maxsize=16)
-def _walk_up_sql(paramstyle: str, columns: str) -> str:
+@lru_cache(maxsize=64)
+def _walk_up_sql(paramstyle: str, columns: str, stops: int = 0, limit: int = MAX_DEPTH) -> str:
     param = "?" if paramstyle == "qmark" else "%s"
-    return _WALK_UP.format(param=param, limit=MAX_DEPTH, columns=columns)
+    stop = f" AND n.pk NOT IN ({', '.join([param] * stops)})" if stops else ""
+    return _WALK_UP.format(param=param, limit=int(limit), stop=stop, columns=columns)
 
 
-def walk_up(conn: Connection, pk: int, columns: str) -> list[tuple[Any, ...]]:
-    """Rows of ``columns`` for the path from ``pk`` up to its root, root first.
+def walk_up(
+    conn: Connection,
+    pk: int,
+    columns: str,
+    stops: Sequence[int] = (),
+    *,
+    limit: int = MAX_DEPTH,
+) -> list[tuple[Any, ...]]:
+    """Rows of ``columns`` for the path from ``pk`` up to its root, root first; each
+    row starts with its depth (0: ``pk``).
+
+    With ``stops``, the walk ends below the first of them it meets (the top row's
+    parent is then that stop): the path above it is known already. With ``limit``,
+    it ends ``limit`` levels above ``pk`` at the most.
 
     The projection is the hot path of everything (each turn, each log, each page),
     so it is one recursive CTE over integer keys, run on the driver's cursor inside
     the connection's transaction: SQLAlchemy's row objects would cost more than the
     query itself.
     """
-    sql = _walk_up_sql(conn.dialect.paramstyle, columns)
+    sql = _walk_up_sql(conn.dialect.paramstyle, columns, len(stops), limit)
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(sql, (pk,))
+        cursor.execute(sql, (pk, *stops))
         rows = cursor.fetchall()
     finally:
         cursor.close()
@@ -429,6 +442,20 @@ def messages(conn: Connection, pk: int | None) -> list[Message]:
         return []
     rows = walk_up(conn, pk, _MESSAGE_SQL)
     return [Message(row[2], row[3], row[4], row[5]) for row in rows if row[1]]
+
+
+_MESSAGE_WALK_SQL = _MESSAGE_SQL + ", n.parent_pk"
+
+
+def message_walk(conn: Connection) -> Callable[[int, Sequence[int]], list[tuple[Any, ...]]]:
+    """For :class:`mnemosyne._paths.PathCache`: ``walk(pk, stops)``, the rows ``(depth,
+    enabled, id, role, name, content, parent_pk)`` of the path from ``pk`` up to a
+    root or to the first of ``stops``, top first."""
+
+    def walk(pk: int, stops: Sequence[int]) -> list[tuple[Any, ...]]:
+        return walk_up(conn, pk, _MESSAGE_WALK_SQL, stops)
+
+    return walk
 
 
 def projection(conn: Connection, record: SessionRecord, pk: int | None) -> list[Node]:

@@ -162,15 +162,30 @@ class Message:
 
     What the turn loop builds a prompt from; :meth:`mnemosyne.Store.messages`
     reads only these columns, which makes it the cheapest read of a long story.
+
+    Read-only: the store keeps the messages of recent paths in memory and hands the
+    same objects to every reader (see :mod:`mnemosyne._paths`).
     """
 
-    __slots__ = ("content", "id", "name", "role")
+    # _json: the canonical JSON of the message as a prompt sends it, kept by
+    # mnemosyne.traces the first time a trace hashes it.
+    __slots__ = ("_json", "content", "id", "name", "role")
 
     def __init__(self, id: str, role: Role, name: str | None, content: str) -> None:
-        self.id = id
-        self.role = role
-        self.name = name
-        self.content = content
+        setattr_ = object.__setattr__
+        setattr_(self, "id", id)
+        setattr_(self, "role", role)
+        setattr_(self, "name", name)
+        setattr_(self, "content", content)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Message is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Message is read-only: cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Message, (self.id, self.role, self.name, self.content))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Message):

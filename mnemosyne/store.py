@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, exc, func, insert,
 
 from . import _bulk as bulk
 from . import _documents as docs
+from . import _paths as paths
 from . import _queries as q
 from . import _worldstate as ws
 from . import traces as tr
@@ -57,6 +58,10 @@ from .state.schema import StateSchema
 __all__ = ["SessionTransaction", "Store"]
 
 Direction = Literal["next", "prev"]
+
+#: How many of HEAD's nearest ancestors a move of HEAD looks for where its path meets
+#: HEAD's (see SessionTransaction._repoint).
+NEAR_HEAD = 16
 
 
 def new_id() -> str:
@@ -139,10 +144,32 @@ class SessionTransaction(EditorMixin):
         self._every = keyframe_every
         self._head_pk = record.head_pk
         self._head_id = record.session.head_id
-        self._dirty = False
+        self._writes = False
+        self._kept_paths = True
         self._updated_at: datetime | None = None
         self.session: Session = record.session
         """The session as read at the start; after the commit, as it was left."""
+
+    # Whether the transaction wrote (the version is bumped if so), and whether every
+    # write kept the paths above existing nodes as they were (then the store's
+    # in-memory paths stay valid: see mnemosyne._paths). A write marks itself
+    # ``_dirty = True`` (which may have changed paths: the editor's operations, and
+    # anything new) or calls ``_grew()`` (known not to).
+
+    @property
+    def _dirty(self) -> bool:
+        return self._writes
+
+    @_dirty.setter
+    def _dirty(self, value: bool) -> None:
+        self._writes = value
+        if value:
+            self._kept_paths = False
+
+    def _grew(self) -> None:
+        """Mark a write that changed no existing path: new nodes, HEAD and active-child
+        pointers, traces, blobs, documents, keyframes."""
+        self._writes = True
 
     @property
     def head_id(self) -> str | None:
@@ -172,7 +199,7 @@ class SessionTransaction(EditorMixin):
     def invalidate_keyframes(self, ref: str) -> int:
         """Drop the keyframes of a node and of its whole subtree (they are caches)."""
         pk, _ = q.resolve_node(self._conn, self._record, ref)
-        self._dirty = True
+        self._grew()
         return ws.invalidate_below(self._conn, pk)
 
     def rebuild_keyframes(self, ref: str) -> int:
@@ -183,7 +210,7 @@ class SessionTransaction(EditorMixin):
             InvalidDeltaError: a delta there no longer applies (the node is named).
         """
         pk, _ = q.resolve_node(self._conn, self._record, ref)
-        self._dirty = True
+        self._grew()
         return ws.rebuild_below(self._conn, self._schema, pk, self._every)
 
     # -- growth ---------------------------------------------------------------
@@ -224,7 +251,9 @@ class SessionTransaction(EditorMixin):
         HEAD moves to the new node.
         """
         pk, node_id = q.resolve_node(self._conn, self._record, of)
-        self._attached(pk, node_id, "node")
+        # in the tree, the nodes above pointing along the path to it; then the new
+        # sibling takes its place in its parent's active child (in _insert)
+        self._repoint(pk, node_id)
         self.clear_journal()
         original = q.get_node(self._conn, self._record, pk)
         parent_pk = q.parent_key(self._conn, pk)
@@ -238,8 +267,6 @@ class SessionTransaction(EditorMixin):
             delta,
             enabled,
         )
-        if parent_pk is not None:
-            self._point_path_at(parent_pk)
         return node
 
     def _insert(
@@ -296,7 +323,7 @@ class SessionTransaction(EditorMixin):
                 update(nodes).where(nodes.c.pk == parent_pk).values(active_child_pk=pk)
             )
         self._head_pk, self._head_id = pk, node.id
-        self._dirty = True
+        self._grew()
         return node
 
     # -- bulk writes (imports) ----------------------------------------------------------
@@ -358,7 +385,7 @@ class SessionTransaction(EditorMixin):
             self._point_path_at(done.repoint)
         if done.head is not None:
             self._head_pk, self._head_id = done.head
-        self._dirty = True
+        self._grew()  # new nodes only, and active-child pointers
         return done.nodes
 
     def insert_traces(
@@ -373,7 +400,8 @@ class SessionTransaction(EditorMixin):
                 that has a trace already. UnknownNodeError: a node not of this session.
         """
         count = bulk.insert_traces(self._conn, self._record, stored, blobs or {})
-        self._dirty = self._dirty or count > 0
+        if count:
+            self._grew()
         return count
 
     def adopt_identity(
@@ -458,7 +486,7 @@ class SessionTransaction(EditorMixin):
             InvalidOperationError: a malformed kind or name, or content that is not JSON.
         """
         document = docs.put(self._conn, self._record.pk, kind, name, content)
-        self._dirty = True
+        self._grew()
         return document
 
     def remove_document(self, kind: str, name: str) -> None:
@@ -468,7 +496,7 @@ class SessionTransaction(EditorMixin):
             NotFoundError: the session has no such document.
         """
         docs.remove(self._conn, self._record.pk, kind, name)
-        self._dirty = True
+        self._grew()
 
     def documents(self, kind: str | None = None) -> list[Document]:
         return docs.listed(self._conn, self._record.pk, kind)
@@ -478,8 +506,8 @@ class SessionTransaction(EditorMixin):
     def checkout(self, ref: str) -> Node:
         """Move HEAD to a node; every node above it now remembers this path."""
         pk, node_id = q.resolve_node(self._conn, self._record, ref)
-        self._attached(pk, node_id, "node")
-        return self._move_head(pk)
+        self._repoint(pk, node_id)
+        return self._set_head_to(pk)
 
     def switch_sibling(self, direction: Direction, ref: str | None = None) -> Node:
         """Move to the next/previous sibling of ``ref`` (default HEAD), then down its
@@ -508,14 +536,61 @@ class SessionTransaction(EditorMixin):
                 f"node {node_id} is the {end} of its {len(siblings)} alternative(s): "
                 f"there is no {direction} one"
             )
-        return self._move_head(q.descend(self._conn, siblings[target]))
+        leaf = q.descend(self._conn, siblings[target])
+        self._repoint(leaf, None)  # in the tree: a sibling of a node in it
+        return self._set_head_to(leaf)
 
-    def _move_head(self, pk: int) -> Node:
-        self._point_path_at(pk)
+    def _set_head_to(self, pk: int) -> Node:
         node = q.get_node(self._conn, self._record, pk)
         self._head_pk, self._head_id = pk, node.id
-        self._dirty = True
+        self._grew()
         return node
+
+    def _repoint(self, pk: int, node_id: str | None) -> None:
+        """Check that node ``pk`` is in the tree (not in a fragment or in the trash;
+        ``node_id`` names it in the refusal) and make every node above it point its
+        active child along the path to it: what :meth:`_point_path_at` does, for the
+        growing operations, reading only the part of the path that is not HEAD's.
+
+        Every node above HEAD points along the path to HEAD (the invariant, true
+        between operations): where the path to ``pk`` meets the path to HEAD, the rest
+        of it above is right already, and it is in the tree. So the walk up from
+        ``pk`` stops at HEAD or at one of its nearest ancestors: a turn, a reroll, a
+        checkout back a few messages read a few rows, not the whole story. (A node
+        whose path meets HEAD's higher up is walked up to its top, as before.)
+        """
+        head = self._head_pk
+        near = (
+            q.walk_up(self._conn, head, "n.pk, n.active_child_pk", limit=NEAR_HEAD)
+            if head is not None
+            else []
+        )
+        active = {row[1]: row[2] for row in near}
+        if pk in active:
+            return
+        rows = q.walk_up(
+            self._conn, pk, "n.pk, n.parent_pk, n.active_child_pk, n.detached", list(active)
+        )
+        # rows: (depth, pk, parent_pk, active_child_pk, detached), the top first
+        top = rows[0]
+        if top[2] is None and top[4] is not None:
+            where = "a fragment" if top[4] == "fragment" else "the trash"
+            hint = "graft it first" if top[4] == "fragment" else "restore it first"
+            raise InvalidOperationError(f"node {node_id or pk} is in {where}: {hint}")
+        changes = [
+            {"parent": parent[1], "child": child[1]}
+            for parent, child in itertools.pairwise(rows)
+            if parent[3] != child[1]
+        ]
+        if top[2] is not None and active[top[2]] != top[1]:  # where the paths meet
+            changes.append({"parent": top[2], "child": top[1]})
+        if changes:
+            self._conn.execute(
+                update(nodes)
+                .where(nodes.c.pk == bindparam("parent"))
+                .values(active_child_pk=bindparam("child")),
+                changes,
+            )
 
     def _point_path_at(self, pk: int, before_change: Callable[..., None] | None = None) -> None:
         """Make every ancestor of ``pk`` point its active child along the path to it.
@@ -570,6 +645,8 @@ class Store:
             raise InvalidOperationError(f"keyframe_every must be at least 1, not {keyframe_every}")
         self._engine = engine
         self.keyframe_every = keyframe_every
+        self.paths = paths.PathCache()
+        """The messages of recent paths, kept between reads (see :mod:`mnemosyne._paths`)."""
 
     @classmethod
     def open(
@@ -686,6 +763,8 @@ class Store:
             tx = SessionTransaction(conn, record, self.keyframe_every)
             yield tx
             tx._finish()
+        if tx._writes and tx._kept_paths:  # committed, every existing path as it was
+            self.paths.advance(_path_key(record), _stamp(record.session), _stamp(tx.session))
 
     # -- sessions ------------------------------------------------------------------
 
@@ -784,6 +863,7 @@ class Store:
             conn.execute(update(sessions).where(sessions.c.pk == record.pk).values(head_pk=None))
             conn.execute(delete(nodes).where(nodes.c.session_pk == record.pk))
             conn.execute(delete(sessions).where(sessions.c.pk == record.pk))
+        self.paths.forget(_path_key(record))
 
     def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
         with self.write() as conn:
@@ -847,7 +927,10 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
-            return q.messages(conn, pk)
+            if pk is None:
+                return []
+            stamp = _stamp(record.session)
+            return self.paths.messages(_path_key(record), stamp, pk, q.message_walk(conn))
 
     def projection_turns(self, session_id: str) -> tuple[Session, list[TurnView]]:
         """The projection at HEAD with each node's siblings: what a chat view shows."""
@@ -1144,6 +1227,14 @@ class Store:
             conn.execute(
                 statement.on_conflict_do_update(index_elements=["key"], set_={"value": value})
             )
+
+
+def _path_key(record: q.SessionRecord) -> tuple[int, str]:
+    return record.pk, record.id
+
+
+def _stamp(session: Session) -> paths.Stamp:
+    return session.version, session.updated_at
 
 
 def _storage_error(error: exc.DBAPIError) -> MnemosyneError:

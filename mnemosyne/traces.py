@@ -24,6 +24,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
@@ -110,44 +111,80 @@ def history_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
+def _sent_json(message: Message) -> bytes:
+    """``canonical_json(history_message(message))`` in UTF-8, kept on the message: the
+    store hands the same read-only Message objects to every turn that reads the path
+    (see mnemosyne._paths), so a deep history is encoded once, not once per turn."""
+    try:
+        return message._json  # type: ignore[no-any-return]
+    except AttributeError:
+        # canonical_json({"role": ..., "content": ...}) spelled out (keys sorted): the
+        # same string encoder json.dumps uses without ensure_ascii, minus its set-up
+        text = (
+            f'{{"content":{_json_string(message.content)},"role":{_json_string(message.role)}}}'
+        ).encode()
+        object.__setattr__(message, "_json", text)
+        return text
+
+
 def encode(
     conn: Connection,
     messages: Sequence[Mapping[str, Any]],
     sources: Sequence[int | None],
     history: Sequence[Message],
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], str]:
     """The parts of ``messages``: runs of ``history`` where ``sources`` says a message
-    is ``history[i]`` sent as it is, blobs for everything else."""
+    is ``history[i]`` sent as it is, blobs for everything else; and the hash of the
+    messages, :func:`messages_hash` (taken from the same pieces of canonical JSON: a
+    history message's is kept on it, so a long history is not encoded every turn).
+
+    This runs on every turn over the whole prompt: the loop is kept lean.
+    """
     if len(sources) != len(messages):
         raise InvalidOperationError(
             f"a trace needs one source per message: {len(messages)} messages, "
             f"{len(sources)} sources"
         )
     parts: list[dict[str, Any]] = []
-    run: list[int] = []
+    pieces: list[bytes] = []  # the canonical JSON of each message
+    piece = pieces.append
+    size = len(history)
+    first = last = -1  # the run of history being collected: history[first..last]
 
     def close_run() -> None:
-        if run:
-            first, last = history[run[0]], history[run[-1]]
-            parts.append({"run": [first.id, last.id, len(run)]})
-            run.clear()
+        if first >= 0:
+            parts.append({"run": [history[first].id, history[last].id, last - first + 1]})
 
     for message, source in zip(messages, sources, strict=True):
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             raise InvalidOperationError(f"a message must be an object, not {message!r}")
-        if source is not None and not 0 <= source < len(history):
-            raise InvalidOperationError(
-                f"source {source} is not an index of the {len(history)} history messages"
-            )
-        if source is not None and dict(message) == history_message(history[source]):
-            if run and source != run[-1] + 1:
-                close_run()
-            run.append(source)
-            continue
+        if source is not None:
+            if not 0 <= source < size:
+                raise InvalidOperationError(
+                    f"source {source} is not an index of the {size} history messages"
+                )
+            sent = history[source]
+            # message == history_message(sent), without building the latter
+            if (
+                len(message) == 2
+                and message.get("content") == sent.content
+                and message.get("role") == sent.role
+            ):
+                piece(_sent_json(sent))
+                if first < 0 or source != last + 1:
+                    close_run()
+                    first = source
+                last = source
+                continue
         close_run()
-        parts.append({"blob": put_blob(conn, canonical_json(dict(message)))})
+        first = last = -1
+        text = canonical_json(dict(message))
+        piece(text.encode("utf-8"))
+        parts.append({"blob": put_blob(conn, text)})
     close_run()
-    return parts
+    # canonical_json(messages) is "[" + the messages' own joined by "," + "]"
+    digest = hashlib.sha256(b"[" + b",".join(pieces) + b"]").hexdigest()
+    return parts, digest
 
 
 def put_trace(
@@ -167,8 +204,7 @@ def put_trace(
         document_text = canonical_json(dict(document))
     except (TypeError, ValueError) as error:
         raise InvalidOperationError(f"a trace document must be JSON: {error}") from None
-    parts = encode(conn, messages, sources, history)
-    digest = messages_hash(messages)
+    parts, digest = encode(conn, messages, sources, history)
     conn.execute(
         insert(traces).values(
             node_pk=node_pk,

@@ -131,7 +131,7 @@ def fit(history: Sequence[Message], budget: int, count: Callable[[str], int]) ->
     """
     if budget <= 0:
         return len(history)
-    if sum(len(m.content.encode("utf-8")) + FRAMING for m in history) <= budget:
+    if sum(_utf8_size(m.content) + FRAMING for m in history) <= budget:
         return 0
     spent = 0
     for index in range(len(history) - 1, -1, -1):
@@ -139,6 +139,12 @@ def fit(history: Sequence[Message], budget: int, count: Callable[[str], int]) ->
         if spent > budget:
             return index + 1
     return 0
+
+
+def _utf8_size(text: str) -> int:
+    """The UTF-8 size of a text, without encoding it when it is ASCII (Python knows
+    that of every string at no cost)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 #: Tokens each message costs beyond its text (role and separators; OpenAI's own

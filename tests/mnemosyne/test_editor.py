@@ -291,6 +291,12 @@ class EditorMachine(RuleBasedStateMachine):
         tree = self.store.tree(self.sid)
         ids = {n.id for n in tree.nodes}
         assert tree.head_id is None or tree.head_id in ids
+        # the messages of every path, served from the store's memory when it can, are
+        # the projection as it stands after each edit, undo and redo
+        for at in [None, *sorted(ids)]:
+            assert [(m.id, m.content) for m in self.store.messages(self.sid, at)] == [
+                (n.id, n.content) for n in self.store.projection(self.sid, at)
+            ]
 
     def teardown(self) -> None:
         # Undo everything, across a restart: a new store on the same database.

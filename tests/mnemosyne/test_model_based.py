@@ -19,6 +19,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+import mnemosyne.store
 from mnemosyne import ROLES, ConflictError, InvalidOperationError, Store
 
 
@@ -156,6 +157,11 @@ class TreeMachine(RuleBasedStateMachine):
         assert tree.head_id == self.model.head
         assert tree.session.version == self.model.version
         assert [n.id for n in self.store.projection(self.sid)] == self.model.projection()
+        # the messages, served from the store's memory of recent paths when it can
+        assert [(m.id, m.role, m.content) for m in self.store.messages(self.sid)] == [
+            (n, self.model.nodes[n].role, self.model.nodes[n].content)
+            for n in self.model.projection()
+        ]
         stored = {n.id: n for n in tree.nodes}
         assert stored.keys() == self.model.nodes.keys()
         children = tree.children()
@@ -176,7 +182,13 @@ class TreeMachine(RuleBasedStateMachine):
             assert turn.siblings[turn.index] == self.model.head
 
 
-def test_the_store_behaves_like_the_model(store: Store) -> None:
+@pytest.mark.parametrize("near", [16, 1, 0])
+def test_the_store_behaves_like_the_model(
+    store: Store, near: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # how far up from HEAD a move of HEAD looks for where the paths meet: 0 and 1 make
+    # most moves walk up to the root (the general case), 16 lets most meet HEAD's path
+    monkeypatch.setattr(mnemosyne.store, "NEAR_HEAD", near)
     TreeMachine.store = store
     run_state_machine_as_test(
         TreeMachine,

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from mnemosyne import InvalidOperationError, Store
+from mnemosyne import InvalidOperationError, Message, Store
 from mnemosyne._schema import blobs, traces
-from mnemosyne.traces import messages_hash
+from mnemosyne.traces import _sent_json, canonical_json, history_message, messages_hash
 
 SYSTEM = {"role": "system", "content": "You are the game master of a grim little valley."}
 
@@ -175,3 +177,62 @@ def test_a_node_has_one_trace(store: Store) -> None:
     with pytest.raises(InvalidOperationError, match="already has a trace"):  # noqa: SIM117
         with store.transaction(sid) as tx:
             tx.put_trace(node, messages=messages, sources=sources, history=history, document={})
+
+
+TRICKY = [
+    'Ünïcode & "quotes" — fine?',
+    "a\\backslash, a\ttab, a\nnewline and \x01 a control character",
+    "emoji 🐉 and a lone </script>",
+    "",
+]
+
+
+def test_the_hash_is_of_exactly_the_messages_sent_turn_after_turn(store: Store) -> None:
+    """The hash is taken piece by piece, each history message's canonical JSON kept on
+    the (shared, read-only) message from one turn to the next: it must stay the hash of
+    the canonical JSON of the whole list, whatever the texts and however the prompt
+    mixes history, other messages and history messages sent otherwise."""
+    sid = store.create_session().id
+    for text in TRICKY:
+        store.append(sid, "user", text)
+        store.append(sid, "assistant", text[::-1])
+    for turn in range(3):
+        history = store.messages(sid)  # the same Message objects each turn (kept)
+        sent: list[Any] = [SYSTEM]
+        sources: list[Any] = [None]
+        for index, message in enumerate(history):
+            if index == 3:  # sent otherwise: an extra key, so not a reference
+                sent.append({"role": message.role, "content": message.content, "name": "Tom"})
+            else:
+                sent.append({"role": message.role, "content": message.content})
+            sources.append(index)
+            if index == 5:
+                sent.append({"role": "system", "content": f"[lore {turn}] 🐉"})
+                sources.append(None)
+        sent.append({"content": "state: ünï", "role": "system"})
+        sources.append(None)
+        with store.transaction(sid) as tx:
+            reply = tx.append("assistant", f"reply {turn}")
+            digest = tx.put_trace(
+                reply.id, messages=sent, sources=sources, history=history, document={}
+            )
+        assert digest == messages_hash(sent)
+        trace = store.trace(sid, reply.id)
+        assert trace is not None and trace.verified and trace.messages == sent
+        assert trace.messages_hash == digest
+        kinds = [next(iter(part)) for part in trace.parts]
+        assert kinds == ["blob", "run", "blob", "run", "blob", "run", "blob"]
+        store.checkout(sid, history[-1].id)
+
+
+@given(
+    content=st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40),
+    role=st.sampled_from(["system", "user", "assistant"]),
+)
+def test_a_history_message_is_hashed_as_its_canonical_json(content: str, role: str) -> None:
+    """Each history message's piece of the hash is spelled out by hand (it is kept on
+    the message): it must be exactly the canonical JSON of the message sent."""
+    message = Message("0" * 32, role, None, content)  # type: ignore[arg-type]
+    expected = canonical_json(history_message(message)).encode("utf-8")
+    assert _sent_json(message) == expected
+    assert _sent_json(message) is _sent_json(message)  # computed once
