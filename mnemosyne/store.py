@@ -932,8 +932,11 @@ class Store:
             stamp = _stamp(record.session)
             return self.paths.messages(_path_key(record), stamp, pk, q.message_walk(conn))
 
-    def projection_turns(self, session_id: str) -> tuple[Session, list[TurnView]]:
-        """The projection at HEAD with each node's siblings: what a chat view shows."""
+    def projection_turns(
+        self, session_id: str, *, disabled: bool = False
+    ) -> tuple[Session, list[TurnView]]:
+        """The projection at HEAD with each node's siblings: what a chat view shows.
+        ``disabled``: the disabled nodes of the path too (shown as hidden messages)."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             if record.head_pk is None:
@@ -947,7 +950,7 @@ class Store:
             )
             turns = []
             for row, node in zip(rows, made, strict=True):
-                if node.enabled:
+                if node.enabled or disabled:
                     keys = siblings[row[2]]
                     turns.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
             return record.session, turns

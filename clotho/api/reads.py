@@ -77,17 +77,22 @@ def projection(
         int | None, Query(ge=1, le=1_000_000, description="Only the last N messages.")
     ] = None,
     metadata: Annotated[bool, Query(description="Include each node's metadata.")] = False,
+    disabled: Annotated[
+        bool,
+        Query(description="Include the path's disabled nodes (hidden from the model)."),
+    ] = False,
 ) -> Response:
-    """The path root → HEAD, disabled nodes left out; each message with its siblings
-    (the alternatives a chat view flips through: `< index+1 / len(siblings) >`)."""
+    """The path root → HEAD, disabled nodes left out (unless `disabled=true`: a chat view
+    shows them as hidden messages; `total` then counts them too); each message with its
+    siblings (the alternatives a chat view flips through: `< index+1 / len(siblings) >`)."""
     ctx = context(request)
     session = ctx.store.session(session_id)
     if (cached := not_modified(request, session)) is not None:
         return cached
-    key = ("projection", session.id, session.version, tail, metadata)
+    key = ("projection", session.id, session.version, tail, metadata, disabled)
 
     def render() -> bytes:
-        current, turns = ctx.store.projection_turns(session.id)
+        current, turns = ctx.store.projection_turns(session.id, disabled=disabled)
         shown = turns[-tail:] if tail else turns
         return json_bytes(
             {

@@ -135,6 +135,19 @@ def test_projection_tree_node_state_diff_blame(client: TestClient) -> None:
     tail = client.get(f"/api/sessions/{sid}/projection", params={"tail": 1, "metadata": True})
     assert [n["id"] for n in tail.json()["nodes"]] == [dodge["id"]]
     assert tail.json()["nodes"][0]["metadata"] == {}
+    toggled = client.post(
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "toggle", "node": user["id"]}]}
+    )
+    assert toggled.status_code == 200, toggled.text
+    model_view = client.get(f"/api/sessions/{sid}/projection").json()
+    assert [n["id"] for n in model_view["nodes"]] == [dodge["id"]] and model_view["total"] == 1
+    chat_view = client.get(f"/api/sessions/{sid}/projection", params={"disabled": True}).json()
+    assert [(n["id"], n["enabled"]) for n in chat_view["nodes"]] == [
+        (user["id"], False),
+        (dodge["id"], True),
+    ]
+    assert chat_view["total"] == 2
+    client.post(f"/api/sessions/{sid}/undo")
 
     tree = client.get(f"/api/sessions/{sid}/tree").json()
     assert [n["id"] for n in tree["nodes"]] == [user["id"], hit["id"], dodge["id"]]

@@ -245,6 +245,22 @@ def test_projection_turns_carry_the_alternatives_of_every_message(store: Store) 
     assert store.projection_turns(empty)[1] == []
 
 
+def test_projection_turns_can_keep_the_disabled_nodes(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "Hi")
+    ooc, _ = store.append(sid, "user", "(OOC: shorter please)")
+    store.append(sid, "assistant", "Sure.")
+    store.edit(sid, "toggle", ooc.id)
+    _, model_view = store.projection_turns(sid)
+    assert [t.node.content for t in model_view] == ["Hi", "Sure."]
+    _, chat_view = store.projection_turns(sid, disabled=True)
+    assert [(t.node.content, t.node.enabled) for t in chat_view] == [
+        ("Hi", True),
+        ("(OOC: shorter please)", False),
+        ("Sure.", True),
+    ]
+
+
 def test_node_fields_survive_the_round_trip(store: Store) -> None:
     sid = store.create_session().id
     metadata = {"model": "gpt", "usage": {"prompt": 10}, "text": "ünïcødé ✓"}

@@ -5,6 +5,7 @@ messages a refused edit gets (the view, and the session, stay as they were)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -296,17 +297,23 @@ def test_a_sillytavern_chat_is_imported_from_the_page(
     page.set_input_files("#import", str(CHAT))
     expect(page.locator(".toast")).to_contain_text("Imported")
     # Swipes are alternatives (the active one shown); the hidden (system) message is a
-    # disabled node: in the tree, not in the story the model sees.
+    # disabled node: shown dimmed, not in the story the model sees.
     messages = page.locator("article.message")
-    expect(messages).to_have_count(5)
+    expect(messages).to_have_count(6)
     expect(messages.nth(0).locator(".alternatives .count")).to_have_text("1/2")
     expect(messages.nth(2).locator(".alternatives .count")).to_have_text("2/3")
-    expect(messages.nth(3).locator(".content")).to_contain_text("I rest by the fire")
+    hidden = messages.nth(3)
+    expect(hidden).to_have_class(re.compile(r"\bdisabled\b"))
+    expect(hidden.locator("footer")).to_have_text("hidden from the model")
     sid = page.locator("#session-select").input_value()
     assert api.get(f"/api/sessions/{sid}/projection").json()["total"] == 5
+    hidden.locator("button.toggle", has_text="Unhide").click()
+    expect(page.locator("article.message.disabled")).to_have_count(0)
+    assert api.get(f"/api/sessions/{sid}/projection").json()["total"] == 6
     page.locator("#views button", has_text="Tree").click()
-    svg = page.locator("#tree-svg")
-    expect(svg).to_have_attribute("data-total", "9")
+    expect(page.locator("#tree-svg")).to_have_attribute("data-total", "9")
+    expect(page.locator("g.node.disabled")).to_have_count(0)
+    page.keyboard.press("Control+z")  # the unhide is an edit: undone from the tree view
     expect(page.locator("g.node.disabled")).to_have_count(1)
 
 

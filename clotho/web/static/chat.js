@@ -41,7 +41,7 @@ export class ChatView {
     const app = this.app;
     const sid = app.sid;
     const [projection, state] = await Promise.all([
-      app.api.request("GET", app.path(`/projection?metadata=true&tail=${this.tail}`)),
+      app.api.request("GET", app.path(`/projection?metadata=true&disabled=true&tail=${this.tail}`)),
       app.api.get(app.path("/state")).catch((error) => (error.status === 404 || error.status === 422 ? null : Promise.reject(error))),
     ]);
     if (sid !== app.sid) return; // another session was chosen meanwhile
@@ -104,6 +104,12 @@ export class ChatView {
       {},
       el("button.edit", { type: "button", text: "Edit", title: "Edit as a fork (the original stays)", onclick: () => this.edit(node) }),
       node.role === "assistant" ? el("button.reroll", { type: "button", text: "Reroll", title: "Another reply beside this one", onclick: () => this.play({ kind: "reroll", node_id: node.id }, node) }) : null,
+      el("button.toggle", {
+        type: "button",
+        text: node.enabled ? "Hide" : "Unhide",
+        title: node.enabled ? "Hide from the model (it stays in the story, dimmed)" : "Show to the model again",
+        onclick: () => this.app.edit([{ op: "toggle", node: node.id }], node.enabled ? "Hiding" : "Unhiding"),
+      }),
       generated ? el("button.trace", { type: "button", text: "Trace", title: "What the model was sent, and why", onclick: () => this.app.openTrace(node.id) }) : null,
     );
     const meta = [];
