@@ -63,23 +63,33 @@ message, all fields); whether the two are byte-identical is printed too.
 
 **API latency** -- our HTTP API as a real server process,
 ``python -m clotho --db sqlite:///<ours> serve --host 127.0.0.1 --port <free port>``
-with ``CLOTHO_API_TOKEN`` set, ready once ``GET /api/health`` answers. One request
-first (its time printed: a fresh server renders the projection; the API keeps the
-rendered response per session version, so later ones are served from it). Then
-``--clients`` threads (default 8), each with its own keep-alive connection and
-``Authorization: Bearer <token>``, do ``--warmup`` untimed requests, wait for each
-other, then ``--requests`` timed ``GET /api/sessions/{id}/projection`` each (default
-50); a latency is ``time.perf_counter`` around sending the request and reading the
-whole body (status 200 required). Then one client alone does ``--requests`` more (the
-floor under the concurrency). Printed: p50 and p99 (nearest rank) over all the
-concurrent requests, mean and max, the response's size, its ``total`` and number of
-nodes, and whether it holds the first and last messages' texts. The clients use the
-standard library's ``http.client`` by default: at depth 20,000 the body is ~19.5 MB,
-which ``httpx`` takes 50-100 ms of its own to read on a 2-CPU machine (``curl`` and
-``http.client`` 15-35 ms), more than the server; ``--client httpx`` uses it instead.
-The server and the clients share the machine's CPUs (their number is printed). The
-server is stopped at the end, also on errors. ``--no-api`` skips this part
-(``p99_ms=n/a``).
+(``--server-workers N`` adds ``--workers N``) with ``CLOTHO_API_TOKEN`` set, ready
+once ``GET /api/health`` answers. One request first (its time printed: a fresh server
+renders the projection; the API keeps the rendered response per session version, so
+later ones are served from it). Then ``--clients`` clients (default 8) at once, each
+with its own keep-alive ``http.client`` connection and ``Authorization: Bearer
+<token>``: by default each is a process of its own (``--clients-in processes``:
+multiprocessing's spawn, fresh interpreters that do not share this process's GIL or
+its heap; ``--clients-in threads``: threads of this process). Each does ``--warmup``
+untimed requests once all are up, one more once all are warm (so that no connection
+has idled past the server's 5 s keep-alive timeout meanwhile), then, all starting
+together, ``--requests`` timed ``GET /api/sessions/{id}/projection`` (default 50); a
+latency is ``time.perf_counter`` around sending the request and reading the whole body
+(status 200 required, a body shorter than its Content-Length raises). Every timed body
+is then checked (after the clock stopped) to hold the first and the last messages'
+texts. The same is done again with the clients run the other way, for comparison
+(``--no-compare`` skips it), then by one client alone (the floor under the
+concurrency). Printed: p50 and p99 (nearest rank) over all the concurrent requests,
+mean and max, the response's size, its ``total`` and number of nodes, and where the CPU
+went meanwhile: the server's processes (``/proc/<pid>/stat``), the clients (their
+threads' ``getrusage``) and every other process on the machine (``/proc/stat`` minus
+ours), with the latency that alone would give if the requests were CPU-bound
+(requests in flight x CPU a request / CPUs left). The server and the clients share the
+machine's CPUs (a response of 19.5 MB costs ~5 ms of CPU to send and ~5 ms to receive
+over loopback), and so do other people's jobs on a shared machine: compare runs with
+the ``others`` figure. ``--client httpx`` uses ``httpx`` instead of ``http.client``
+(it takes 50-100 ms of its own to read 19.5 MB on a 2-CPU machine). The server is
+stopped at the end, also on errors. ``--no-api`` skips this part (``p99_ms=n/a``).
 
 Targets (from the issue): bytes ratio (peer ``wchar`` / ours) >= 100, import under
 10 s, p99 under 100 ms. Save the output with ``| tee bench/results/import_chat.txt``.
@@ -90,11 +100,14 @@ The last line is ``ratio bytes_written=<peer / ours> import_s=<ours> p99_ms=<our
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import math
+import multiprocessing
 import os
 import random
+import resource
 import shutil
 import socket
 import statistics
@@ -112,8 +125,8 @@ from typing import Any
 import httpx
 from _texts import line
 
-from clotho.stchat import export_chat, import_chat, parse_chat
-from mnemosyne import Store
+# clotho.stchat and mnemosyne are imported where used: the client processes import this
+# module (multiprocessing's spawn) and need neither.
 
 SEED = 20_260_612
 CHAR, USER = "Seraphina", "Traveler"
@@ -310,6 +323,9 @@ class Ours:
 
 
 def run_ours(db: Path, data: bytes, name: str) -> Ours:
+    from clotho.stchat import import_chat
+    from mnemosyne import Store
+
     url = f"sqlite:///{db}"
     wal = db.with_name(db.name + "-wal")
     start_io = counters()
@@ -419,18 +435,48 @@ class Latency:
     requests: int
     response_bytes: int
     first_ms: float
+    """The first request, before the warm-up (a fresh server renders the projection)."""
     alone_p50_ms: float
     alone_p99_ms: float
-    """The first request, before the warm-up (a fresh server)."""
     nodes: int | None
     total: int | None
     has_first: bool
     has_last: bool
+    checked: int
+    """Timed responses (concurrent and alone) found holding the first and last texts."""
+    checked_of: int
+    phase: Usage
+    """Where the CPU went during the concurrent timed requests."""
+    other: tuple[float, float, Usage] | None = None
+    """p50, p99 and CPU with the clients run the other way (--compare)."""
+
+
+@dataclass
+class Usage:
+    """CPU seconds spent during a timed phase, by whom."""
+
+    elapsed_s: float
+    server_s: float
+    server_processes: int
+    clients_s: float
+    ours_s: float
+    """The server, this process and the client processes."""
+    busy_s: float
+    """Every CPU of the machine (``/proc/stat``), all processes."""
+    cpus: int
+
+    @property
+    def others_cores(self) -> float:
+        return max(self.busy_s - self.ours_s, 0.0) / self.elapsed_s
+
+    @property
+    def busy_cores(self) -> float:
+        return self.busy_s / self.elapsed_s
 
 
 class _Client:
     """One client's keep-alive connection: ``get()`` sends the request and reads the
-    whole body (status 200 required)."""
+    whole body (status 200 required; a body shorter than its Content-Length raises)."""
 
     def __init__(self, kind: str, port: int, url: str, headers: dict[str, str]) -> None:
         self.kind, self.url, self.headers = kind, url, headers
@@ -463,6 +509,190 @@ class _Client:
             self.conn.close()
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What every client does (picklable: handed to the client processes)."""
+
+    kind: str
+    port: int
+    url: str
+    headers: dict[str, str]
+    warmup: int
+    requests: int
+    first: bytes
+    """The first message's text as the response holds it (near its start)."""
+    last: bytes
+    """The last message's (near its end)."""
+
+
+def _holds(body: bytes, plan: _Plan) -> bool:
+    return body.find(plan.first) >= 0 and body.rfind(plan.last) >= 0
+
+
+def _client_run(plan: _Plan, barriers: _Barriers) -> tuple[list[float], int, float]:
+    """One client: its connection and warm-up once every client is up, one more untimed
+    request once every client is warm (none of the connections has then idled past the
+    server's keep-alive timeout, 5 s, while the others started or warmed up), then,
+    all at once, its timed requests. Returns the latencies (ms), how many bodies held
+    both texts (checked after the clock stopped) and the CPU seconds this thread spent
+    in the timed requests."""
+    latencies: list[float] = []
+    checked = 0
+    barriers.up.wait(timeout=600)
+    with _Client(plan.kind, plan.port, plan.url, plan.headers) as client:
+        for _ in range(plan.warmup):
+            client.get()
+        barriers.warm.wait(timeout=600)
+        client.get()
+        barriers.ready.wait(timeout=600)
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        for _ in range(plan.requests):
+            started = time.perf_counter()
+            body = client.get()
+            latencies.append((time.perf_counter() - started) * 1000)
+            checked += _holds(body, plan)
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return latencies, checked, cpu
+
+
+@dataclass
+class _Barriers:
+    """Every client up (a client process has imported this module); every client warm;
+    every client and the benchmark ready (the clock starts)."""
+
+    up: Any
+    warm: Any
+    ready: Any
+
+    def abort(self) -> None:
+        for barrier in (self.up, self.warm, self.ready):
+            barrier.abort()
+
+
+def _client_process(plan: _Plan, barriers: _Barriers, results: Any) -> None:
+    """The body of a client process: its results (or its error) go to ``results``."""
+    try:
+        results.put(_client_run(plan, barriers))
+    except BaseException as error:  # noqa: BLE001 -- raised again by the benchmark's process
+        barriers.abort()
+        results.put(RuntimeError(f"a client process failed: {error!r}"))
+
+
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (every thread)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (the server and, with --workers, its workers)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, ()))
+    return found
+
+
+def _machine() -> tuple[float, int]:
+    """Busy CPU seconds of the whole machine since boot (every CPU), and its CPUs."""
+    with open("/proc/stat") as stream:
+        rows = stream.read().splitlines()
+    values = [int(value) for value in rows[0].split()[1:]]
+    cpus = sum(1 for row in rows if row.startswith("cpu") and row[3:4].isdigit())
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = values[3] + values[4]  # idle, iowait
+    return (sum(values[:8]) - idle) / tick, cpus
+
+
+def _timed(plan: _Plan, clients: int, mode: str, server: int) -> tuple[list[float], int, Usage]:
+    """``clients`` clients at once, each with its own connection: threads of this
+    process, or processes of their own (``spawn``: fresh interpreters, not copies of
+    this one). Returns every latency, the bodies checked and the CPU used meanwhile."""
+    errors: list[BaseException] = []
+    runs: list[tuple[list[float], int, float]] = []
+    workers: list[Any] = []
+    if mode == "processes":
+        context = multiprocessing.get_context("spawn")
+        barriers = _Barriers(
+            context.Barrier(clients), context.Barrier(clients), context.Barrier(clients + 1)
+        )
+        results: Any = context.Queue()
+        workers = [
+            context.Process(target=_client_process, args=(plan, barriers, results), daemon=True)
+            for _ in range(clients)
+        ]
+    else:
+        barriers = _Barriers(
+            threading.Barrier(clients), threading.Barrier(clients), threading.Barrier(clients + 1)
+        )
+
+        def thread() -> None:
+            try:
+                runs.append(_client_run(plan, barriers))
+            except BaseException as error:  # noqa: BLE001 -- raised again below
+                errors.append(error)
+                barriers.abort()
+
+        workers = [threading.Thread(target=thread) for _ in range(clients)]
+    for worker in workers:
+        worker.start()
+    servers = _tree(server)
+    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: see below
+        barriers.ready.wait(timeout=1200)
+    started = time.perf_counter()
+    busy_before, cpus = _machine()
+    server_before = _cpu_seconds(servers)
+    own_before = sum(os.times()[:2])
+    if mode == "processes":
+        for _ in workers:  # each puts one outcome: its results or its error
+            outcome = results.get(timeout=1200)
+            if isinstance(outcome, BaseException):
+                errors.append(outcome)
+            else:
+                runs.append(outcome)
+    else:
+        for worker in workers:
+            worker.join()
+    elapsed = time.perf_counter() - started
+    busy_after, _ = _machine()
+    server_s = _cpu_seconds(servers) - server_before
+    own_s = sum(os.times()[:2]) - own_before
+    for worker in workers:
+        worker.join(timeout=60)
+        if mode == "processes" and worker.is_alive():
+            worker.kill()
+    if errors:  # the first client's own error, not the others' broken barrier
+        errors.sort(key=lambda error: "BrokenBarrierError" in repr(error))
+        raise RuntimeError(f"a client failed: {errors[0]!r}") from errors[0]
+    clients_s = sum(cpu for _, _, cpu in runs)
+    usage = Usage(
+        elapsed_s=elapsed,
+        server_s=server_s,
+        server_processes=len(servers),
+        clients_s=clients_s,
+        ours_s=server_s + own_s + (clients_s if mode == "processes" else 0.0),
+        busy_s=busy_after - busy_before,
+        cpus=cpus,
+    )
+    every = [value for latencies, _, _ in runs for value in latencies]
+    return every, sum(checked for _, checked, _ in runs), usage
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -478,17 +708,17 @@ def measure_api(
     db: Path,
     session_id: str,
     logs: Path,
-    clients: int,
+    args: argparse.Namespace,
     requests: int,
-    warmup: int,
     texts: tuple[str, str],
-    kind: str,
 ) -> Latency:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     env = dict(os.environ, CLOTHO_API_TOKEN=TOKEN)
     command = [sys.executable, "-m", "clotho", "--db", f"sqlite:///{db}", "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
+    if args.server_workers > 1:
+        command += ["--workers", str(args.server_workers)]
     out, err = open(logs / "serve.out", "wb"), open(logs / "serve.err", "wb")  # noqa: SIM115
     server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=err)
     try:
@@ -509,50 +739,25 @@ def measure_api(
             time.sleep(0.1)
         url = f"{base}/api/sessions/{session_id}/projection"
         headers = {"Authorization": f"Bearer {TOKEN}"}
-        with _Client(kind, port, url, headers) as http:
+        first, last = (json.dumps(text, ensure_ascii=False)[1:-1].encode() for text in texts)
+        plan = _Plan(args.client, port, url, headers, args.warmup, requests, first, last)
+        with _Client(args.client, port, url, headers) as client:
             started = time.perf_counter()
-            content = http.get()
+            content = client.get()
             first_ms = (time.perf_counter() - started) * 1000
-        body = content.decode()
         document = json.loads(content)
         shown = document.get("nodes") if isinstance(document, dict) else None
         total = document.get("total") if isinstance(document, dict) else None
-        quoted = [json.dumps(text, ensure_ascii=False)[1:-1] for text in texts]
-        ready = threading.Barrier(clients)
-        latencies: list[list[float]] = [[] for _ in range(clients)]
-        failures: list[Exception] = []
-
-        def client(slot: int) -> None:
-            try:
-                with _Client(kind, port, url, headers) as http:
-                    for _ in range(warmup):
-                        http.get()
-                    ready.wait()
-                    for _ in range(requests):
-                        started = time.perf_counter()
-                        http.get()
-                        latencies[slot].append((time.perf_counter() - started) * 1000)
-            except Exception as error:  # noqa: BLE001 -- raised again by the main thread
-                failures.append(error)
-                ready.abort()
-
-        threads = [threading.Thread(target=client, args=(slot,)) for slot in range(clients)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise RuntimeError(f"a client failed: {failures[0]!r}") from failures[0]
-        every = [value for values in latencies for value in values]
-        alone = []  # the same requests from one client at a time: the floor
-        with _Client(kind, port, url, headers) as http:
-            for _ in range(requests):
-                started = time.perf_counter()
-                http.get()
-                alone.append((time.perf_counter() - started) * 1000)
+        every, checked, usage = _timed(plan, args.clients, args.clients_in, server.pid)
+        other, every_other = None, 0
+        if args.compare:
+            way = "threads" if args.clients_in == "processes" else "processes"
+            others, checked_other, other_usage = _timed(plan, args.clients, way, server.pid)
+            checked += checked_other
+            every_other = len(others)
+            other = (_percentile(others, 0.50), _percentile(others, 0.99), other_usage)
+        alone, checked_alone, _ = _timed(plan, 1, args.clients_in, server.pid)
         return Latency(
-            alone_p50_ms=_percentile(alone, 0.50),
-            alone_p99_ms=_percentile(alone, 0.99),
             p50_ms=_percentile(every, 0.50),
             p99_ms=_percentile(every, 0.99),
             mean_ms=statistics.fmean(every),
@@ -560,10 +765,16 @@ def measure_api(
             requests=len(every),
             response_bytes=len(content),
             first_ms=first_ms,
+            alone_p50_ms=_percentile(alone, 0.50),
+            alone_p99_ms=_percentile(alone, 0.99),
             nodes=len(shown) if isinstance(shown, list) else None,
             total=total if isinstance(total, int) else None,
-            has_first=quoted[0] in body,
-            has_last=quoted[1] in body,
+            has_first=first in content,
+            has_last=last in content,
+            checked=checked + checked_alone,
+            checked_of=len(every) + every_other + len(alone),
+            phase=usage,
+            other=other,
         )
     finally:
         server.terminate()
@@ -583,7 +794,82 @@ def _mb(value: float) -> str:
     return f"{value / 1e6:,.1f} MB"
 
 
+_WAYS = {
+    "processes": "client processes of their own (multiprocessing's spawn: fresh "
+    "interpreters, not copies of this one)",
+    "threads": "client threads of this benchmark's process (sharing its GIL)",
+}
+
+
+def _cpu_line(usage: Usage, requests: int, clients: int) -> str:
+    """Where the CPU went while ``clients`` clients made ``requests`` timed requests."""
+    server = usage.server_s / requests * 1000
+    client = usage.clients_s / requests * 1000
+    left = max(usage.cpus - usage.others_cores, 0.05)
+    return (
+        f"  CPU meanwhile ({usage.elapsed_s:.1f} s, {requests / usage.elapsed_s:.0f} "
+        f"requests/s): server {server:.1f} ms a request ({usage.server_processes} "
+        f"process{'es' if usage.server_processes > 1 else ''}), clients {client:.1f} ms a "
+        f"request; the machine's {usage.cpus} CPUs {usage.busy_cores:.2f} busy, "
+        f"{usage.others_cores:.2f} of them with other processes than this benchmark's: "
+        f"{clients} requests in flight x {server + client:.1f} ms of CPU / {left:.2f} CPUs "
+        f"left = {clients * (server + client) / left:.0f} ms a request if CPU-bound"
+    )
+
+
+def print_latency(latency: Latency, args: argparse.Namespace, count: int, requests: int) -> None:
+    yes = lambda good: "yes" if good else "no"  # noqa: E731
+    workers = args.server_workers
+    server = (
+        f"`clotho serve --workers {workers}` ({workers} worker processes on the one SQLite "
+        "file, each with its own cache of rendered responses)"
+        if workers > 1
+        else "`clotho serve` (one process)"
+    )
+    print(
+        f"\nGET /api/sessions/{{id}}/projection at depth {count:,}: response "
+        f"{latency.response_bytes:,} bytes, {latency.nodes} nodes (total {latency.total}); "
+        f"first and last messages in it: {yes(latency.has_first)} / {yes(latency.has_last)}; "
+        f"the very first request (a fresh server renders the projection) took "
+        f"{latency.first_ms:.1f} ms"
+    )
+    print(
+        f"server: {server}, on the same machine as the clients; {args.clients} clients at "
+        f"once, each with one keep-alive {args.client} connection: {args.warmup} warm-up "
+        f"requests each (untimed), one more once all are warm, then {requests} timed "
+        f"requests each, all starting together; a latency is sending the request and "
+        f"reading the whole body"
+    )
+    print(
+        f"{args.clients} {_WAYS[args.clients_in]}, {latency.requests} timed: p50 "
+        f"{latency.p50_ms:.1f} ms, p99 {latency.p99_ms:.1f} ms, mean {latency.mean_ms:.1f} "
+        f"ms, max {latency.max_ms:.1f} ms"
+    )
+    print(_cpu_line(latency.phase, latency.requests, args.clients))
+    if latency.other is not None:
+        p50, p99, usage = latency.other
+        way = "threads" if args.clients_in == "processes" else "processes"
+        print(
+            f"for comparison, {args.clients} {_WAYS[way]}, {latency.requests} timed: p50 "
+            f"{p50:.1f} ms, p99 {p99:.1f} ms"
+        )
+        print(_cpu_line(usage, latency.requests, args.clients))
+    print(
+        f"one client alone ({'a process' if args.clients_in == 'processes' else 'a thread'})"
+        f", {requests} timed requests: p50 {latency.alone_p50_ms:.1f} ms, p99 "
+        f"{latency.alone_p99_ms:.1f} ms"
+    )
+    print(
+        f"every timed response read whole (its Content-Length) and holding the first and "
+        f"last messages (checked after the clock stopped): {latency.checked}/"
+        f"{latency.checked_of}"
+    )
+
+
 def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
+    from clotho.stchat import export_chat, parse_chat
+    from mnemosyne import Store
+
     started = time.perf_counter()
     header, messages = make_chat(count, SEED)
     data = b"\n".join([dumps(header), *(dumps(message) for message in messages)])
@@ -626,9 +912,7 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
     latency = None
     if not args.no_api:
         texts = (messages[0]["mes"], messages[-1]["mes"])
-        latency = measure_api(
-            db, ours.session_id, work, args.clients, requests, args.warmup, texts, args.client
-        )
+        latency = measure_api(db, ours.session_id, work, args, requests, texts)
 
     computed = peer.saves - peer.real_saves
     print(
@@ -679,19 +963,7 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
     p99 = "n/a"
     if latency is not None:
         p99 = f"{latency.p99_ms:.1f}"
-        print(
-            f"\nGET /api/sessions/{{id}}/projection at depth {count:,}, {args.client}: "
-            f"{args.clients} clients x "
-            f"{requests} requests ({args.warmup} warm-up each, untimed), {latency.requests} "
-            f"timed: p50 {latency.p50_ms:.1f} ms, p99 {latency.p99_ms:.1f} ms, mean "
-            f"{latency.mean_ms:.1f} ms, max {latency.max_ms:.1f} ms; response "
-            f"{latency.response_bytes:,} bytes, {latency.nodes} nodes (total {latency.total}); "
-            f"first and last messages in it: {'yes' if latency.has_first else 'no'} / "
-            f"{'yes' if latency.has_last else 'no'}; the very first request (before the "
-            f"warm-up) took {latency.first_ms:.1f} ms; one client alone, {requests} requests: "
-            f"p50 {latency.alone_p50_ms:.1f} ms, p99 {latency.alone_p99_ms:.1f} ms "
-            f"({os.cpu_count()} CPUs for the server and the clients)"
-        )
+        print_latency(latency, args, count, requests)
 
     ok = lambda good: "ok" if good else "MISSED"  # noqa: E731
     targets = (
@@ -729,10 +1001,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="http.client",
         help="the timed clients' HTTP library (default: the standard library's)",
     )
+    parser.add_argument(
+        "--clients-in",
+        choices=("processes", "threads"),
+        default="processes",
+        help="run the clients as processes of their own (default) or threads of this one",
+    )
+    parser.add_argument(
+        "--server-workers",
+        type=int,
+        default=1,
+        help="`clotho serve --workers N` (default 1: one process)",
+    )
+    parser.add_argument(
+        "--no-compare",
+        dest="compare",
+        action="store_false",
+        help="skip the second concurrent run with the clients run the other way",
+    )
     args = parser.parse_args(argv)
     count, requests = (2000, 20) if args.quick else (args.messages, args.requests)
-    if count < 2 or args.clients < 1 or requests < 1:
-        parser.error("--messages must be at least 2, --clients and --requests at least 1")
+    if count < 2 or args.clients < 1 or requests < 1 or args.server_workers < 1:
+        parser.error(
+            "--messages must be at least 2, --clients, --requests and --server-workers at least 1"
+        )
     work = Path(tempfile.mkdtemp(prefix="clotho-bench-import-chat-"))
     try:
         return run(args, count, requests, work)

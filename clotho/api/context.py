@@ -71,24 +71,40 @@ def check_version(session: Session, expected: int | None) -> None:
 
 
 class _Cache:
-    """A small LRU of rendered responses, keyed by what makes them (session, version...)."""
+    """A small LRU of rendered responses, keyed by what makes them (session, version...).
+
+    A key is rendered once at a time: requests that miss it while it is being rendered
+    wait for that rendering instead of each making their own (a long session's
+    projection is a second of CPU; every client of the session asks for it at once
+    after each turn)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._items: OrderedDict[Any, bytes] = OrderedDict()
+        self._making: dict[Any, threading.Event] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Any, make: Callable[[], bytes]) -> bytes:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        value = make()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return value
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+                making = self._making.get(key)
+                if making is None:
+                    self._making[key] = threading.Event()
+                    break
+            making.wait()  # then found, or its maker failed: this request makes it
+        try:
+            value = make()
+            with self._lock:
+                self._items[key] = value
+                while len(self._items) > self._size:
+                    self._items.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                self._making.pop(key).set()
 
 
 class ApiContext:
