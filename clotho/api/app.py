@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -91,6 +92,10 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = store or Store.open(settings.resolved_database_url)
         app.state.clotho = ApiContext(settings, opened, token)
+        # What was loaded to start (modules, the app) lives as long as the server: keep it
+        # out of the collector's full passes, which otherwise stall every request.
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:
