@@ -584,6 +584,10 @@ class SessionTransaction(EditorMixin):
         ]
         if top[2] is not None and active[top[2]] != top[1]:  # where the paths meet
             changes.append({"parent": top[2], "child": top[1]})
+        self._set_active_children(changes)
+
+    def _set_active_children(self, changes: list[dict[str, int]]) -> None:
+        """Set each ``{"parent", "child"}`` pair's active child, in one statement."""
         if changes:
             self._conn.execute(
                 update(nodes)
@@ -606,13 +610,7 @@ class SessionTransaction(EditorMixin):
         ]
         if changes and before_change is not None:
             before_change(*(change["parent"] for change in changes))
-        if changes:
-            self._conn.execute(
-                update(nodes)
-                .where(nodes.c.pk == bindparam("parent"))
-                .values(active_child_pk=bindparam("child")),
-                changes,
-            )
+        self._set_active_children(changes)
 
     # -- the end ----------------------------------------------------------------
 
