@@ -334,5 +334,7 @@ def test_a_session_goes_to_the_trash_and_comes_back(
     expect(row).to_contain_text("doomed")
     row.locator("button", has_text="Restore").click()
     expect(page.locator("#session-select")).to_have_value(sid)
+    # (a count first: a locator matching several elements fails at once, it does not wait)
+    expect(page.locator("article.message")).to_have_count(1)
     expect(page.locator("article.message .content")).to_have_text("A line worth keeping.")
     assert sid in [s["id"] for s in api.get("/api/sessions").json()]
