@@ -295,7 +295,7 @@ def test_a_sillytavern_chat_is_imported_from_the_page(
     page = open_page(None)
     expect(page.locator("#session-select option")).not_to_have_count(0)
     page.set_input_files("#import", str(CHAT))
-    expect(page.locator(".toast")).to_contain_text("Imported")
+    expect(page.locator(".toast", has_text="Imported")).to_have_count(1)
     # Swipes are alternatives (the active one shown); the hidden (system) message is a
     # disabled node: shown dimmed, not in the story the model sees.
     messages = page.locator("article.message")

@@ -48,7 +48,7 @@ def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, bro
             streaming = page.locator("article.message.streaming .content")
             expect(streaming).to_contain_text("word5 ")  # tokens arrive as they are written
             page.locator("#stop").click()
-            expect(page.locator(".toast")).to_contain_text("Stopped")
+            expect(page.locator(".toast", has_text="Stopped")).to_have_count(1)
             reply = page.locator("article.message.assistant:not(.pending)")
             expect(reply).to_have_count(1)
             expect(reply.locator("footer")).to_contain_text("incomplete")
