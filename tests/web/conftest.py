@@ -7,7 +7,6 @@ Without Playwright or Chromium these tests are skipped with the reason; under
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from clotho.gamemaster import serve_game_master
 from tests.api._server import Server, running_with_model
 
+from ..conftest import _in_ci
 from ._browser import chromium, missing
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "screenshots"
@@ -39,10 +39,6 @@ min = 0
 [state.variables.inventory]
 type = "list"
 """
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(scope="session")

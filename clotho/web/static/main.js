@@ -150,7 +150,6 @@ class App {
         await this.api.request("POST", `/api/trash/sessions/${encodeURIComponent(session.id)}/restore`);
         dialog.close("cancel");
         await this.loadSessions();
-        this.fillSessionPicker();
         this.choose(session.id);
         this.fillSessionPicker();
         toast("Restored", session.title || short(session.id));

@@ -152,14 +152,12 @@ export class TreeView {
   /** Lay the unfolded tree out (every unfolded node), then paint what is in view. */
   draw() {
     if (!this.data) return;
-    const started = performance.now();
     const root = d3.hierarchy(this.visible(), (item) => (item.children.length ? item.children : null));
     d3.tree().nodeSize([DX, DY]).separation((a, b) => (a.parent === b.parent ? 1 : 1.15))(root);
     this.laid = root.descendants();
     this.positions = new Map(this.laid.map((d) => [d.data.id, d]));
     this.svg.attr("data-visible", this.laid.length - 1).attr("data-total", this.data.nodes.length);
     this.paint();
-    this.lastDrawMs = performance.now() - started;
     this.updateHint();
   }
 
