@@ -20,6 +20,7 @@ from ._common import context, document
 from .auth import require_token, resolve_token
 from .context import ApiContext
 from .problems import ApiError, install, problem_response
+from .rendered import EarlyAnswers
 from .schemas import HealthOut
 
 __all__ = ["app_from_env", "create_app"]
@@ -127,6 +128,7 @@ def create_app(
         )
 
     mount_page(app)
+    app.add_middleware(EarlyAnswers)
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
     return app
 

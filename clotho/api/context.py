@@ -4,9 +4,6 @@ every route needs (the session version as ETag, If-Match, If-None-Match)."""
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
@@ -15,6 +12,7 @@ from clotho.settings import Settings
 from mnemosyne import ConflictError, Session, Store
 
 from .problems import ApiError
+from .rendered import Rendered
 
 if TYPE_CHECKING:
     from orchestrator import Engine
@@ -70,43 +68,6 @@ def check_version(session: Session, expected: int | None) -> None:
         raise ConflictError(session.id, expected, session.version)
 
 
-class _Cache:
-    """A small LRU of rendered responses, keyed by what makes them (session, version...).
-
-    A key is rendered once at a time: requests that miss it while it is being rendered
-    wait for that rendering instead of each making their own (a long session's
-    projection is a second of CPU; every client of the session asks for it at once
-    after each turn)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[Any, bytes] = OrderedDict()
-        self._making: dict[Any, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Any, make: Callable[[], bytes]) -> bytes:
-        while True:
-            with self._lock:
-                if key in self._items:
-                    self._items.move_to_end(key)
-                    return self._items[key]
-                making = self._making.get(key)
-                if making is None:
-                    self._making[key] = threading.Event()
-                    break
-            making.wait()  # then found, or its maker failed: this request makes it
-        try:
-            value = make()
-            with self._lock:
-                self._items[key] = value
-                while len(self._items) > self._size:
-                    self._items.popitem(last=False)
-            return value
-        finally:
-            with self._lock:
-                self._making.pop(key).set()
-
-
 class ApiContext:
     """The state of one server process."""
 
@@ -114,7 +75,7 @@ class ApiContext:
         self.settings = settings
         self.store = store
         self.token = token
-        self.rendered = _Cache(32)
+        self.rendered = Rendered(32)
         self._engines: dict[str, tuple[Any, Engine]] = {}
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[Any]] = set()

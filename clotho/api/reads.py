@@ -4,11 +4,12 @@ and answers ``If-None-Match`` with 304."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, TurnView
+from mnemosyne import Node, Session, TurnView
 
 from ._common import context, document, json_bytes, raw_json
 from .context import not_modified
@@ -41,10 +42,8 @@ def tree(request: Request, session_id: str) -> Response:
     if (cached := not_modified(request, session)) is not None:
         return cached
     found = store.tree(session.id)
-    body = context(request).rendered.get(
-        ("tree", found.session.id, found.session.version), lambda: json_bytes(found.as_dict())
-    )
-    return raw_json(body, found.session)
+    key = ("tree", found.session.id, found.session.version)
+    return _rendered(request, found.session, key, lambda: json_bytes(found.as_dict()))
 
 
 def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
@@ -104,7 +103,16 @@ def projection(
             }
         )
 
-    return raw_json(ctx.rendered.get(key, render), session)
+    return _rendered(request, session, key, render)
+
+
+def _rendered(request: Request, session: Session, key: Any, make: Callable[[], bytes]) -> Response:
+    """The bytes of ``key`` (made by ``make`` once per key), remembered as the answer to
+    this request at ``session``'s version (see :mod:`clotho.api.rendered`)."""
+    rendered = context(request).rendered
+    body = rendered.get(key, make)
+    rendered.answered((request.scope["path"], request.scope["query_string"]), session, key)
+    return raw_json(body, session)
 
 
 def _detail(request: Request, session_id: str, ref: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def serve(
     """Start the web page and the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
     import uvicorn
 
+    from clotho.api import transport
     from clotho.api.auth import TOKEN_FILE, check_host, resolve_token
 
     settings = cli.settings
@@ -57,7 +58,13 @@ def serve(
     if workers == 1:
         from clotho.api import create_app
 
-        uvicorn.run(create_app(settings, token=token), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_app(settings, token=token),
+            host=host,
+            port=port,
+            log_level="warning",
+            http=transport.protocol,
+        )
         return
     # Each worker builds its app from the environment: hand it everything given here.
     given = {
@@ -75,4 +82,5 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        http=transport.protocol,
     )
