@@ -61,35 +61,40 @@ Both sides must end with the same chat: the peer's final file, parsed, must equa
 ``clotho.stchat.export_chat(store, session.id)`` of ours, parsed (header and every
 message, all fields); whether the two are byte-identical is printed too.
 
-**API latency** -- our HTTP API as a real server process,
-``python -m clotho --db sqlite:///<ours> serve --host 127.0.0.1 --port <free port>``
-(``--server-workers N`` adds ``--workers N``) with ``CLOTHO_API_TOKEN`` set, ready
-once ``GET /api/health`` answers. One request first (its time printed: a fresh server
-renders the projection; the API keeps the rendered response per session version, so
-later ones are served from it). Then ``--clients`` clients (default 8) at once, each
-with its own keep-alive ``http.client`` connection and ``Authorization: Bearer
-<token>``: by default each is a process of its own (``--clients-in processes``:
-multiprocessing's spawn, fresh interpreters that do not share this process's GIL or
-its heap; ``--clients-in threads``: threads of this process). Each does ``--warmup``
-untimed requests once all are up, one more once all are warm (so that no connection
-has idled past the server's 5 s keep-alive timeout meanwhile), then, all starting
-together, ``--requests`` timed ``GET /api/sessions/{id}/projection`` (default 50); a
-latency is ``time.perf_counter`` around sending the request and reading the whole body
-(status 200 required, a body shorter than its Content-Length raises). Every timed body
-is then checked (after the clock stopped) to hold the first and the last messages'
-texts. The same is done again with the clients run the other way, for comparison
-(``--no-compare`` skips it), then by one client alone (the floor under the
-concurrency). Printed: p50 and p99 (nearest rank) over all the concurrent requests,
-mean and max, the response's size, its ``total`` and number of nodes, and where the CPU
-went meanwhile: the server's processes (``/proc/<pid>/stat``), the clients (their
-threads' ``getrusage``) and every other process on the machine (``/proc/stat`` minus
-ours), with the latency that alone would give if the requests were CPU-bound
-(requests in flight x CPU a request / CPUs left). The server and the clients share the
-machine's CPUs (a response of 19.5 MB costs ~5 ms of CPU to send and ~5 ms to receive
-over loopback), and so do other people's jobs on a shared machine: compare runs with
-the ``others`` figure. ``--client httpx`` uses ``httpx`` instead of ``http.client``
-(it takes 50-100 ms of its own to read 19.5 MB on a 2-CPU machine). The server is
-stopped at the end, also on errors. ``--no-api`` skips this part (``p99_ms=n/a``).
+**API latency** -- our HTTP API as a real server process, ``python -m clotho --db
+sqlite:///<ours> serve --host 127.0.0.1 --port <free port>`` (``--server-workers N``
+adds ``--workers N``) with ``CLOTHO_API_TOKEN`` set, ready once ``GET /api/health``
+answers. One request first (its time printed: a fresh server renders the projection; the
+API keeps the rendered response per session version, so later ones are served from it,
+answered before routing, their bodies written by threads: ``clotho/api/rendered.py``,
+``clotho/api/transport.py``). Then ``--clients`` clients (default 8) at once, each with
+its own keep-alive ``http.client`` connection and ``Authorization: Bearer <token>``: by
+default each is a process of its own (``--clients-in processes``: multiprocessing's
+spawn, fresh interpreters that do not share this process's GIL or its heap;
+``--clients-in threads``: threads of this process). Each does ``--warmup`` untimed
+requests once all are up, one more once all are warm (so that no connection has idled
+past the server's 5 s keep-alive timeout meanwhile), then, all starting together,
+``--requests`` timed ``GET /api/sessions/{id}/projection`` (default 50); a latency is
+``time.perf_counter`` around sending the request and reading the whole body (status 200
+required, a body shorter than its Content-Length raises). Every timed body is then
+checked (after the clock stopped) to hold the first and the last messages' texts, and
+let go before the next request: a client that still held the last 19.5 MB body while
+reading the next one had its allocator take fresh memory for it, and the first timed
+round, eight clients faulting in 20 MB each at once, stalled for 150-300 ms on this
+virtual machine (the worst requests of a run were all there). The same is done again
+with the clients run the other way, for comparison (``--no-compare`` skips it), then by
+one client alone (the floor under the concurrency). Printed: p50 and p99 (nearest rank)
+over all the concurrent requests, mean and max, the response's size, its ``total`` and
+number of nodes, and where the CPU went meanwhile: the server's processes
+(``/proc/<pid>/stat``), the clients (their threads' ``getrusage``) and every other
+process on the machine (``/proc/stat`` minus ours), with the latency that alone would
+give if the requests were CPU-bound (requests in flight x CPU a request / CPUs left).
+The server and the clients share the machine's CPUs (a response of 19.5 MB costs ~5 ms
+of CPU to send and ~5 ms to receive over loopback), and so do other people's jobs on a
+shared machine: compare runs with the ``others`` figure. ``--client httpx`` uses
+``httpx`` instead of ``http.client`` (it takes 50-100 ms of its own to read 19.5 MB on a
+2-CPU machine). The server is stopped at the end, also on errors. ``--no-api`` skips
+this part (``p99_ms=n/a``).
 
 Targets (from the issue): bytes ratio (peer ``wchar`` / ours) >= 100, import under
 10 s, p99 under 100 ms. Save the output with ``| tee bench/results/import_chat.txt``.
@@ -551,6 +556,7 @@ def _client_run(plan: _Plan, barriers: _Barriers) -> tuple[list[float], int, flo
             body = client.get()
             latencies.append((time.perf_counter() - started) * 1000)
             checked += _holds(body, plan)
+            del body  # before the next request (see the module's docstring)
         after = resource.getrusage(resource.RUSAGE_THREAD)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return latencies, checked, cpu
