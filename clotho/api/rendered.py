@@ -90,6 +90,11 @@ class Rendered:
             while len(self._answered) > self._size:
                 self._answered.popitem(last=False)
 
+    def knows(self, target: Target) -> bool:
+        """Whether ``target`` was answered (at some version): worth a look at its session."""
+        with self._lock:
+            return target in self._answered
+
     def answer(self, target: Target, current: Callable[[str], Session]) -> tuple[Session, bytes]:
         """The session and bytes that answer ``target`` again, if its session is still at
         the version they were rendered at (``current`` reads it); else ``LookupError``."""
@@ -117,32 +122,36 @@ class EarlyAnswers:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
             ctx = getattr(scope["app"].state, "clotho", None)
-            if ctx is None:
-                response = None
-            elif ctx.store.dialect == "sqlite":  # a read of a local file: done here
-                response = self._early(ctx, scope)
-            else:  # a round trip to the database server: not on the event loop
-                response = await run_in_threadpool(self._early, ctx, scope)
-            if response is not None:
-                await response(scope, receive, send)
-                return
+            target = (scope["path"], scope["query_string"])
+            if ctx is not None and ctx.rendered.knows(target) and _may_answer(scope, ctx.token):
+                if ctx.store.dialect == "sqlite":  # a read of a local file: done here
+                    response = _answer(ctx, target)
+                else:  # a round trip to the database server: not on the event loop
+                    response = await run_in_threadpool(_answer, ctx, target)
+                if response is not None:
+                    await response(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
-    def _early(self, ctx: Any, scope: Scope) -> Any:
-        from ._common import raw_json  # (it imports this module)
 
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:  # the first of each, as the routes read them
-            headers.setdefault(name, value)
-        if b"if-none-match" in headers or not _token_matches(headers, ctx.token):
-            return None
-        try:
-            session, body = ctx.rendered.answer(
-                (scope["path"], scope["query_string"]), ctx.store.session
-            )
-        except (LookupError, MnemosyneError):
-            return None  # the route answers (or refuses) as it always does
-        return raw_json(body, session)
+def _answer(ctx: Any, target: Target) -> Any:
+    """The response that answers ``target`` again, or ``None``: the routes answer (or
+    refuse) as they always do."""
+    from ._common import raw_json  # (it imports this module)
+
+    try:
+        session, body = ctx.rendered.answer(target, ctx.store.session)
+    except (LookupError, MnemosyneError):
+        return None
+    return raw_json(body, session)
+
+
+def _may_answer(scope: Scope, token: str | None) -> bool:
+    """No ``If-None-Match`` (a 304 is the route's to give) and the right token."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:  # the first of each, as the routes read them
+        headers.setdefault(name, value)
+    return b"if-none-match" not in headers and _token_matches(headers, token)
 
 
 def _token_matches(headers: dict[bytes, bytes], token: str | None) -> bool:
