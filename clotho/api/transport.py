@@ -15,7 +15,7 @@ Order and back-pressure are kept: while a thread writes, uvicorn's writing is pa
 keeps reading the socket (a client's disconnect is seen as before). A client that
 stops reading does not hold a thread: after :data:`PATIENCE_S` without the socket
 becoming writable, the rest of the body goes to the real transport, which buffers it
-(a reference, not a copy). TLS transports and bodies behind bytes still in the
+as it buffers any write. TLS transports and bodies behind bytes still in the
 transport's own buffer are left to uvicorn, unchanged.
 """
 
@@ -40,14 +40,8 @@ PATIENCE_S = 1.0
 #: Threads that write bodies (they mostly wait for the kernel: more than the CPUs).
 WRITERS = 16
 
-_writers: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _writers
-    if _writers is None:
-        _writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="clotho-writer")
-    return _writers
+# Its threads start as bodies come (none before the first).
+_writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="clotho-writer")
 
 
 def _write(fd: int, data: Any, patience_s: float) -> int:
@@ -202,7 +196,7 @@ class LargeWrites(asyncio.Transport):
         self._busy = len(data)
         self._flow()
         loop = asyncio.get_running_loop()
-        task = loop.run_in_executor(_pool(), _write, fd, data, self._patience_s)
+        task = loop.run_in_executor(_writers, _write, fd, data, self._patience_s)
         task.add_done_callback(partial(self._written, data))
 
     def _written(self, data: Any, task: asyncio.Future[int]) -> None:
