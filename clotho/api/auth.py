@@ -16,7 +16,7 @@ from clotho.settings import Settings
 
 from .problems import ApiError
 
-__all__ = ["TOKEN_FILE", "check_host", "require_token", "resolve_token"]
+__all__ = ["TOKEN_FILE", "check_host", "require_token", "resolve_token", "token_matches"]
 
 TOKEN_FILE = "api-token"
 bearer = HTTPBearer(
@@ -81,5 +81,10 @@ async def require_token(
         raise ApiError(
             401, "unauthorized", "this API needs a token: send 'Authorization: Bearer <token>'"
         )
-    if not secrets.compare_digest(given.credentials.encode(), expected.encode()):
+    if not token_matches(given.credentials.encode(), expected):
         raise ApiError(401, "unauthorized", "the bearer token is not this server's")
+
+
+def token_matches(given: bytes, expected: str | None) -> bool:
+    """Whether ``given`` (the credentials of ``Authorization: Bearer``) is the token."""
+    return expected is not None and secrets.compare_digest(given, expected.encode())
