@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clotho.settings import Settings
 from clotho.web import mount as mount_page
@@ -39,16 +39,11 @@ Clotho's HTTP API: everything the `clotho` command line does, for front-ends.
 * Node and session ids may be abbreviated to a unique prefix of at least 6 characters.
 """
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 
 class BodyLimit:
     """Refuse (413) request bodies larger than the upload limit, declared or streamed."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]], limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
 

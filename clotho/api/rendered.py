@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnemosyne import MnemosyneError, Session
 
@@ -30,10 +31,6 @@ from .auth import token_matches
 
 __all__ = ["EarlyAnswers", "Rendered"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 Target = tuple[str, bytes]
 """A request's path and query string."""
 
@@ -117,7 +114,7 @@ class Rendered:
 class EarlyAnswers:
     """Answer a GET from :class:`Rendered` when it can, before routing (see the module)."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
