@@ -7,7 +7,7 @@ loopback (the demo and the tests use it).
 """
 
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
-from .errors import ModelError, OrchestratorError, TurnError
+from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import Completion, Gateway
 from .setup import Character, TurnSetup
 from .turn import Engine, TurnKind, TurnRequest, TurnResult
@@ -22,6 +22,7 @@ __all__ = [
     "ModelError",
     "OrchestratorError",
     "TurnError",
+    "TurnInterrupted",
     "TurnKind",
     "TurnRequest",
     "TurnResult",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["ModelError", "OrchestratorError", "TurnError"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mnemosyne import Node, Session
+
+__all__ = ["ModelError", "OrchestratorError", "TurnError", "TurnInterrupted"]
 
 
 class OrchestratorError(Exception):
@@ -31,3 +36,20 @@ class ModelError(OrchestratorError):
         super().__init__(message)
         self.kind = kind
         self.status = status
+
+
+class TurnInterrupted(OrchestratorError):
+    """The player stopped the turn before the reply had any text: no reply is stored
+    (an empty one would be sent to the model in every later prompt). The player's
+    message of a say or an edit is kept, and HEAD is on it (``user_node``), so the next
+    turn can continue from it; other turns store nothing (``user_node`` is ``None``).
+    """
+
+    code = "interrupted"
+
+    def __init__(
+        self, message: str, *, user_node: Node | None = None, session: Session | None = None
+    ) -> None:
+        super().__init__(message)
+        self.user_node = user_node
+        self.session = session

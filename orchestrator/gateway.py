@@ -7,8 +7,12 @@
   (``max_retries``; it honours ``Retry-After``); after the last retry the player gets
   one clear :class:`ModelError`. Errors that a retry cannot fix (a bad key, an unknown
   model, a prompt over the context window) are not retried.
-- A stream that breaks off after some text keeps that text, marked incomplete; so does
+- A stream that breaks off after some text keeps that text, marked incomplete, with one
+  short line saying why (litellm's message repeats the chain of wrapped errors); so does
   :meth:`Gateway.interrupt` (Ctrl+C): the caller stores a partial reply, never loses it.
+  A stream with no text yet is a :class:`ModelError` when it breaks or ends, and an
+  empty, incomplete :class:`Completion` when the player interrupted it (the caller
+  then stores no reply: an empty message would be sent to the model in later prompts).
 
 litellm is imported on first use (it costs seconds), with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``: the engine never calls out on its own.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +34,10 @@ from typing import Any
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
 from .errors import ModelError
 
-__all__ = ["Completion", "Gateway", "OnEvent", "litellm_module"]
+__all__ = ["INTERRUPTED", "Completion", "Gateway", "OnEvent", "litellm_module"]
+
+#: ``Completion.stopped_by`` of a reply the player stopped (Ctrl+C, a client gone).
+INTERRUPTED = "interrupted by the player"
 
 #: Receives ``("token" | "reasoning", text)`` while a reply streams in.
 OnEvent = Callable[[str, str], None]
@@ -90,8 +98,9 @@ class Gateway:
         """Generate a reply, streamed: ``on_event`` gets each piece as it arrives.
 
         Raises:
-            ModelError: the call failed (after its retries), or the stream broke off
-                before any text came.
+            ModelError: the call failed (after its retries), or the stream broke off or
+                ended before any text came (unless the player interrupted it: then the
+                completion is empty and incomplete).
         """
         started = time.perf_counter()
         response = await self._call(config, messages, stream=True)
@@ -131,12 +140,12 @@ class Gateway:
             current = asyncio.current_task()
             if not self._interrupted or (current is not None and current.cancelling()):
                 raise
-            result.incomplete, result.stopped_by = True, "interrupted by the player"
+            result.incomplete, result.stopped_by = True, INTERRUPTED
         except openai_errors() as error:  # the stream broke off (litellm wraps the cause)
-            if not pieces:
+            if not "".join(pieces).strip():
                 raise _model_error(error, config) from None
             result.incomplete = True
-            result.stopped_by = f"the stream broke off: {_first_line(error)}"
+            result.stopped_by = f"the stream broke off: {_broken_stream(error, config)}"
         finally:
             self._streaming = None
         result.content = "".join(pieces)
@@ -145,11 +154,15 @@ class Gateway:
         if not result.incomplete and result.finish_reason is None:
             result.incomplete = True
             result.stopped_by = "the stream ended before the model finished"
-        if not result.content and not result.incomplete:
+        if not result.content.strip() and result.stopped_by != INTERRUPTED:
+            where = f" at {config.api_base}" if config.api_base else ""
+            ended = (
+                f"finish reason: {result.finish_reason}"
+                if result.finish_reason
+                else "the stream ended before the model finished"
+            )
             raise ModelError(
-                f"model {config.model} returned an empty reply (finish reason: "
-                f"{result.finish_reason or 'none'})",
-                "empty",
+                f"model {config.model}{where} returned an empty reply ({ended})", "empty"
             )
         return result
 
@@ -278,12 +291,62 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
+def _cause(error: BaseException) -> BaseException:
+    """The error litellm wrapped in a mid-stream error (the one that says what happened)."""
+    seen = {id(error)}
+    while True:
+        inner = getattr(error, "original_exception", None)
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            return error
+        seen.add(id(inner))
+        error = inner
+
+
+_WRAPPERS = re.compile(
+    r"^(?:litellm\.)?(?:\w+(?:Error|Exception))(?::| -)\s*|^OpenAIException\s*-\s*"
+)
+
+
+def _detail(error: BaseException, limit: int = 160) -> str:
+    """The first line of an error's message without litellm's repeated prefixes
+    ("litellm.APIConnectionError: APIConnectionError: OpenAIException - ...") and
+    without the copy of the wrapped error it appends ("Original exception: ...")."""
+    text = _first_line(error).split(" Original exception:")[0].strip()
+    while True:
+        shorter = _WRAPPERS.sub("", text, count=1).strip()
+        if shorter == text or not shorter:
+            break
+        text = shorter
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _broken_stream(error: BaseException, config: ModelConfig) -> str:
+    """Why a stream broke off, in a few words."""
+    exceptions = litellm_module().exceptions
+    cause = _cause(error)
+    if isinstance(cause, exceptions.Timeout):
+        return f"the model sent nothing for {config.timeout:g} s"
+    if isinstance(cause, exceptions.APIConnectionError):
+        return "the model server closed the connection mid-reply"
+    status = getattr(cause, "status_code", None)
+    return f"the model server failed mid-reply{f' (HTTP {status})' if status else ''}: " + _detail(
+        cause
+    )
+
+
 def _model_error(error: Exception, config: ModelConfig) -> ModelError:
     """A provider's error as a message a player can act on."""
     exceptions = litellm_module().exceptions
     where = f" at {config.api_base}" if config.api_base else ""
+    if isinstance(error, exceptions.MidStreamFallbackError):  # the stream began, then broke
+        return ModelError(
+            f"the stream from {config.model}{where} broke off before any text: "
+            f"{_broken_stream(error, config)}",
+            "connection",
+            status=getattr(error, "status_code", None),
+        )
     status = getattr(error, "status_code", None)
-    detail = _first_line(error).removeprefix("litellm.")
+    detail = _detail(error)
     tries = f"after {config.retries + 1} attempts"
     if isinstance(error, exceptions.ContextWindowExceededError):
         return ModelError(

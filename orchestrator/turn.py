@@ -7,21 +7,28 @@ node(s), the delta, the keyframe if due, the PromptTrace and HEAD (growing the t
 the editor's breakpoint). Nothing is stored if the model fails; a reply whose delta
 cannot be extracted is stored with an empty delta; a reply cut short (a broken
 stream, Ctrl+C) is stored as it stands, marked incomplete, with no delta.
+
+:meth:`Engine.interrupt` (the player's Ctrl+C) stops what the turn is doing and keeps
+what the player typed or saw: the reply streaming (kept, incomplete), the extraction
+(the reply kept with no delta, ``delta_error`` saying why), or anything before the
+reply's first text (the player's message alone is kept, HEAD on it:
+:class:`TurnInterrupted`). An empty reply is never stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NoReturn, TypedDict, TypeVar
 
-from mnemosyne import Message, Node, Session, StateSchema, Store
+from mnemosyne import Message, Node, Session, SessionTransaction, StateSchema, Store
 from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
-from postprocess import CallResult, Extraction, describe_failure, extract_delta
+from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
 from prompts import FRAMING, Injection, Prompt, assemble, fit, macros, render_parts
 
-from .errors import TurnError
-from .gateway import Completion, Gateway
+from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
+from .gateway import INTERRUPTED, Completion, Gateway
 from .setup import TurnSetup
 from .trace import TraceBuilder
 
@@ -84,8 +91,28 @@ class Anchor:
     user_text: str | None = None
 
 
+T = TypeVar("T")
+
+
+class _Stopped(OrchestratorError):
+    """The player interrupted the turn before the reply had any text."""
+
+
+@dataclass
+class _Running:
+    """The turn being played, as :meth:`Engine.interrupt` needs to see it."""
+
+    phase: str = "load"
+    stop: bool = False
+    """An interrupt was asked: the step running stops, and no later step starts."""
+    work: asyncio.Future[Any] | None = None
+    """The step's model call(s), which an interrupt cancels."""
+    anchor: Anchor | None = None
+
+
 class TurnState(TypedDict, total=False):
     request: TurnRequest
+    running: _Running
     session_id: str
     on_event: OnEvent | None
     anchor: Anchor
@@ -115,6 +142,7 @@ class Engine:
         self.setup = setup
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
+        self._running: _Running | None = None
         if setup.plan_by_model and hasattr(self.planner, "ask"):
             self.planner.ask = self._ask_plan  # the lore planner plans with a model call
         self._graph = self._compile()
@@ -161,15 +189,31 @@ class Engine:
         Raises:
             TurnError: the turn cannot be played from here (nothing to reroll...).
             ModelError: the model failed; nothing was stored.
+            TurnInterrupted: :meth:`interrupt` before the reply had any text; only the
+                player's message (say, edit) was stored.
             mnemosyne.MnemosyneError: unknown session or node, or the tree changed
                 under the turn in a way it cannot follow (nothing stored).
             prompts.PromptError: a campaign template is broken.
         """
         if request.kind not in KINDS:
             raise TurnError(f"a turn is one of {', '.join(KINDS)}, not {request.kind!r}")
-        final = await self._graph.ainvoke(
-            {"request": request, "session_id": session_id, "on_event": on_event}
-        )
+        running = _Running()
+        self._running = running
+        try:
+            final = await self._graph.ainvoke(
+                {
+                    "request": request,
+                    "session_id": session_id,
+                    "on_event": on_event,
+                    "running": running,
+                }
+            )
+        except _Stopped:
+            running.phase = "commit"
+            self._keep_players_message(session_id, request, running.anchor)
+        finally:
+            if self._running is running:
+                self._running = None
         return final["result"]
 
     async def preview_lore(self, session_id: str, text: str) -> tuple[Plan, Retrieval]:
@@ -194,7 +238,32 @@ class Engine:
         await self.gateway.aclose()
 
     def interrupt(self) -> bool:
-        """Stop the reply being streamed; it is stored as it stands, marked incomplete."""
+        """Stop the turn being played, keeping what the player typed or saw (Ctrl+C);
+        whether a turn was being played.
+
+        While the reply streams, it stops and is stored as it stands, marked incomplete;
+        while its state delta is extracted, the reply is stored with no delta, marked
+        (``delta_error``); before the reply has any text (planning, a summary, waiting
+        for the model), no reply is stored, only the player's message (:meth:`run`
+        raises :class:`TurnInterrupted`). While the turn is being stored there is
+        nothing left to stop.
+        """
+        running = self._running
+        if running is None:
+            return False
+        if running.phase == "commit":
+            return True
+        if running.phase == "generate" and self.gateway.interrupt():
+            return True
+        running.stop = True
+        if running.work is not None:
+            running.work.cancel()
+        return True
+
+    def stop_reply(self) -> bool:
+        """Stop only the reply being streamed (a client gone: what it was shown is kept,
+        incomplete; a reply with no text yet is not stored, the player's message is);
+        whether one was streaming. The rest of the turn, extraction included, runs on."""
         return self.gateway.interrupt()
 
     # -- the steps ----------------------------------------------------------------------
@@ -204,13 +273,66 @@ class Engine:
         if callback is not None:
             callback(kind, text)
 
+    @staticmethod
+    def _enter(state: TurnState, phase: str) -> _Running | None:
+        """Mark the step the turn is in; before the reply exists, a turn already
+        interrupted goes no further."""
+        running = state.get("running")
+        if running is None:
+            return None
+        running.phase = phase
+        if running.stop and phase in ("plan", "retrieve", "build", "generate"):
+            raise _Stopped
+        return running
+
+    @staticmethod
+    async def _guarded(running: _Running | None, work: Awaitable[T]) -> T:
+        """Await a step's model call(s) so that :meth:`interrupt` can cancel them
+        (raising :class:`_Stopped`) without cancelling the turn itself."""
+        if running is None:
+            return await work
+        task = asyncio.ensure_future(work)
+        if running.stop:
+            task.cancel()
+        running.work = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if running.stop and not (current is not None and current.cancelling()):
+                raise _Stopped from None
+            raise
+        finally:
+            running.work = None
+
+    def _keep_players_message(
+        self, session_id: str, request: TurnRequest, anchor: Anchor | None
+    ) -> NoReturn:
+        """Interrupted before the reply had any text: store the player's message alone
+        (say, edit), HEAD on it, and say so."""
+        if anchor is None or anchor.user_text is None:
+            raise TurnInterrupted("interrupted before the reply began: nothing was stored")
+        with self.store.transaction(session_id) as tx:
+            user_node = _place_players_message(tx, request, anchor)
+        assert user_node is not None
+        raise TurnInterrupted(
+            f"interrupted before the reply began: the player's message was kept as node "
+            f"{user_node.id} (HEAD)",
+            user_node=user_node,
+            session=tx.session,
+        )
+
     async def _load(self, state: TurnState) -> dict[str, Any]:
         request, sid = state["request"], state["session_id"]
+        running = self._enter(state, "load")
         anchor = load_anchor(self.store, sid, request)
+        if running is not None:
+            running.anchor = anchor
         trace = TraceBuilder(request.kind, self.setup)
         return {"anchor": anchor, "trace": trace}
 
     async def _plan(self, state: TurnState) -> dict[str, Any]:
+        running = self._enter(state, "plan")
         anchor, setup, model = state["anchor"], self.setup, self.setup.model
         context = PlanContext(
             history=anchor.history,
@@ -224,16 +346,20 @@ class Engine:
             context_window=self.gateway.context_window(model),
             count_tokens=self.gateway.counter(model),
         )
-        plan = await self.planner.plan(context)
+        plan = await self._guarded(running, self.planner.plan(context))
         if plan.call is not None and "trace" in state:
             state["trace"].template("plan")
         return {"context": context, "plan": plan}
 
     async def _retrieve(self, state: TurnState) -> dict[str, Any]:
-        retrieval = await self.planner.retrieve(state["plan"], state["context"])
+        running = self._enter(state, "retrieve")
+        retrieval = await self._guarded(
+            running, self.planner.retrieve(state["plan"], state["context"])
+        )
         return {"retrieval": retrieval}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
+        running = self._enter(state, "build")
         anchor, setup = state["anchor"], self.setup
         templates = setup.templates
         char, user = setup.character.name, setup.player
@@ -267,8 +393,8 @@ class Engine:
         summary_info = None
         if first_kept > 0:
             self._emit(state, "status", "summarising the oldest messages, which no longer fit")
-            summary_text, first_kept, summary_info = await self._summary(
-                anchor, first_kept, window, count, trace
+            summary_text, first_kept, summary_info = await self._guarded(
+                running, self._summary(anchor, first_kept, window, count, trace)
             )
             context["summary"] = summary_text
             parts = render_parts(templates, context)
@@ -339,7 +465,9 @@ class Engine:
                         {
                             "summary": summary,
                             "messages": [
-                                {"role": m.role, "content": m.content} for m in history[start:end]
+                                {"role": m.role, "content": m.content}
+                                for m in history[start:end]
+                                if m.content.strip()  # an empty reply of an older version
                             ],
                             "words": self.setup.summary_words,
                             "char": self.setup.character.name,
@@ -381,10 +509,13 @@ class Engine:
         return ids.index(through) + 1, summary
 
     async def _generate(self, state: TurnState) -> dict[str, Any]:
+        running = self._enter(state, "generate")
         prompt: Prompt = state["prompt"]
-        completion = await self.gateway.stream(
-            self.setup.model, prompt.messages, state.get("on_event")
+        completion = await self._guarded(
+            running, self.gateway.stream(self.setup.model, prompt.messages, state.get("on_event"))
         )
+        if not completion.content.strip():  # interrupted before any text: no empty reply
+            raise _Stopped
         if completion.incomplete:
             self._emit(
                 state, "warning", f"the reply is incomplete ({completion.stopped_by}): kept as is"
@@ -392,10 +523,12 @@ class Engine:
         return {"completion": completion}
 
     async def _postprocess(self, state: TurnState) -> dict[str, Any]:
+        """The state delta of the reply. Whatever happens here, the reply is stored: an
+        interrupt or a failed call leaves it with no delta, the reason in ``delta_error``."""
+        running = self._enter(state, "postprocess")
         anchor, completion = state["anchor"], state["completion"]
         if not self.setup.extract or anchor.reply_role != "assistant" or completion.incomplete:
             return {"extraction": None}
-        self._emit(state, "status", "updating the world state")
         config = self.setup.extractor
 
         async def call(messages: list[dict[str, Any]], fmt: dict[str, Any]) -> CallResult:
@@ -403,19 +536,30 @@ class Engine:
             return CallResult(answer.content, answer.usage, answer.latency_ms)
 
         state["trace"].template("extract")
-        extraction = await extract_delta(
-            call,
-            self.setup.templates,
-            schema=anchor.schema,
-            state=anchor.state,
-            reply=completion.content,
-            user_message=anchor.user_text or _last_user_text(anchor.history),
-        )
+        arguments: dict[str, Any] = {
+            "schema": anchor.schema,
+            "state": anchor.state,
+            "reply": completion.content,
+            "user_message": anchor.user_text or _last_user_text(anchor.history),
+        }
+        if running is None or not running.stop:
+            self._emit(state, "status", "updating the world state")
+        try:
+            extraction = await self._guarded(
+                running, extract_delta(call, self.setup.templates, **arguments)
+            )
+        except _Stopped:
+            reason = f"{INTERRUPTED} before the state delta was extracted"
+            extraction = unfinished(reason, self.setup.templates, **arguments)
+        except ModelError as error:
+            reason = f"the extraction call failed: {error}"
+            extraction = unfinished(reason, self.setup.templates, **arguments)
         if not extraction.ok:
             self._emit(state, "warning", describe_failure(extraction))
         return {"extraction": extraction}
 
     async def _commit(self, state: TurnState) -> dict[str, Any]:
+        self._enter(state, "commit")
         request, anchor = state["request"], state["anchor"]
         completion, extraction = state["completion"], state.get("extraction")
         summary = state.get("summary")
@@ -434,21 +578,7 @@ class Engine:
         history = list(anchor.history)
         sid = state["session_id"]
         with self.store.transaction(sid) as tx:
-            user_node = None
-            if request.kind == "edit":
-                assert anchor.sibling_of is not None and anchor.user_text is not None
-                user_node = tx.add_sibling(anchor.sibling_of, anchor.user_text)
-            elif anchor.parent_id is not None:
-                if tx.head_id != anchor.parent_id:
-                    tx.checkout(anchor.parent_id)
-            elif tx.head_id is not None:
-                raise TurnError(
-                    f"session {sid} got its first message from elsewhere during the turn: "
-                    "play again"
-                )
-            if request.kind == "say":
-                assert anchor.user_text is not None
-                user_node = tx.append("user", anchor.user_text)
+            user_node = _place_players_message(tx, request, anchor)
             if user_node is not None:
                 history[-1] = Message(user_node.id, "user", None, user_node.content)
             arguments = {"metadata": metadata, "delta": delta or None}
@@ -482,6 +612,28 @@ class Engine:
             messages_hash=digest,
         )
         return {"result": result}
+
+
+def _place_players_message(
+    tx: SessionTransaction, request: TurnRequest, anchor: Anchor
+) -> Node | None:
+    """In a commit's transaction: HEAD back where the turn grows the tree, and the
+    player's new message (say, edit) stored there; that message, if any."""
+    if request.kind == "edit":
+        assert anchor.sibling_of is not None and anchor.user_text is not None
+        return tx.add_sibling(anchor.sibling_of, anchor.user_text)
+    if anchor.parent_id is not None:
+        if tx.head_id != anchor.parent_id:
+            tx.checkout(anchor.parent_id)
+    elif tx.head_id is not None:
+        raise TurnError(
+            f"session {anchor.session_id} got its first message from elsewhere during the "
+            "turn: play again"
+        )
+    if request.kind == "say":
+        assert anchor.user_text is not None
+        return tx.append("user", anchor.user_text)
+    return None
 
 
 def _summary_of(summary: dict[str, Any]) -> str:

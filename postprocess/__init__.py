@@ -9,6 +9,7 @@ from .extract import (
     extract_delta,
     parse_delta,
     request_messages,
+    unfinished,
 )
 from .schema import delta_json_schema, response_format
 
@@ -23,4 +24,5 @@ __all__ = [
     "parse_delta",
     "request_messages",
     "response_format",
+    "unfinished",
 ]

@@ -4,7 +4,8 @@ The call asks for structured output (a JSON schema built from the campaign's sta
 schema), then the delta is checked against the state it will apply to. An invalid one
 is sent back once with what was wrong; if the second answer is invalid too, the turn
 goes on with an empty delta and the failure is recorded: a reply is never lost
-because its delta failed.
+because its delta failed. An extraction that did not finish (the player interrupted
+it, or the call itself failed) is recorded the same way (:func:`unfinished`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from prompts import Templates
 
 from .schema import response_format
 
-__all__ = ["Attempt", "Call", "CallResult", "Extraction", "extract_delta", "parse_delta"]
+__all__ = [
+    "Attempt",
+    "Call",
+    "CallResult",
+    "Extraction",
+    "describe_failure",
+    "extract_delta",
+    "parse_delta",
+    "unfinished",
+]
 
 
 @dataclass(frozen=True)
@@ -56,17 +66,23 @@ class Extraction:
     messages: list[dict[str, Any]]
     """The messages of the last call (the first one's plus the retry, when retried)."""
     response_format: dict[str, Any]
+    stopped: str | None = None
+    """Why the extraction did not finish (interrupted, the call failed); ``None`` if it
+    ran to its end."""
 
     @property
     def error(self) -> str | None:
-        """Why the extraction failed (the last attempt's error)."""
-        return None if self.ok else self.attempts[-1].error
+        """Why the extraction failed: why it stopped, or the last attempt's error."""
+        if self.ok:
+            return None
+        return self.stopped or (self.attempts[-1].error if self.attempts else None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "delta": self.delta,
             "error": self.error,
+            "stopped": self.stopped,
             "attempts": [
                 {
                     "output": a.output,
@@ -179,8 +195,27 @@ async def extract_delta(
     return Extraction([], False, attempts, messages, fmt)
 
 
+def unfinished(
+    reason: str,
+    templates: Templates,
+    *,
+    schema: StateSchema,
+    state: Mapping[str, Any],
+    reply: str,
+    user_message: str | None = None,
+) -> Extraction:
+    """The record of an extraction that did not finish (``reason`` says why): no delta,
+    no attempts, and the messages that were (or would have been) sent, for the trace."""
+    messages = request_messages(
+        templates, schema=schema, state=state, reply=reply, user_message=user_message
+    )
+    return Extraction([], False, [], messages, response_format(schema), stopped=reason)
+
+
 def describe_failure(extraction: Extraction) -> str:
     """One line for the player when the state could not be updated."""
+    if extraction.stopped:
+        return f"the world state was not updated: {extraction.stopped}"
     return (
         f"the world state was not updated: the extracted delta was invalid twice "
         f"({extraction.error})"

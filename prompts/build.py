@@ -5,6 +5,11 @@ rest), summary, state (each its own system message, left out when it renders emp
 so the parts that rarely change stay identical from turn to turn), then the linear
 projection with any lore placed at a depth in it, then what the turn adds (an
 instruction to continue or to impersonate).
+
+A message of the projection with no text is left out of the prompt: a reply
+interrupted before its first token was stored empty by older versions, and an empty
+message says nothing to the model (some providers refuse it). The node stays in the
+tree; the trace's history references skip it as they skip any message not sent.
 """
 
 from __future__ import annotations
@@ -96,22 +101,23 @@ def assemble(
     first_kept: int = 0,
     injections: Sequence[Injection] = (),
 ) -> Prompt:
-    """The messages: the parts, the history from ``first_kept`` on with the
-    injections in it, then ``tail``.
+    """The messages: the parts, the history from ``first_kept`` on (messages with no
+    text left out) with the injections in it, then ``tail``.
 
     An injection deeper than the history kept goes just before its oldest message.
     """
     messages = [{"role": "system", "content": text} for _, text in parts]
     sources: list[int | None] = [None] * len(messages)
-    kept = len(history) - first_kept
+    sent = [index for index in range(first_kept, len(history)) if history[index].content.strip()]
+    kept = len(sent)
     at: dict[int, list[Injection]] = {}
     for injection in injections:
         at.setdefault(max(kept - max(injection.depth, 0), 0), []).append(injection)
-    for offset, index in enumerate(range(first_kept, len(history) + 1)):
+    for offset, index in enumerate([*sent, None]):
         for injection in at.get(offset, ()):
             messages.append({"role": injection.role, "content": injection.content})
             sources.append(None)
-        if index < len(history):
+        if index is not None:
             messages.append(history_message(history[index]))
             sources.append(index)
     for message in tail:
