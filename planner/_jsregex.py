@@ -1,4 +1,4 @@
-"""Regex keys: ``/pattern/flags`` read as SillyTavern reads them, run by Python's ``re``.
+"""Regex keys: ``/pattern/flags`` read as SillyTavern reads them, run by ``regex``.
 
 SillyTavern (``parseRegexFromString`` in world-info.js) takes a key for a regular
 expression when it matches ``^/([\\w\\W]+?)/([gimsuy]*)$`` and its pattern holds no
@@ -11,9 +11,19 @@ JavaScript's meaning (ASCII word characters, JavaScript's whitespace), ``.`` doe
 match ``\\r`` or the Unicode line separators, ``$`` is the end of the text (not before
 a final newline), ``[^]`` is any character and ``[]`` none, ``(?<name>...)`` and
 ``\\k<name>`` become Python's, identity escapes (``\\e`` = ``e``) stay literal, and
-flags map to ``re`` flags (``g`` changes nothing for a test, ``y`` anchors at the
-start). What Python cannot express (``\\p{...}``, variable-width look-behind) makes
-the key fail to compile; the caller reports it.
+flags map to regex flags (``g`` changes nothing for a test, ``y`` anchors at the
+start). The translation is compiled by the ``regex`` module (mrab-regex) in its
+``VERSION0`` mode, which reads a pattern as ``re`` does but also takes variable-width
+look-behind and, with the ``u`` flag, ``\\p{...}`` property escapes, as JavaScript
+does. A property name ``regex`` does not know makes the key fail to compile (the
+caller reports it); ``regex`` knows a few names JavaScript refuses (``\\p{IsLatin}``),
+which then work here and are plain text in SillyTavern.
+
+``regex`` also bounds a match: :class:`RegexClock` gives each match of one scan a
+timeout and the scan a budget for all of them (:data:`MATCH_TIMEOUT_S`,
+:data:`SCAN_BUDGET_S`), and matches release the GIL (``concurrent=True``), so a key with
+catastrophic backtracking (``/(a|a)*$/`` on a long run of ``a``) costs a turn a
+bounded time and never stalls the other threads of a server.
 
 While translating, the longest run of literal ASCII word characters that every match
 must contain is noted (:attr:`RegexKey.literal`), so that a regex only runs when its
@@ -23,10 +33,36 @@ literal is in the text.
 from __future__ import annotations
 
 import re
+import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
-__all__ = ["JS_SPACE", "RegexKey", "RegexProblem", "js_trim", "parse_regex_key"]
+import regex
+
+__all__ = [
+    "JS_SPACE",
+    "MATCH_TIMEOUT_S",
+    "SCAN_BUDGET_S",
+    "RegexClock",
+    "RegexKey",
+    "RegexProblem",
+    "js_trim",
+    "parse_regex_key",
+]
+
+MATCH_TIMEOUT_S = 0.02
+"""The longest one match of a regex key may take in a scan. A match runs on one message
+or on the few newest messages joined; an ordinary key does that in well under a
+millisecond, so only catastrophic backtracking reaches this. A key that does is skipped
+for the rest of the scan, and the entry's miss says so."""
+SCAN_BUDGET_S = 0.25
+"""The time all regex keys of one scan may take together: a handful of keys that each
+stop just short of :data:`MATCH_TIMEOUT_S` still cost a turn no more than this, which
+is small beside the model's reply and keeps ``clotho lore test`` interactive. Once it
+is spent, the keys not yet tried are skipped for the scan."""
 
 #: JavaScript's ``\s`` (and the characters ``String.prototype.trim`` removes).
 JS_SPACE = (
@@ -53,7 +89,10 @@ _ESCAPE_CLASSES = {
 _BOUNDARY = r"(?a:\b)"
 _NOT_BOUNDARY = r"(?a:\B)"
 _CONTROL = {"n": "\\n", "r": "\\r", "t": "\\t", "f": "\\f", "v": "\\v"}
-_PY_FLAGS = {"i": re.IGNORECASE, "m": 0, "s": re.DOTALL}
+_PY_FLAGS = {"i": regex.IGNORECASE, "m": 0, "s": regex.DOTALL}
+_PROPERTY = re.compile(r"\{([A-Za-z_]+(?:=[A-Za-z0-9_]+)?)\}")
+"""What follows ``\\p`` in JavaScript (``{Name}`` or ``{Name=Value}``)."""
+_CLOCK: ContextVar[RegexClock | None] = ContextVar("regex_clock", default=None)
 
 
 def js_trim(text: str) -> str:
@@ -67,7 +106,7 @@ class RegexKey:
 
     source: str
     """The key as written (after macros), e.g. ``/dra(g|k)on/i``."""
-    pattern: re.Pattern[str]
+    pattern: regex.Pattern[str]
     anchored: bool
     """JavaScript's ``y`` flag: a match must start at the beginning of the text."""
     literal: str | None
@@ -79,14 +118,84 @@ class RegexKey:
     message and the newline after it; 0: neither, the whole text is searched."""
 
     def test(self, text: str) -> bool:
-        """``RegExp.prototype.test`` on ``text``."""
-        found = self.pattern.match(text) if self.anchored else self.pattern.search(text)
-        return found is not None
+        """``RegExp.prototype.test`` on ``text`` (inside :meth:`RegexClock.running`: a
+        skipped key matches nothing)."""
+        return self._search(text) is not None
 
     def first(self, text: str) -> int | None:
-        """Where the first match starts, or ``None``."""
-        found = self.pattern.match(text) if self.anchored else self.pattern.search(text)
+        """Where the first match starts, or ``None`` (as :meth:`test`)."""
+        found = self._search(text)
         return None if found is None else found.start()
+
+    def _search(self, text: str) -> regex.Match[str] | None:
+        clock = _CLOCK.get()
+        if clock is not None:
+            return clock.search(self, text)
+        return self.search(text, None)
+
+    def search(self, text: str, timeout: float | None) -> regex.Match[str] | None:
+        """The first match, the GIL released while matching.
+
+        Raises:
+            TimeoutError: the match took longer than ``timeout`` seconds.
+        """
+        find = self.pattern.match if self.anchored else self.pattern.search
+        return find(text, timeout=timeout, concurrent=True)
+
+
+@dataclass
+class RegexClock:
+    """The time the regex keys of one scan may take (see :data:`MATCH_TIMEOUT_S` and
+    :data:`SCAN_BUDGET_S`), and the keys skipped for going over it.
+
+    Inside :meth:`running`, every :meth:`RegexKey.test` and :meth:`RegexKey.first` of
+    the current thread goes through :meth:`search`, wherever the scan calls it from.
+    """
+
+    match_timeout: float = MATCH_TIMEOUT_S
+    budget: float = SCAN_BUDGET_S
+    spent: float = 0.0
+    """Seconds spent matching so far."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Key (as written) -> why it was skipped for the rest of the scan."""
+
+    @contextmanager
+    def running(self) -> Iterator[RegexClock]:
+        token = _CLOCK.set(self)
+        try:
+            yield self
+        finally:
+            _CLOCK.reset(token)
+
+    def search(self, key: RegexKey, text: str) -> regex.Match[str] | None:
+        """The key's first match in ``text``; ``None`` if there is none, or if the key is
+        skipped (:attr:`skipped` then names it)."""
+        if key.source in self.skipped:
+            return None
+        left = self.budget - self.spent
+        if left <= 0:
+            self.skipped[key.source] = (
+                f"regex {key.source} was not tried: the scan's {_ms(self.budget)} for "
+                "regex keys were spent"
+            )
+            return None
+        timeout = min(self.match_timeout, left)
+        start = time.perf_counter()
+        try:
+            return key.search(text, timeout)
+        except TimeoutError:
+            if timeout < self.match_timeout:
+                why = f"ran out of the scan's {_ms(self.budget)} for regex keys"
+            else:
+                why = f"took longer than {_ms(self.match_timeout)}"
+            self.skipped[key.source] = f"regex {key.source} {why} and was skipped for this scan"
+            return None
+        finally:
+            self.spent += time.perf_counter() - start
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:g} ms"
 
 
 @dataclass(frozen=True)
@@ -120,8 +229,8 @@ def parse_regex_key(key: str) -> RegexKey | RegexProblem | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             translated, literal = translator.translate()
-            compiled = re.compile(translated, py_flags)
-    except (re.error, ValueError, OverflowError, RecursionError) as error:
+            compiled = regex.compile(translated, py_flags | regex.VERSION0)
+    except (regex.error, ValueError, OverflowError, RecursionError) as error:
         return RegexProblem(key, str(error))
     local = 0
     if translator.plain and "y" not in flags:
@@ -171,9 +280,9 @@ class _Translator:
     def _atom(self, i: int, text: str, char: str | None, check: bool = True) -> int:
         """Emit an atom; ``char`` is the literal character it stands for, if any."""
         self.out.append(text)
-        if check and not self.newline and re.fullmatch(text, "\n", self.py_flags):
+        if check and not self.newline and regex.fullmatch(text, "\n", self.py_flags):
             self.newline = True
-        if check and not self.marker and re.fullmatch(text, "\x01", self.py_flags):
+        if check and not self.marker and regex.fullmatch(text, "\x01", self.py_flags):
             self.marker = True
         if self.depth or char is None:
             self._end_run()
@@ -251,7 +360,7 @@ class _Translator:
             self.plain = False
             self.out.append(f"(?:(?<=[{_LINE_END}])|\\A)" if self.multiline else "\\A")
             return i + 1
-        return self._atom(i + 1, re.escape(c), c)
+        return self._atom(i + 1, regex.escape(c), c)
 
     def _quantifier(self, i: int, text: str) -> int:
         if i < self.n and self.p[i] == "?":
@@ -309,12 +418,15 @@ class _Translator:
             while j < self.n and self.p[j].isdigit():
                 j += 1
             return self._atom(j, "(?:\\" + self.p[i + 1 : j] + ")", None, check=False)
+        if e in "pP" and self.unicode:
+            end, text = self._property(i)
+            return self._atom(end, text, None)
         if e == "k" and self.p.startswith("<", i + 2):
             name = _GROUP_NAME.match(self.p, i + 3)
             if name is not None:
                 return self._atom(name.end(), f"(?P={name.group(1)})", None, check=False)
         end, char = self._char_escape(i)
-        return self._atom(end, re.escape(char), char)
+        return self._atom(end, regex.escape(char), char)
 
     def _char_escape(self, i: int) -> tuple[int, str]:
         """A ``\\`` escape that stands for one character: where it ends, and the character."""
@@ -342,9 +454,14 @@ class _Translator:
             if re.fullmatch(r"[0-9A-Fa-f]{4}", self.p[i + 2 : i + 6]):
                 return i + 6, chr(int(self.p[i + 2 : i + 6], 16))
             return i + 2, "u"
-        if e in "pP" and self.unicode:
-            raise ValueError("Unicode property escapes (\\p{...}) are not supported by Python")
         return i + 2, e
+
+    def _property(self, i: int) -> tuple[int, str]:
+        """``\\p{...}`` or ``\\P{...}`` (``u`` flag): where it ends, and the same for ``regex``."""
+        found = _PROPERTY.match(self.p, i + 2)
+        if found is None:
+            raise ValueError(f"invalid property name at position {i}")
+        return found.end(), self.p[i : found.end()]
 
     def _class(self, i: int) -> tuple[int, str]:
         j = i + 1
@@ -370,6 +487,13 @@ class _Translator:
             elif c == "\\":
                 if j + 1 >= self.n:
                     raise ValueError("\\ at end of pattern")
+                if self.p[j + 1] in "pP" and self.unicode:
+                    j, text = self._property(j)
+                    items.append(text)
+                    if self.p.startswith("-", j):
+                        items.append("\\-")
+                        j += 1
+                    continue
                 if self.p[j + 1] == "b":
                     end, char = j + 2, "\b"
                 elif self.p[j + 1].isdigit() and self.p[j + 1] != "0":
@@ -383,7 +507,7 @@ class _Translator:
                         end, char = j + 2, self.p[j + 1]
                 else:
                     end, char = self._char_escape(j)
-                items.append(re.escape(char))
+                items.append(regex.escape(char))
                 j = end
             elif c in "[&~|" or (c == "-" and self.p.startswith("-", j + 1)):
                 items.append("\\" + c)
