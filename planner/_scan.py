@@ -9,13 +9,17 @@ decorators, forced, sticky, regexes without a literal...) and those with a prima
 key present in their haystack (found for all entries at once, see :mod:`._keys`).
 An entry with no key present would end at "no match" anyway, so the outcome is the
 same; notable misses are recorded only for entries that would otherwise have fired.
+
+Regex keys run on a :class:`~._jsregex.RegexClock`: a key whose match takes too long, or
+that comes after the scan's time for regexes is spent, matches nothing for the rest
+of the scan, and the entries it kept from firing say so (kind ``slow_regex``).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._compile import (
@@ -29,7 +33,7 @@ from ._compile import (
     substitute_macros,
 )
 from ._haystack import FOUND_ELSEWHERE, Haystack, Label, Piece
-from ._jsregex import RegexKey, js_trim
+from ._jsregex import RegexClock, RegexKey, js_trim
 from ._keys import st_match_key
 from ._timed import TimedEffects
 from .lorebook import Entry, SelectiveLogic
@@ -83,7 +87,8 @@ class Skip:
     kind: str
     """``probability``, ``budget``, ``group``, ``held_back``, ``cooldown``, ``delay``,
     ``delay_until_recursion``, ``exclude_recursion``, ``triggers``,
-    ``character_filter``, ``decorator``, ``secondary`` or ``regex``."""
+    ``character_filter``, ``decorator``, ``secondary``, ``regex`` (does not compile) or
+    ``slow_regex`` (skipped for taking too long)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,8 @@ class ScanResult:
     loops: int
     overflowed: bool = False
     """The budget ran out (entries were cut)."""
+    slow_regexes: list[str] = field(default_factory=list)
+    """The regex keys skipped for taking too long, each saying so."""
 
 
 class Scan:
@@ -167,6 +174,9 @@ class Scan:
         """Entries stopped by a rule that holds for the whole scan, their miss recorded."""
         self.piece_hits: dict[str, frozenset[int]] = {}
         self.regex_cache = world.regex_cache
+        self.clock = RegexClock()
+        self.slow: dict[int, str] = {}
+        """Entry index -> why a regex key of it was skipped (the first one)."""
         self.state = INITIAL
         self.skew = 0
         self.level = 0
@@ -181,6 +191,10 @@ class Scan:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> ScanResult:
+        with self.clock.running():
+            return self._run()
+
+    def _run(self) -> ScanResult:
         settings = self.settings
         levels = list(self.world.delay_levels)
         self.level = levels.pop(0) if levels else 0
@@ -200,10 +214,14 @@ class Scan:
             new = [item for item, _, _ in found]
             why = {item.index: (reason, key) for item, reason, key in found}
             notes = self._groups(new)
+            for item in new:
+                if item.index in self.slow:
+                    notes.setdefault(item.index, []).append(self.slow[item.index])
             self._admit(new, why, notes, count)
             successful = [item for item in new if item.index not in self.failed]
             recursing = [item for item in successful if not item.entry.prevent_recursion]
             self._next(recursing, levels)
+        self._slow_regexes()
         self._regex_problems()
         for index in self.activated:
             self.skips.pop(index, None)
@@ -218,7 +236,16 @@ class Scan:
             tokens=self.count(text) if text else 0,
             loops=count,
             overflowed=self.overflowed,
+            slow_regexes=list(self.clock.skipped.values()),
         )
+
+    def _slow_regexes(self) -> None:
+        """Entries a skipped regex key may have kept from firing (a secondary verdict
+        that counted it absent is replaced; a later rule's miss is kept)."""
+        for index, reason in self.slow.items():
+            known = self.skips.get(index)
+            if index not in self.activated and (known is None or known.kind == "secondary"):
+                self.skips[index] = Skip(self.items[index].id, reason, "slow_regex")
 
     def _regex_problems(self) -> None:
         """Entries with a regex key that does not compile, when nothing else explains them."""
@@ -354,12 +381,14 @@ class Scan:
         return found
 
     def _test(self, regex: RegexKey, text: str) -> bool:
-        """A regex on a text, remembered across scans."""
+        """A regex on a text, remembered across scans (a skipped key's miss is not)."""
         cache = self.regex_cache
         key = (regex, text)
         found = cache.get(key)
         if found is None:
             found = regex.test(text)
+            if regex.source in self.clock.skipped:
+                return False
             if len(cache) >= 16384:
                 del cache[next(iter(cache))]
             cache[key] = found
@@ -536,7 +565,12 @@ class Scan:
             if key.kid >= 0 and key.kid not in hay.present:
                 return False
             assert key.regex is not None
-            return hay.find_regex(key.regex, key.kid, self._test) is not None
+            if hay.find_regex(key.regex, key.kid, self._test) is not None:
+                return True
+            skipped = self.clock.skipped.get(key.regex.source)
+            if skipped is not None:
+                self.slow.setdefault(item.index, skipped)
+            return False
         if kind == ALWAYS:
             return True
         if kind == NEVER:

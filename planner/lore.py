@@ -6,6 +6,10 @@ reasoning kept), and retrieves in one World Info scan, with the entries
 that the vector index finds similar activated the way SillyTavern's vector storage
 activates them (still subject to every other rule: timers, groups, probability,
 budget), and entries whose world-state condition does not hold held back.
+
+The scan runs in a worker thread (``asyncio.to_thread``), one at a time per planner:
+it is CPU work (regex keys included, each bounded, see :mod:`._jsregex`), and on the
+event loop it would hold up every other request of a server while it runs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import json
 import random
 import secrets
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -22,7 +27,7 @@ from .base import LoreHit, Plan, PlanContext, Retrieval
 from .conditions import parse_condition
 from .errors import ConditionError, PlannerError, RetrievalError
 from .lorebook import Entry, Lorebook
-from .worldinfo import ScanSettings, WorldInfo
+from .worldinfo import ScanResult, ScanSettings, WorldInfo
 
 if TYPE_CHECKING:
     from .vectors import LoreIndex
@@ -129,6 +134,8 @@ class LorePlanner:
         self._entries = {
             f"{book.name}:{entry.uid}": entry for book in self.books for entry in book.entries
         }
+        self._scanning = threading.Lock()
+        """One scan at a time: :class:`WorldInfo`'s caches are not locked."""
 
     async def plan(self, context: PlanContext) -> Plan:
         depth = self.settings.scan_depth
@@ -184,7 +191,8 @@ class LorePlanner:
         seed = self.seed if self.seed is not None else secrets.randbits(32)
         details["seed"] = seed
         budget = self.settings.budget(context.context_window)
-        result = self.world.scan(
+        result = await asyncio.to_thread(
+            self._scan,
             messages=[(_speaker(m, context), m.content) for m in context.history],
             chat_length=len(context.history),
             trigger=context.trigger,
@@ -200,6 +208,8 @@ class LorePlanner:
             held_back=lambda _id, entry: _held_back(entry, context.state),
         )
         details.update({"budget": budget, "tokens": result.tokens, "loops": result.loops})
+        if result.slow_regexes:
+            details["slow_regexes"] = result.slow_regexes
         hits = [
             LoreHit(
                 id=item.id,
@@ -214,6 +224,10 @@ class LorePlanner:
         ]
         skipped = [{"id": skip.id, "reason": skip.reason} for skip in result.skipped]
         return Retrieval(hits, skipped, dict(result.timers), details)
+
+    def _scan(self, **arguments: Any) -> ScanResult:
+        with self._scanning:
+            return self.world.scan(**arguments)
 
     async def _similar(self, queries: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
         """Entries similar to the queries; a failing index leaves keywords to do the work
