@@ -110,9 +110,19 @@ def lore_list(cli: Cli) -> None:
 
 @command(lore_app, "test")
 def lore_test(
-    cli: Cli, text: Annotated[str, typer.Argument(metavar="TEXT", help="The next message.")]
+    cli: Cli,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The next message.")],
+    with_skipped: Annotated[
+        bool,
+        typer.Option(
+            "--skipped",
+            help="With --json: {fired, skipped}, the skipped being the entries that could "
+            "have fired and did not, and why (the text output always shows them).",
+        ),
+    ] = False,
 ) -> None:
-    """Which entries would fire if TEXT were the next message at HEAD, and why."""
+    """Which entries would fire if TEXT were the next message at HEAD, and why (and which
+    did not: a rule, a roll, the budget, a regex key that took too long)."""
     preview = preview_lore(cli.settings, cli.store, cli.session_id(), text)
     fired, skipped = preview["fired"], preview["skipped"]
 
@@ -126,7 +136,7 @@ def lore_test(
             out(paint(f"not {row['book']}:{row['uid']}  {row['reason']}", "dim"))
         out(paint(preview["reasoning"], "dim"))
 
-    cli.emit(fired, show)
+    cli.emit({"fired": fired, "skipped": skipped} if with_skipped else fired, show)
 
 
 def _index(cli: Cli, books: list[Any]) -> None:
