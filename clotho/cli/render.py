@@ -32,9 +32,15 @@ def alternatives(turn: TurnView) -> str:
 
 
 def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width: int = 72) -> str:
-    """``1a2b3c4d user Alice: Hello…`` with its markers."""
+    """``1a2b3c4d user Alice: Hello…`` with its markers: ``(empty)`` (a reply with no
+    text, which older versions stored when interrupted before its first word; the model
+    is not sent it), ``(incomplete)`` (a reply cut short), ``(disabled)``, ``(HEAD)``."""
     speaker = f" {node.name}:" if node.name else ":"
     text = _first_line(node.content, width)
+    if not text:
+        text = paint("(empty)", "dim")
+    if node.metadata.get("incomplete"):
+        text += " " + paint("(incomplete)", "yellow")
     if not node.enabled:
         text = paint(text, "dim", "strike") + " " + paint("(disabled)", "dim")
     line = (
