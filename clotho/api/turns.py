@@ -13,8 +13,13 @@ Events, each a JSON object in ``data``:
 - ``error``: a problem document (RFC 9457); the last event, nothing was stored.
 
 A client that disconnects while the reply streams stops it: the text so far is kept,
-marked incomplete, as Ctrl+C does in the terminal. With ``Accept: application/json``
-the turn is played to the end and its result returned as one document instead.
+marked incomplete, as Ctrl+C does in the terminal (before its first word, no reply is
+stored: the player's message of a say or an edit is, HEAD on it). A client that
+disconnects at any other moment stops nothing: the turn is played to its end and
+stored whole (while the state delta is extracted, that costs one call and loses
+nothing, unlike Ctrl+C, which a player presses on purpose). With ``Accept:
+application/json`` the turn is played to the end and its result returned as one
+document instead.
 """
 
 from __future__ import annotations
@@ -120,9 +125,11 @@ async def play_turn(request: Request, session_id: str, body: TurnBody) -> Respon
     def on_event(kind: str, text: str) -> None:
         queue.put_nowait((kind, {"text": text}))
 
+    started = asyncio.Event()  # this turn holds the session's lock (is the engine's)
+
     async def play() -> None:
         try:
-            result = await _play(ctx, engine, session.id, turn, on_event)
+            result = await _play(ctx, engine, session.id, turn, on_event, started)
             queue.put_nowait(("node", await run_in_threadpool(_result, ctx, result)))
         except Exception as error:  # every failure ends the stream, named
             if getattr(error, "code", None) is None:
@@ -147,8 +154,8 @@ async def play_turn(request: Request, session_id: str, body: TurnBody) -> Respon
                     return
                 yield _sse(*item)
         finally:
-            if not task.done():
-                engine.interrupt()  # the client left: keep the reply so far, incomplete
+            if not task.done() and started.is_set():
+                engine.stop_reply()  # the client left: keep the reply so far, incomplete
 
     headers = {
         "Cache-Control": "no-cache",
@@ -164,9 +171,12 @@ async def _play(
     session_id: str,
     turn: TurnRequest,
     on_event: Any,
+    started: asyncio.Event | None = None,
 ) -> TurnResult:
     lock = ctx.turn_lock(session_id)
     if lock.locked() and on_event is not None:
         on_event("status", "waiting for the turn being played in this session")
     async with lock:
+        if started is not None:
+            started.set()
         return await engine.run(session_id, turn, on_event)
