@@ -1,14 +1,23 @@
 """Commands that generate: say, reroll, edit, continue, impersonate, play, and trace.
 
-Replies stream to the terminal as the model writes them. Ctrl+C while a reply
-streams stops it: the text so far is kept, marked incomplete, with no state change;
-Ctrl+C at any other moment of a turn abandons the turn and stores nothing.
+Replies stream to the terminal as the model writes them. Ctrl+C during a turn keeps
+what the player typed or saw: while a reply streams, the text so far is kept, marked
+incomplete, with no state change; while the world state is being updated, the reply is
+kept with no delta, marked; before the reply's first word, the player's message alone
+is kept (HEAD on it, so /continue or `clotho continue` asks for the reply), and the
+screen says so.
+
+``play`` reads the player's lines with prompt_toolkit on a terminal (a line of any
+length, keys such as Ctrl+L handled, not typed into the text), and line by line from
+stdin otherwise (piped input), with control characters other than tab and newline
+removed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -16,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from clotho.errors import UsageError
 from clotho.wiring import session_engine
 
 from . import render
@@ -23,7 +33,9 @@ from ._app import EXIT_FAILED, Cli, app, command
 from .style import out, paint
 
 if TYPE_CHECKING:
-    from orchestrator import Engine, TurnResult
+    from prompt_toolkit import PromptSession
+
+    from orchestrator import Engine, TurnInterrupted, TurnResult
 
 __all__ = ["run_turn"]
 
@@ -38,6 +50,7 @@ class _Stream:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.thinking = False
+        self.midline = False  # the text so far (reply or reasoning) does not end a line
 
     def __call__(self, kind: str, text: str) -> None:
         if self.quiet:
@@ -47,15 +60,23 @@ class _Stream:
                 sys.stdout.write("\n")
                 self.thinking = False
             sys.stdout.write(text)
+            self.midline = not text.endswith("\n")
         elif kind == "reasoning":
             if not self.thinking:
                 sys.stdout.write(paint("(thinking) ", "dim", "italic"))
                 self.thinking = True
             sys.stdout.write(paint(text, "dim", "italic"))
+            self.midline = not text.endswith("\n")
         elif kind == "status":
+            if self.midline:  # after the reply, on a line of its own
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                self.midline = False
             sys.stderr.write(paint(f"… {text}\n", "dim"))
         elif kind == "warning":
-            sys.stdout.write("\n")
+            sys.stdout.write("\n")  # also past a ^C the terminal echoed
+            sys.stdout.flush()
+            self.midline = False
             sys.stderr.write(paint(f"warning: {text}\n", "yellow"))
         sys.stdout.flush()
 
@@ -63,7 +84,8 @@ class _Stream:
 async def _interruptible(
     engine: Engine, work: Coroutine[Any, Any, TurnResult], *, keep_open: bool = False
 ) -> TurnResult:
-    """Run a turn; Ctrl+C stops the streaming reply, or else abandons the turn."""
+    """Run a turn; Ctrl+C interrupts it (:meth:`orchestrator.Engine.interrupt`), or
+    abandons it if it has not started yet."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(work)
 
@@ -95,9 +117,10 @@ def run_turn(
     node: str | None = None,
     engine: Engine | None = None,
     runner: Callable[[Coroutine[Any, Any, TurnResult]], TurnResult] | None = None,
+    continue_hint: str = "`clotho continue`",
 ) -> TurnResult:
     """Play one turn from the command line and report it."""
-    from orchestrator import ModelError, OrchestratorError, TurnRequest
+    from orchestrator import ModelError, OrchestratorError, TurnInterrupted, TurnRequest
     from prompts import PromptError
 
     engine = engine or _engine(cli, session_id)
@@ -110,16 +133,41 @@ def run_turn(
     except asyncio.CancelledError:
         sys.stderr.write("\ninterrupted: the turn was abandoned, nothing was stored\n")
         raise typer.Exit(130) from None
+    except TurnInterrupted as stop:
+        sys.stdout.flush()
+        # on a line of its own: past a ^C the terminal echoed
+        sys.stderr.write("\n" + paint(_interrupted_line(stop, continue_hint), "yellow") + "\n")
+        if stop.user_node is not None:
+            cli.remember(session_id)
+        raise typer.Exit(130) from None
     except ModelError as error:
         cli.fail(error)
     except (OrchestratorError, PromptError) as error:
         cli.fail(error)
     cli.remember(session_id)
-    _report(cli, session_id, result, before)
+    _report(cli, session_id, result, before, end_line=stream.midline)
     return result
 
 
-def _report(cli: Cli, session_id: str, result: TurnResult, before: dict[str, Any] | None) -> None:
+def _interrupted_line(stop: TurnInterrupted, continue_hint: str) -> str:
+    """What an interrupt before the reply's first word kept, for the player."""
+    node = stop.user_node
+    if node is None:
+        return "interrupted before the reply began: nothing was stored"
+    return (
+        f"interrupted before the reply began: your message was kept as "
+        f"{render.short(node.id)} (HEAD), with no reply; {continue_hint} asks for one"
+    )
+
+
+def _report(
+    cli: Cli,
+    session_id: str,
+    result: TurnResult,
+    before: dict[str, Any] | None,
+    *,
+    end_line: bool = True,
+) -> None:
     state = cli.store.state(session_id, result.node.id)
     if cli.json:
         out(
@@ -138,7 +186,8 @@ def _report(cli: Cli, session_id: str, result: TurnResult, before: dict[str, Any
             )
         )
         return
-    sys.stdout.write("\n")
+    if end_line:  # the reply's last line
+        sys.stdout.write("\n")
     changes = []
     for name, value in state.variables.items():
         old = (before or {}).get(name)
@@ -267,6 +316,54 @@ PLAY_HELP = (
 )
 
 
+#: C0 control characters but tab and newline, and DEL: never part of what the player says.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: The longest line a terminal in canonical mode hands over (Linux: 4095 bytes and the
+#: newline); reading there, a longer line arrives cut, so one that long is refused.
+CANONICAL_LIMIT = 4095
+
+
+def clean_line(text: str) -> str:
+    """The player's line without control characters (tab and newline kept)."""
+    return _CONTROLS.sub("", text)
+
+
+class LineReader:
+    """The player's lines: a prompt_toolkit session on a terminal (no length limit, its
+    own handling of keys), else lines of stdin (piped input, tests).
+
+    :meth:`read` raises ``EOFError`` at the end (Ctrl+D) and ``KeyboardInterrupt`` for
+    Ctrl+C while typing, with either.
+    """
+
+    def __init__(self, session: PromptSession[str] | None = None) -> None:
+        if session is None and sys.stdin.isatty() and sys.stdout.isatty():
+            from prompt_toolkit import PromptSession
+
+            session = PromptSession()
+        self.session = session
+
+    def read(self, prompt: str) -> str:
+        """One line, cleaned (:func:`clean_line`).
+
+        Raises:
+            UsageError: a line read from a terminal in canonical mode reached its limit
+                (the rest was cut off by the terminal).
+        """
+        if self.session is not None:
+            from prompt_toolkit.formatted_text import ANSI
+
+            return clean_line(self.session.prompt(ANSI(prompt)))
+        line = input(prompt)
+        if sys.stdin.isatty() and len(line.encode()) >= CANONICAL_LIMIT - 1:
+            raise UsageError(
+                f"that line reached the terminal's limit of {CANONICAL_LIMIT} bytes and may "
+                "have been cut: not sent (play reads whole lines of any length when both "
+                "stdin and stdout are a terminal)"
+            )
+        return clean_line(line)
+
+
 @command(app, "play")
 def play(cli: Cli) -> None:
     """An interactive session: type to speak, /commands for the rest."""
@@ -275,20 +372,25 @@ def play(cli: Cli) -> None:
     out(paint(PLAY_HELP, "dim"))
     with asyncio.Runner() as runner:
         try:
-            _play_loop(cli, session_id, engine, runner)
+            _play_loop(cli, session_id, engine, runner, LineReader())
         finally:
             runner.run(engine.aclose())
 
 
-def _play_loop(cli: Cli, session_id: str, engine: Engine, runner: asyncio.Runner) -> None:
+def _play_loop(
+    cli: Cli, session_id: str, engine: Engine, runner: asyncio.Runner, lines: LineReader
+) -> None:
     while True:
         try:
-            line = input(paint("> ", "green", "bold"))
+            line = lines.read(paint("> ", "green", "bold"))
         except EOFError:
             out("")
             return
         except KeyboardInterrupt:
             out("")
+            continue
+        except UsageError as error:
+            sys.stderr.write(f"error: {error}\n")
             continue
         line = line.strip()
         if not line:
@@ -307,7 +409,15 @@ def _play_line(
     cli: Cli, session_id: str, engine: Engine, runner: asyncio.Runner, line: str
 ) -> bool:
     def turn(kind: str, **kwargs: Any) -> None:
-        run_turn(cli, session_id, kind, engine=engine, runner=runner.run, **kwargs)
+        run_turn(
+            cli,
+            session_id,
+            kind,
+            engine=engine,
+            runner=runner.run,
+            continue_hint="/continue",
+            **kwargs,
+        )
 
     if not line.startswith("/"):
         turn("say", text=line)
