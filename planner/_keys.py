@@ -62,7 +62,8 @@ def _regex(key: str) -> RegexKey | None:
 
 
 def st_match_key(haystack: str, key: str, case_sensitive: bool, whole_words: bool) -> bool:
-    """SillyTavern's ``matchKeys``: one key against one text, exactly, however slow.
+    """SillyTavern's ``matchKeys``: one key against one text, exactly, however slow
+    (but for a regex key inside a scan, which its :class:`~._jsregex.RegexClock` bounds).
 
     Args:
         haystack: the text as SillyTavern builds it (``\\x01`` before each message).

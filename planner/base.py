@@ -114,7 +114,8 @@ class Retrieval:
     timers: dict[str, Any] | None = None
     """The lore's timed effects after this turn (``None``: no lorebook, nothing kept)."""
     details: dict[str, Any] = field(default_factory=dict)
-    """Budget, scan loops, the random seed, vector hits..."""
+    """Budget, scan loops, the random seed, vector hits, regex keys skipped for taking
+    too long (``slow_regexes``)..."""
 
 
 class Planner(Protocol):

@@ -11,7 +11,9 @@ section 1 states the rules; the test suite checks each of them.
 keys of one matching mode into one matcher, so a scan finds every key of a text in
 one pass, and remembers what it found in a text for the next turns);
 :meth:`WorldInfo.scan` runs one activation and says why each entry fired, and why
-the notable others did not.
+the notable others did not. Regex keys run with a bound on each match and on the
+scan's total (:class:`._jsregex.RegexClock`): a key that backtracks catastrophically is
+skipped for the scan and named in the misses instead of stalling the turn.
 
 Clotho's additions: ``forced`` entries (vector hits) activate where SillyTavern's
 externally activated entries do, still subject to the checks before that point; a
