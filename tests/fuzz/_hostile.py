@@ -100,10 +100,11 @@ def lorebook() -> dict[str, Any]:
 
 
 def lorebook_with_entries(count: int) -> str:
-    """The lorebook with its first entry repeated ``count`` times."""
+    """The lorebook with ``count`` small entries (a key and a line each)."""
     book = lorebook()
-    first = book["entries"]["0"]
-    book["entries"] = {str(i): {**first, "uid": i} for i in range(count)}
+    book["entries"] = {
+        str(i): {"uid": i, "key": [f"key{i}"], "content": f"entry {i}"} for i in range(count)
+    }
     return json.dumps(book)
 
 
