@@ -7,6 +7,7 @@ the rest of Clotho.
 """
 
 from ._bulk import NodeRecord, SessionDump, StoredTrace
+from ._checks import new_id
 from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
     AmbiguousIdError,
@@ -37,7 +38,7 @@ from .models import (
     WorldState,
 )
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
-from .store import SessionTransaction, Store, new_id
+from .store import SessionTransaction, Store
 from .traces import Trace
 
 __all__ = [

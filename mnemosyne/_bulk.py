@@ -31,6 +31,7 @@ from . import _documents as docs
 from . import _queries as q
 from . import _worldstate as ws
 from . import traces as tr
+from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
 from ._schema import blobs, nodes, sessions, traces
 from .errors import (
     ForeignNodeError,
@@ -281,15 +282,6 @@ def _reference(value: object, what: str, index_of: dict[str, int]) -> int | str 
 
 
 def _prepare(items: Sequence[NodeRecord], now: datetime) -> tuple[list[_Prepared], dict[str, int]]:
-    from .store import (
-        _check_content,
-        _check_delta,
-        _check_metadata,
-        _check_name,
-        _check_role,
-        new_id,
-    )
-
     prepared: list[_Prepared] = []
     index_of: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -335,15 +327,15 @@ def _prepare(items: Sequence[NodeRecord], now: datetime) -> tuple[list[_Prepared
             if isinstance(detached_from, int) and not 0 <= detached_from < len(items):
                 raise InvalidOperationError(f"detached_from {detached_from} is not a record")
             created_at = now if item.created_at is None else utc(item.created_at, "created_at")
-            delta = _check_delta(item.delta)
-            metadata = _check_metadata(item.metadata)
+            delta = check_delta(item.delta)
+            metadata = check_metadata(item.metadata)
             prepared.append(
                 _Prepared(
                     id=node_id,
                     parent=parent,
-                    role=_check_role(item.role),
-                    name=_check_name(item.name),
-                    content=_check_content(item.content),
+                    role=check_role(item.role),
+                    name=check_name(item.name),
+                    content=check_content(item.content),
                     enabled=bool(item.enabled),
                     created_at=created_at,
                     metadata=metadata,

@@ -1,17 +1,13 @@
-"""The tree editor ("god view"): reshape a session's tree and take back any step.
+"""The tree editor ("god view"): the machinery under every edit, and the journal
+that takes any step back.
 
-Operations (each inside one :class:`~mnemosyne.SessionTransaction`, so one database
-transaction with the tree, HEAD, active-child pointers, keyframes and the journal):
-
-- ``prune``: detach a subtree as a *fragment*; ``graft``: attach a fragment or a
-  subtree under another node (a cycle is refused);
-- ``inject``: a new node between a node and its active child;
-- ``rewrite``: change a node's text in place; ``toggle``: enable/disable a node;
-- ``delete``: move a subtree to the *trash*; ``restore``: put it back where it hung;
-  ``purge``: empty the trash for good (the one irreversible operation);
-- ``move``: re-parent one node alone (its children go to its former parent);
-- ``copy``: duplicate a node with its active branch (or its whole subtree) under
-  another node.
+The operations themselves are typed commands, one class each, in
+:mod:`mnemosyne.edits` (prune, graft, inject, rewrite, toggle, delete, restore,
+move, copy, checkout); each applies itself through :class:`Editor`, which works on
+the state of one :class:`~mnemosyne.SessionTransaction` (one database transaction
+with the tree, HEAD, active-child pointers, keyframes and the journal). ``purge``
+(the trash emptied for good, the one irreversible operation) and undo/redo are
+here.
 
 World state follows: a moved, grafted, copied, injected or toggled part is replayed
 on its new base (its keyframes rebuilt, every delta checked; one that no longer
@@ -41,15 +37,17 @@ from sqlalchemy import delete, func, insert, select, update
 
 from . import _queries as q
 from . import _worldstate as ws
+from ._checks import check_content, check_delta, check_name, check_role, new_id
 from ._schema import journal, nodes, sessions
 from .errors import InvalidDeltaError, InvalidOperationError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from ._transaction import TransactionState
     from .state.schema import StateSchema
 
-__all__ = ["EditResult", "JournalEntry", "JournalMismatchError"]
+__all__ = ["EditResult", "Editor", "JournalEntry", "JournalMismatchError"]
 
 MAX_ENTRIES = 50
 SNAPSHOT_EVERY = 15
@@ -366,25 +364,39 @@ def repair_active_pointers(conn: Connection, session_pk: int, touched: Iterable[
         conn.execute(update(nodes).where(nodes.c.pk == pk).values(active_child_pk=last))
 
 
-class EditorMixin:
-    """The editor's operations on :class:`~mnemosyne.SessionTransaction`."""
+class Editor:
+    """The tree editor over one transaction: the primitives the edit commands
+    (:mod:`mnemosyne.edits`) are written with, the batch that makes several of them
+    one journal entry, and undo, redo and purge.
 
-    # Provided by SessionTransaction.
-    _conn: Connection
-    _record: q.SessionRecord
-    _schema: StateSchema
-    _every: int
-    _head_pk: int | None
-    _head_id: str | None
-    _dirty: bool
-    _batch: tuple[Recorder, list[str]] | None = None
+    It holds no copy of the transaction: it works on the
+    :class:`~mnemosyne._transaction.TransactionState` it is given, which
+    :class:`~mnemosyne.SessionTransaction` shares.
+    """
 
-    def _point_path_at(self, pk: int, before_change: Any = None) -> None: ...
+    def __init__(self, state: TransactionState) -> None:
+        self._state = state
+        self._batch: tuple[Recorder, list[str]] | None = None
 
-    # -- helpers ----------------------------------------------------------------
+    @property
+    def conn(self) -> Connection:
+        return self._state.conn
 
-    def _row(self, pk: int) -> Any:
-        return self._conn.execute(
+    @property
+    def head_id(self) -> str | None:
+        """HEAD as it stands in the transaction."""
+        return self._state.head_id
+
+    # -- reading the tree -----------------------------------------------------------
+
+    def resolve(self, ref: str) -> tuple[int, str]:
+        """The (pk, id) of a node of the session, by id or unique prefix."""
+        return q.resolve_node(self._state.conn, self._state.record, ref)
+
+    def row(self, pk: int) -> Any:
+        """A node's place: ``pk, id, parent_pk, active_child_pk, detached,
+        detached_from_pk, enabled``."""
+        return self._state.conn.execute(
             select(
                 nodes.c.pk,
                 nodes.c.id,
@@ -392,346 +404,100 @@ class EditorMixin:
                 nodes.c.active_child_pk,
                 nodes.c.detached,
                 nodes.c.detached_from_pk,
+                nodes.c.enabled,
             ).where(nodes.c.pk == pk)
         ).one()
 
-    def _resolve(self, ref: str) -> tuple[int, str]:
-        return q.resolve_node(self._conn, self._record, ref)
+    def children(self, pk: int) -> list[int]:
+        """A node's children, in order."""
+        return list(
+            self._state.conn.execute(
+                select(nodes.c.pk).where(nodes.c.parent_pk == pk).order_by(nodes.c.pk)
+            ).scalars()
+        )
 
-    def _attached(self, pk: int, node_id: str, what: str) -> None:
-        place = q.top_detached(self._conn, pk)
+    def exists(self, pk: int) -> bool:
+        """Whether node ``pk`` has a row."""
+        query = select(nodes.c.pk).where(nodes.c.pk == pk)
+        return self._state.conn.execute(query).first() is not None
+
+    def placement(self, pk: int) -> Place | None:
+        """Where the subtree holding ``pk`` is parked (``None``: in the tree)."""
+        return q.top_detached(self._state.conn, pk)  # type: ignore[return-value]
+
+    def require_attached(self, pk: int, node_id: str, what: str) -> None:
+        """Refuse a node in a fragment or in the trash (``what`` names its role)."""
+        place = self.placement(pk)
         if place is not None:
             where = "a fragment" if place == "fragment" else "the trash"
             hint = "graft it first" if place == "fragment" else "restore it first"
             raise InvalidOperationError(f"{what} {node_id} is in {where}: {hint}")
 
-    def _children(self, pk: int) -> list[int]:
-        return list(
-            self._conn.execute(
-                select(nodes.c.pk).where(nodes.c.parent_pk == pk).order_by(nodes.c.pk)
-            ).scalars()
-        )
+    def is_below(self, pk: int, top: int) -> bool:
+        """Whether ``pk`` is ``top`` itself or a node under it."""
+        return any(key == top for key, _, _ in q.path_keys(self._state.conn, pk))
 
-    def _begin(self) -> Recorder:
-        # The active pointers above HEAD are not journaled: undo and redo restore HEAD
-        # and repoint its path, which is what those pointers always are.
-        if self._batch is not None:
-            return self._batch[0]
-        return Recorder(self._conn, self._record.pk, self._head_pk)
+    def subtree(self, pk: int) -> list[int]:
+        """A node and every node below it, parents first."""
+        return [key for key, _ in ws.subtree_keys(self._state.conn, pk)]
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Edits made inside are one journal entry: one undo takes them all back.
+    def active_branch(self, pk: int) -> list[int]:
+        """A node and its active children down to a leaf."""
+        keys: list[int] = []
+        current: int | None = pk
+        while current is not None:
+            keys.append(current)
+            current = self.row(current).active_child_pk
+        return keys
 
-        The journal entry (action ``batch``, or the one edit's name) is written when
-        the block ends without an error; an error leaves the transaction to roll back.
-        """
-        if self._batch is not None:
-            raise InvalidOperationError("edit batches do not nest")
-        self._batch = (Recorder(self._conn, self._record.pk, self._head_pk), [])
-        try:
-            yield
-            recorder, actions = self._batch
-        finally:
-            self._batch = None
-        if actions:
-            action = actions[0] if len(actions) == 1 else "batch"
-            position = journal_position(self._conn, self._record.pk)
-            new_position = recorder.write(action, self._head_pk, position)
-            set_position(self._conn, self._record.pk, new_position)
+    def images(self, pks: Iterable[int]) -> dict[int, list[Any] | None]:
+        """Row images of nodes (see :data:`IMAGE_COLUMNS`)."""
+        return images(self._state.conn, pks)
 
-    def _finish_edit(
-        self,
-        recorder: Recorder,
-        action: str,
-        node_id: str | None,
-        settle: dict[int, ws.State | None] | None = None,
-        created: list[str] | None = None,
-    ) -> EditResult:
-        """HEAD back into the tree if it left it, the active path repointed, keyframes
-        rebuilt (every delta checked on its new base), the journal entry written."""
-        before_head = self._head_pk
-        head = self._head_pk
-        note = ""
-        if head is not None and q.top_detached(self._conn, head) is not None:
-            head = self._nearest_attached(head)
-            note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
-        if head is not None:
-            self._point_path_at(head, recorder.touch)
-        if settle:
-            settle_all(self._conn, self._schema, settle, self._every)
-        self._set_head(head)
-        if self._batch is not None:
-            self._batch[1].append(action)
-        else:
-            position = journal_position(self._conn, self._record.pk)
-            new_position = recorder.write(action, head, position)
-            set_position(self._conn, self._record.pk, new_position)
-        self._dirty = True
-        return EditResult(action, node_id, self._head_id, head != before_head, created or [], note)
+    def states_before(self, pks: Iterable[int]) -> dict[int, ws.State | None]:
+        """The states after nodes before the edit changes them (for :meth:`finish`)."""
+        return states_before(self._state.conn, self._state.schema, pks)
 
-    def _set_head(self, pk: int | None) -> None:
-        self._head_pk = pk
-        self._head_id = (
-            None
-            if pk is None
-            else self._conn.execute(select(nodes.c.id).where(nodes.c.pk == pk)).scalar_one()
-        )
+    # -- changing the tree ----------------------------------------------------------------
 
-    def _nearest_attached(self, pk: int) -> int | None:
-        """For a node taken out of the tree: the node its subtree hung under, if that is
-        still in the tree; else the leaf of the last root; else None."""
-        top = q.path_keys(self._conn, pk)[-1][0]
-        home = self._row(top).detached_from_pk
-        if home is not None and q.top_detached(self._conn, home) is None:
-            return home
-        roots = q.sibling_keys(self._conn, self._record, None)
-        return q.descend(self._conn, roots[-1]) if roots else None
+    def update(self, pk: int, **values: Any) -> None:
+        """Set columns of a node's row."""
+        self._state.conn.execute(update(nodes).where(nodes.c.pk == pk).values(**values))
 
-    def _repair_active(self, parent_pk: int | None) -> None:
-        """A parent whose active child left it points at its last remaining child."""
-        if parent_pk is None:
-            return
-        row = self._row(parent_pk)
-        kids = self._children(parent_pk)
-        if row.active_child_pk not in kids:
-            self._conn.execute(
-                update(nodes)
-                .where(nodes.c.pk == parent_pk)
-                .values(active_child_pk=kids[-1] if kids else None)
-            )
+    def attach(self, pk: int, parent_pk: int | None) -> None:
+        """Hang node ``pk`` (the top of a subtree) under ``parent_pk`` (``None``: as a
+        root), no longer parked; a parent with no active child takes it."""
+        self.update(pk, parent_pk=parent_pk, detached=None, detached_from_pk=None, detached_at=None)
+        if parent_pk is not None and self.row(parent_pk).active_child_pk is None:
+            self.update(parent_pk, active_child_pk=pk)
 
-    def _detach(self, ref: str, place: Place, action: str) -> EditResult:
-        pk, node_id = self._resolve(ref)
-        self._attached(pk, node_id, "node")
-        recorder = self._begin()
-        row = self._row(pk)
+    def detach(self, ref: str, place: Place, action: str) -> EditResult:
+        """Take a node's subtree out of the tree into a fragment or the trash."""
+        pk, node_id = self.resolve(ref)
+        self.require_attached(pk, node_id, "node")
+        recorder = self.begin()
+        row = self.row(pk)
         recorder.touch(pk, row.parent_pk)
         # A detached subtree keeps the states it had where it hung: its top gets a
         # keyframe of its state there (the rest of its keyframes stay right).
-        ws.replace_keyframe(self._conn, pk, ws.state_after(self._conn, self._schema, pk).state)
-        self._conn.execute(
-            update(nodes)
-            .where(nodes.c.pk == pk)
-            .values(
-                parent_pk=None, detached=place, detached_from_pk=row.parent_pk, detached_at=_now()
-            )
+        state = ws.state_after(self._state.conn, self._state.schema, pk).state
+        ws.replace_keyframe(self._state.conn, pk, state)
+        self.update(
+            pk, parent_pk=None, detached=place, detached_from_pk=row.parent_pk, detached_at=_now()
         )
-        self._repair_active(row.parent_pk)
-        return self._finish_edit(recorder, action, node_id)
+        self.repair_active(row.parent_pk)
+        return self.finish(recorder, action, node_id)
 
-    def _attach(self, pk: int, parent_pk: int | None) -> None:
-        self._conn.execute(
-            update(nodes)
-            .where(nodes.c.pk == pk)
-            .values(parent_pk=parent_pk, detached=None, detached_from_pk=None, detached_at=None)
-        )
-        if parent_pk is not None:
-            parent = self._row(parent_pk)
-            if parent.active_child_pk is None:
-                self._conn.execute(
-                    update(nodes).where(nodes.c.pk == parent_pk).values(active_child_pk=pk)
-                )
+    def repair_active(self, parent_pk: int | None) -> None:
+        """A parent whose active child left it points at its last remaining child."""
+        if parent_pk is None:
+            return
+        row = self.row(parent_pk)
+        kids = self.children(parent_pk)
+        if row.active_child_pk not in kids:
+            self.update(parent_pk, active_child_pk=kids[-1] if kids else None)
 
-    # -- the operations ------------------------------------------------------------------
-
-    def prune(self, ref: str) -> EditResult:
-        """Detach a node's subtree as a fragment (kept, ready to be grafted)."""
-        return self._detach(ref, "fragment", "prune")
-
-    def delete(self, ref: str) -> EditResult:
-        """Move a node and its subtree to the trash (restorable until a purge)."""
-        return self._detach(ref, "trash", "delete")
-
-    def graft(self, ref: str, onto: str) -> EditResult:
-        """Attach a fragment, or move a subtree, under ``onto``; its deltas are replayed
-        on the new base.
-
-        Raises:
-            InvalidOperationError: a cycle, a target out of the tree, a trashed node.
-            InvalidDeltaError: a moved delta does not apply on the new base.
-        """
-        pk, node_id = self._resolve(ref)
-        target, target_id = self._resolve(onto)
-        row = self._row(pk)
-        if q.top_detached(self._conn, pk) == "trash":
-            raise InvalidOperationError(f"node {node_id} is in the trash: restore it first")
-        self._attached(target, target_id, "target")
-        if any(key == pk for key, _, _ in q.path_keys(self._conn, target)):
-            raise InvalidOperationError(
-                f"grafting {node_id} under {target_id} would make a cycle: "
-                f"{target_id} is {node_id} itself or below it"
-            )
-        recorder = self._begin()
-        recorder.touch(pk, row.parent_pk, target)
-        before = states_before(self._conn, self._schema, [pk])
-        self._attach(pk, target)
-        self._repair_active(row.parent_pk)
-        return self._finish_edit(recorder, "graft", node_id, settle=before)
-
-    def inject(
-        self,
-        after: str,
-        role: str,
-        content: str,
-        *,
-        name: str | None = None,
-        delta: list[dict[str, Any]] | None = None,
-    ) -> EditResult:
-        """A new node between ``after`` and its active child (or as its only child)."""
-        parent, parent_id = self._resolve(after)
-        self._attached(parent, parent_id, "node")
-        recorder = self._begin()
-        row = self._row(parent)
-        child = row.active_child_pk
-        recorder.touch(parent, child)
-        before = states_before(self._conn, self._schema, [child] if child is not None else [])
-        node = self._create_node(parent, role, content, name, delta)
-        recorder.created(node[0])
-        if child is not None:
-            self._conn.execute(update(nodes).where(nodes.c.pk == child).values(parent_pk=node[0]))
-            self._conn.execute(
-                update(nodes).where(nodes.c.pk == node[0]).values(active_child_pk=child)
-            )
-        self._conn.execute(
-            update(nodes).where(nodes.c.pk == parent).values(active_child_pk=node[0])
-        )
-        return self._finish_edit(
-            recorder, "inject", node[1], settle={node[0]: None, **before}, created=[node[1]]
-        )
-
-    def rewrite(self, ref: str, content: str) -> EditResult:
-        """Change a node's text in place (the chat's edit forks instead)."""
-        from .store import _check_content
-
-        pk, node_id = self._resolve(ref)
-        text = _check_content(content)
-        recorder = self._begin()
-        recorder.touch(pk)
-        self._conn.execute(update(nodes).where(nodes.c.pk == pk).values(content=text))
-        return self._finish_edit(recorder, "rewrite", node_id)
-
-    def toggle(self, ref: str) -> EditResult:
-        """Enable or disable a node: its delta leaves or rejoins every state below it."""
-        pk, node_id = self._resolve(ref)
-        recorder = self._begin()
-        recorder.touch(pk)
-        before = states_before(self._conn, self._schema, [pk])
-        self._conn.execute(update(nodes).where(nodes.c.pk == pk).values(enabled=~nodes.c.enabled))
-        return self._finish_edit(recorder, "toggle", node_id, settle=before)
-
-    def restore(self, ref: str) -> EditResult:
-        """Put a trashed subtree back where it hung (or as a root, if it was one)."""
-        pk, node_id = self._resolve(ref)
-        row = self._row(pk)
-        if row.detached != "trash":
-            raise InvalidOperationError(f"node {node_id} is not the top of a subtree in the trash")
-        home = row.detached_from_pk
-        if home is not None and (
-            self._conn.execute(select(nodes.c.pk).where(nodes.c.pk == home)).first() is None
-            or q.top_detached(self._conn, home) is not None
-        ):
-            raise InvalidOperationError(
-                f"the node {node_id} hung under is no longer in the tree: graft it instead"
-            )
-        recorder = self._begin()
-        recorder.touch(pk, home)
-        before = states_before(self._conn, self._schema, [pk])
-        self._attach(pk, home)
-        return self._finish_edit(recorder, "restore", node_id, settle=before)
-
-    def move(self, ref: str, onto: str) -> EditResult:
-        """Re-parent one node alone under ``onto``; its children go to its former parent."""
-        pk, node_id = self._resolve(ref)
-        target, target_id = self._resolve(onto)
-        if target == pk:
-            raise InvalidOperationError(f"cannot move {node_id} under itself")
-        self._attached(pk, node_id, "node")
-        self._attached(target, target_id, "target")
-        row = self._row(pk)
-        kids = self._children(pk)
-        recorder = self._begin()
-        recorder.touch(pk, row.parent_pk, target, *kids)
-        before = states_before(self._conn, self._schema, [pk, *kids])
-        for kid in kids:
-            self._conn.execute(
-                update(nodes).where(nodes.c.pk == kid).values(parent_pk=row.parent_pk)
-            )
-        self._conn.execute(
-            update(nodes).where(nodes.c.pk == pk).values(parent_pk=target, active_child_pk=None)
-        )
-        if row.parent_pk is not None:
-            parent = self._row(row.parent_pk)
-            if parent.active_child_pk == pk:
-                replacement = row.active_child_pk if row.active_child_pk in kids else None
-                self._conn.execute(
-                    update(nodes)
-                    .where(nodes.c.pk == row.parent_pk)
-                    .values(active_child_pk=replacement)
-                )
-            self._repair_active(row.parent_pk)
-        target_row = self._row(target)
-        if target_row.active_child_pk is None:
-            self._conn.execute(update(nodes).where(nodes.c.pk == target).values(active_child_pk=pk))
-        return self._finish_edit(recorder, "move", node_id, settle=before)
-
-    def copy(self, ref: str, onto: str, *, subtree: bool = False) -> EditResult:
-        """Duplicate a node and its active branch (``subtree``: all below it) under
-        ``onto``; the copies are new nodes, replayed on the new base."""
-        pk, node_id = self._resolve(ref)
-        target, target_id = self._resolve(onto)
-        self._attached(target, target_id, "target")
-        if subtree:
-            keys = [key for key, _ in ws.subtree_keys(self._conn, pk)]
-        else:
-            keys, current = [], pk
-            while current is not None:
-                keys.append(current)
-                current = self._row(current).active_child_pk
-        if target in keys:
-            raise InvalidOperationError(
-                f"cannot copy {node_id} under {target_id}: it is inside the copy"
-            )
-        recorder = self._begin()
-        recorder.touch(target)
-        source = images(self._conn, keys)
-        mapping: dict[int, tuple[int, str]] = {}
-        created: list[str] = []
-        for key in keys:  # parents before children
-            image = source[key]
-            assert image is not None
-            values = dict(zip(IMAGE_COLUMNS, image, strict=True))
-            parent = target if key == pk else mapping[values["parent_pk"]][0]
-            new = self._create_node(
-                parent,
-                values["role"],
-                values["content"],
-                values["name"],
-                json.loads(values["delta"]) if values["delta"] else None,
-                enabled=values["enabled"],
-                metadata=json.loads(values["metadata"]) if values["metadata"] else None,
-                check=False,
-            )
-            mapping[key] = new
-            recorder.created(new[0])
-            created.append(new[1])
-        for key in keys:
-            active = source[key][11]  # type: ignore[index]
-            if active in mapping:
-                self._conn.execute(
-                    update(nodes)
-                    .where(nodes.c.pk == mapping[key][0])
-                    .values(active_child_pk=mapping[active][0])
-                )
-        if self._row(target).active_child_pk is None:
-            self._conn.execute(
-                update(nodes).where(nodes.c.pk == target).values(active_child_pk=mapping[pk][0])
-            )
-        return self._finish_edit(
-            recorder, "copy", mapping[pk][1], settle={mapping[pk][0]: None}, created=created
-        )
-
-    def _create_node(
+    def create_node(
         self,
         parent_pk: int | None,
         role: str,
@@ -743,17 +509,17 @@ class EditorMixin:
         metadata: dict[str, Any] | None = None,
         check: bool = True,
     ) -> tuple[int, str]:
-        from .store import _check_content, _check_delta, _check_name, _check_role, new_id
-
+        """A new node under ``parent_pk``: its (pk, id). Its state is not settled
+        here: pass it to :meth:`finish`."""
         node_id = new_id()
         if check:
-            role, content, name = _check_role(role), _check_content(content), _check_name(name)
-        operations = _check_delta(delta)
-        pk = self._conn.execute(
+            role, content, name = check_role(role), check_content(content), check_name(name)
+        operations = check_delta(delta)
+        pk = self._state.conn.execute(
             insert(nodes)
             .values(
                 id=node_id,
-                session_pk=self._record.pk,
+                session_pk=self._state.record.pk,
                 parent_pk=parent_pk,
                 role=role,
                 name=name,
@@ -768,6 +534,88 @@ class EditorMixin:
         ).scalar_one()
         return pk, node_id
 
+    def move_head(self, pk: int, node_id: str) -> None:
+        """HEAD to a node in the tree (a checkout: not journaled)."""
+        self._state.repoint(pk, node_id)
+        self._state.set_head(pk, node_id)
+        self._state.grew()
+
+    # -- the journal entry of an edit ------------------------------------------------------
+
+    def begin(self) -> Recorder:
+        """The recorder of an edit about to change rows (the batch's, inside one)."""
+        # The active pointers above HEAD are not journaled: undo and redo restore HEAD
+        # and repoint its path, which is what those pointers always are.
+        if self._batch is not None:
+            return self._batch[0]
+        return Recorder(self._state.conn, self._state.record.pk, self._state.head_pk)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Edits made inside are one journal entry: one undo takes them all back.
+
+        The journal entry (action ``batch``, or the one edit's name) is written when
+        the block ends without an error; an error leaves the transaction to roll back.
+        """
+        if self._batch is not None:
+            raise InvalidOperationError("edit batches do not nest")
+        state = self._state
+        self._batch = (Recorder(state.conn, state.record.pk, state.head_pk), [])
+        try:
+            yield
+            recorder, actions = self._batch
+        finally:
+            self._batch = None
+        if actions:
+            action = actions[0] if len(actions) == 1 else "batch"
+            position = journal_position(state.conn, state.record.pk)
+            new_position = recorder.write(action, state.head_pk, position)
+            set_position(state.conn, state.record.pk, new_position)
+
+    def finish(
+        self,
+        recorder: Recorder,
+        action: str,
+        node_id: str | None,
+        settle: dict[int, ws.State | None] | None = None,
+        created: list[str] | None = None,
+    ) -> EditResult:
+        """The end of every edit: HEAD back into the tree if it left it, the active
+        path repointed, the states of ``settle`` (from :meth:`states_before`; ``None``
+        for a new node) recomputed on their new base, every delta checked, the journal
+        entry written (or left to the batch)."""
+        state = self._state
+        before_head = state.head_pk
+        head = state.head_pk
+        note = ""
+        if head is not None and q.top_detached(state.conn, head) is not None:
+            head = self._nearest_attached(head)
+            note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
+        if head is not None:
+            state.point_path_at(head, recorder.touch)
+        if settle:
+            settle_all(state.conn, state.schema, settle, state.every)
+        state.set_head(head)
+        if self._batch is not None:
+            self._batch[1].append(action)
+        else:
+            position = journal_position(state.conn, state.record.pk)
+            new_position = recorder.write(action, head, position)
+            set_position(state.conn, state.record.pk, new_position)
+        state.changed()
+        return EditResult(action, node_id, state.head_id, head != before_head, created or [], note)
+
+    def _nearest_attached(self, pk: int) -> int | None:
+        """For a node taken out of the tree: the node its subtree hung under, if that is
+        still in the tree; else the leaf of the last root; else None."""
+        conn = self._state.conn
+        top = q.path_keys(conn, pk)[-1][0]
+        home = self.row(top).detached_from_pk
+        if home is not None and q.top_detached(conn, home) is None:
+            return home
+        roots = q.sibling_keys(conn, self._state.record, None)
+        return q.descend(conn, roots[-1]) if roots else None
+
     # -- undo and redo ---------------------------------------------------------------------
 
     def undo(self) -> EditResult:
@@ -779,64 +627,62 @@ class EditorMixin:
         return self._travel(+1)
 
     def _travel(self, step: int) -> EditResult:
-        session_pk = self._record.pk
-        position = journal_position(self._conn, session_pk)
+        state = self._state
+        conn, session_pk = state.conn, state.record.pk
+        position = journal_position(conn, session_pk)
         target = position if step < 0 else position + 1
-        found = entry_at(self._conn, session_pk, target)
+        found = entry_at(conn, session_pk, target)
         if found is None:
             word = "undo" if step < 0 else "redo"
-            raise InvalidOperationError(f"nothing to {word} in session {self._record.id}")
+            raise InvalidOperationError(f"nothing to {word} in session {state.record.id}")
         action, payload = found
         expect, write = (1, 0) if step < 0 else (0, 1)
         changed = {int(pk): images_pair for pk, images_pair in payload["nodes"].items()}
-        current = images(self._conn, changed)
+        current = images(conn, changed)
         for pk, pair in changed.items():
             if not _same(current[pk], pair[expect]):
                 raise JournalMismatchError(
-                    f"the undo journal of session {self._record.id} no longer matches the tree "
+                    f"the undo journal of session {state.record.id} no longer matches the tree "
                     f"(node {(pair[expect] or pair[1 - expect] or ['?', '?'])[1]} was changed "
                     "outside it); it was cleared and nothing was undone"
                 )
         existing = [pk for pk, row in current.items() if row is not None]
-        before = states_before(self._conn, self._schema, existing)
+        before = states_before(conn, state.schema, existing)
         for pk, pair in changed.items():
-            write_image(self._conn, pk, pair[write], exists=current[pk] is not None)
-        repair_active_pointers(self._conn, session_pk, changed)
+            write_image(conn, pk, pair[write], exists=current[pk] is not None)
+        repair_active_pointers(conn, session_pk, changed)
         head = payload["head"][write]
-        self._set_head(head)
+        state.set_head(head)
         if head is not None:
-            self._point_path_at(head)
+            state.point_path_at(head)
         # Rows the edit had deleted come back with no state to compare: settle them too.
         before.update({pk: None for pk in changed if current[pk] is None})
-        settle_all(self._conn, self._schema, before, self._every)
-        set_position(self._conn, session_pk, position + step)
-        self._dirty = True
+        settle_all(conn, state.schema, before, state.every)
+        set_position(conn, session_pk, position + step)
+        state.changed()
         word = "undo" if step < 0 else "redo"
-        return EditResult(f"{word} {action}", None, self._head_id, True)
+        return EditResult(f"{word} {action}", None, state.head_id, True)
 
     def purge(self) -> int:
         """Empty the trash for good; how many nodes were deleted. Irreversible: it
         clears the journal too."""
-        tops = self._conn.execute(
-            select(nodes.c.pk).where(
-                nodes.c.session_pk == self._record.pk, nodes.c.detached == "trash"
-            )
+        conn, session_pk = self._state.conn, self._state.record.pk
+        tops = conn.execute(
+            select(nodes.c.pk).where(nodes.c.session_pk == session_pk, nodes.c.detached == "trash")
         ).scalars()
-        keys = [key for top in list(tops) for key, _ in ws.subtree_keys(self._conn, top)]
+        keys = [key for top in list(tops) for key in self.subtree(top)]
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
-            self._conn.execute(
-                update(nodes).where(nodes.c.pk.in_(chunk)).values(active_child_pk=None)
-            )
+            conn.execute(update(nodes).where(nodes.c.pk.in_(chunk)).values(active_child_pk=None))
         for i in range(0, len(keys), 500):
-            self._conn.execute(delete(nodes).where(nodes.c.pk.in_(keys[i : i + 500])))
-        clear_journal(self._conn, self._record.pk)
-        self._dirty = True
+            conn.execute(delete(nodes).where(nodes.c.pk.in_(keys[i : i + 500])))
+        clear_journal(conn, session_pk)
+        self._state.changed()
         return len(keys)
 
     def history(self) -> list[JournalEntry]:
         """The journal, oldest first (``current``: the last applied entry)."""
-        return history(self._conn, self._record.pk)
+        return history(self._state.conn, self._state.record.pk)
 
     def clear_journal(self) -> None:
         """A breakpoint: growing the tree forgets what could be undone.
@@ -845,9 +691,16 @@ class EditorMixin:
         position other than 0 always names an entry, so no entry deleted means the
         position is 0 already.
         """
-        gone = self._conn.execute(delete(journal).where(journal.c.session_pk == self._record.pk))
+        conn, session_pk = self._state.conn, self._state.record.pk
+        gone = conn.execute(delete(journal).where(journal.c.session_pk == session_pk))
         if gone.rowcount:
-            set_position(self._conn, self._record.pk, 0)
+            set_position(conn, session_pk, 0)
+
+    def drop_journal(self) -> None:
+        """Clear the journal as a change of its own (the version moves): what follows
+        a journal that disagreed with the tree."""
+        self.clear_journal()
+        self._state.changed()
 
 
 def _same(a: list[Any] | None, b: list[Any] | None) -> bool:

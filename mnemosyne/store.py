@@ -9,119 +9,60 @@ version once; the convenience methods (:meth:`Store.append`, :meth:`Store.checko
 
 from __future__ import annotations
 
-import itertools
-import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, bindparam, delete, exc, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
 
 from . import _bulk as bulk
 from . import _documents as docs
 from . import _paths as paths
 from . import _queries as q
 from . import _worldstate as ws
+from . import edits
 from . import traces as tr
+from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._engine import reason as _reason
 from ._schema import nodes, preferences, sessions
-from .editor import EditorMixin, EditResult, JournalEntry, JournalMismatchError
+from ._transaction import TransactionState
+from .editor import Editor, EditResult, JournalEntry, JournalMismatchError
 from .editor import history as journal_history
+from .edits import EditCommand
 from .errors import (
     ConflictError,
-    DeltaProblem,
     IdTakenError,
-    InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
     StorageError,
 )
 from .models import (
-    ROLES,
     Blame,
     Change,
     Document,
     Message,
     Node,
-    Role,
     Session,
     Tree,
     TurnView,
     WorldState,
 )
-from .state.delta import diff_states, finite, value_at
+from .state.delta import diff_states, value_at
 from .state.schema import StateSchema
 
 __all__ = ["SessionTransaction", "Store"]
 
 Direction = Literal["next", "prev"]
 
-#: How many of HEAD's nearest ancestors a move of HEAD looks for where its path meets
-#: HEAD's (see SessionTransaction._repoint).
-NEAR_HEAD = 16
-
-
-def new_id() -> str:
-    """A random 128-bit id in hex: random so that short prefixes are unique."""
-    return secrets.token_hex(16)
-
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _check_role(role: str) -> Role:
-    if role not in ROLES:
-        raise InvalidOperationError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-    return role  # type: ignore[return-value]
-
-
-def _check_content(content: object) -> str:
-    if not isinstance(content, str):
-        raise InvalidOperationError(f"content must be text, not {type(content).__name__}")
-    if "\x00" in content:
-        raise InvalidOperationError("content must not contain NUL characters (\\x00)")
-    return content
-
-
-def _check_name(name: object) -> str | None:
-    if name is None or name == "":
-        return None
-    if not isinstance(name, str):
-        raise InvalidOperationError(f"name must be text, not {type(name).__name__}")
-    if "\x00" in name:
-        raise InvalidOperationError("name must not contain NUL characters (\\x00)")
-    return name
-
-
-def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidOperationError(f"metadata must be a mapping, not {type(metadata).__name__}")
-    return dict(metadata)
-
-
-def _check_delta(delta: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
-    if not delta:
-        return None
-    if isinstance(delta, (str, bytes)) or not isinstance(delta, Sequence):
-        raise InvalidOperationError(f"a delta must be a list of operations, not {delta!r}")
-    out = []
-    for i, op in enumerate(delta):
-        if not isinstance(op, Mapping):
-            raise InvalidOperationError(f"delta operation {i} must be an object, not {op!r}")
-        if not finite(op.get("value")):
-            reason = "numbers must be finite (JSON has no NaN or Infinity)"
-            raise InvalidDeltaError([DeltaProblem(i, op, reason)])
-        out.append(dict(op))
-    return out
-
-
-class SessionTransaction(EditorMixin):
+class SessionTransaction:
     """The operations of one write transaction on one session.
 
     Obtained from :meth:`Store.transaction`; valid only inside its ``with`` block.
@@ -130,77 +71,52 @@ class SessionTransaction(EditorMixin):
 
     It keeps one invariant that reads rely on: every ancestor of HEAD has its
     active child on the path to HEAD.
+
+    The tree editor's operations are typed commands (:mod:`mnemosyne.edits`), done by
+    :meth:`apply`; :meth:`batch` makes several one undo step.
     """
 
-    def __init__(
-        self,
-        conn: Connection,
-        record: q.SessionRecord,
-        keyframe_every: int = ws.DEFAULT_KEYFRAME_EVERY,
-    ) -> None:
-        self._conn = conn
-        self._record = record
-        self._schema = ws.parse_schema(record.schema_json)
-        self._every = keyframe_every
-        self._head_pk = record.head_pk
-        self._head_id = record.session.head_id
-        self._writes = False
-        self._kept_paths = True
-        self._updated_at: datetime | None = None
-        self.session: Session = record.session
-        """The session as read at the start; after the commit, as it was left."""
-
-    # Whether the transaction wrote (the version is bumped if so), and whether every
-    # write kept the paths above existing nodes as they were (then the store's
-    # in-memory paths stay valid: see mnemosyne._paths). A write marks itself
-    # ``_dirty = True`` (which may have changed paths: the editor's operations, and
-    # anything new) or calls ``_grew()`` (known not to).
+    def __init__(self, state: TransactionState) -> None:
+        self._state = state
+        self._editor = Editor(state)
 
     @property
-    def _dirty(self) -> bool:
-        return self._writes
-
-    @_dirty.setter
-    def _dirty(self, value: bool) -> None:
-        self._writes = value
-        if value:
-            self._kept_paths = False
-
-    def _grew(self) -> None:
-        """Mark a write that changed no existing path: new nodes, HEAD and active-child
-        pointers, traces, blobs, documents, keyframes."""
-        self._writes = True
+    def session(self) -> Session:
+        """The session as read at the start; after the commit, as it was left."""
+        return self._state.session
 
     @property
     def head_id(self) -> str | None:
         """HEAD as it stands inside this transaction."""
-        return self._head_id
+        return self._state.head_id
 
     # -- reads inside the transaction ----------------------------------------
 
     def node(self, ref: str) -> Node:
         """A node of this session by id or unique prefix (>= 6 characters)."""
-        pk, _ = q.resolve_node(self._conn, self._record, ref)
-        return q.get_node(self._conn, self._record, pk)
+        pk, _ = self._editor.resolve(ref)
+        return q.get_node(self._state.conn, self._state.record, pk)
 
     def projection(self) -> list[Node]:
         """The linear projection at HEAD as it stands inside the transaction."""
-        return q.projection(self._conn, self._record, self._head_pk)
+        return q.projection(self._state.conn, self._state.record, self._state.head_pk)
 
     def state(self, ref: str | None = None) -> WorldState:
         """The world state after a node (default HEAD) as it stands in the transaction."""
-        pk = self._head_pk if ref is None else q.resolve_node(self._conn, self._record, ref)[0]
+        pk = self._state.head_pk if ref is None else self._editor.resolve(ref)[0]
         if pk is None:
-            return WorldState.from_mapping(self._schema.initial_state())
-        return WorldState.from_mapping(ws.state_after(self._conn, self._schema, pk).state)
+            return WorldState.from_mapping(self._state.schema.initial_state())
+        return WorldState.from_mapping(
+            ws.state_after(self._state.conn, self._state.schema, pk).state
+        )
 
     # -- keyframes (for edits that change ancestry or enabled flags) ----------------
 
     def invalidate_keyframes(self, ref: str) -> int:
         """Drop the keyframes of a node and of its whole subtree (they are caches)."""
-        pk, _ = q.resolve_node(self._conn, self._record, ref)
-        self._grew()
-        return ws.invalidate_below(self._conn, pk)
+        pk, _ = self._editor.resolve(ref)
+        self._state.grew()
+        return ws.invalidate_below(self._state.conn, pk)
 
     def rebuild_keyframes(self, ref: str) -> int:
         """Recompute a subtree's states on its current base, checking every delta, and
@@ -209,9 +125,9 @@ class SessionTransaction(EditorMixin):
         Raises:
             InvalidDeltaError: a delta there no longer applies (the node is named).
         """
-        pk, _ = q.resolve_node(self._conn, self._record, ref)
-        self._grew()
-        return ws.rebuild_below(self._conn, self._schema, pk, self._every)
+        pk, _ = self._editor.resolve(ref)
+        self._state.grew()
+        return ws.rebuild_below(self._state.conn, self._state.schema, pk, self._state.every)
 
     # -- growth ---------------------------------------------------------------
 
@@ -231,7 +147,7 @@ class SessionTransaction(EditorMixin):
         """
         self.clear_journal()
         return self._insert(
-            self._head_pk, self._head_id, role, content, name, metadata, delta, enabled
+            self._state.head_pk, self._state.head_id, role, content, name, metadata, delta, enabled
         )
 
     def add_sibling(
@@ -250,13 +166,13 @@ class SessionTransaction(EditorMixin):
         This is a reroll or an edit as fork: the other siblings stay as they were.
         HEAD moves to the new node.
         """
-        pk, node_id = q.resolve_node(self._conn, self._record, of)
+        pk, node_id = self._editor.resolve(of)
         # in the tree, the nodes above pointing along the path to it; then the new
         # sibling takes its place in its parent's active child (in _insert)
-        self._repoint(pk, node_id)
+        self._state.repoint(pk, node_id)
         self.clear_journal()
-        original = q.get_node(self._conn, self._record, pk)
-        parent_pk = q.parent_key(self._conn, pk)
+        original = q.get_node(self._state.conn, self._state.record, pk)
+        parent_pk = q.parent_key(self._state.conn, pk)
         node = self._insert(
             parent_pk,
             original.parent_id,
@@ -282,28 +198,30 @@ class SessionTransaction(EditorMixin):
     ) -> Node:
         node = Node(
             id=new_id(),
-            session_id=self._record.id,
+            session_id=self._state.record.id,
             parent_id=parent_id,
-            role=_check_role(role),
-            name=_check_name(name),
-            content=_check_content(content),
+            role=check_role(role),
+            name=check_name(name),
+            content=check_content(content),
             enabled=bool(enabled),
             created_at=_now(),
-            metadata=_check_metadata(metadata),
-            delta=_check_delta(delta) or [],
+            metadata=check_metadata(metadata),
+            delta=check_delta(delta) or [],
         )
         # The delta is checked against the state it applies to before anything is
         # written (a disabled node's too: enabling it later must not surprise).
         parent = (
-            ws.state_after(self._conn, self._schema, parent_pk) if parent_pk is not None else None
+            ws.state_after(self._state.conn, self._state.schema, parent_pk)
+            if parent_pk is not None
+            else None
         )
-        base = parent.state if parent is not None else self._schema.initial_state()
-        after = ws.apply_delta(self._schema, base, node.delta)
-        pk = self._conn.execute(
+        base = parent.state if parent is not None else self._state.schema.initial_state()
+        after = ws.apply_delta(self._state.schema, base, node.delta)
+        pk = self._state.conn.execute(
             insert(nodes)
             .values(
                 id=node.id,
-                session_pk=self._record.pk,
+                session_pk=self._state.record.pk,
                 parent_pk=parent_pk,
                 role=node.role,
                 name=node.name,
@@ -316,14 +234,14 @@ class SessionTransaction(EditorMixin):
             )
             .returning(nodes.c.pk)
         ).scalar_one()
-        if ws.keyframe_due(parent, self._every):
-            ws.put_keyframe(self._conn, pk, after if node.enabled else base)
+        if ws.keyframe_due(parent, self._state.every):
+            ws.put_keyframe(self._state.conn, pk, after if node.enabled else base)
         if parent_pk is not None:
-            self._conn.execute(
+            self._state.conn.execute(
                 update(nodes).where(nodes.c.pk == parent_pk).values(active_child_pk=pk)
             )
-        self._head_pk, self._head_id = pk, node.id
-        self._grew()
+        self._state.head_pk, self._state.head_id = pk, node.id
+        self._state.grew()
         return node
 
     # -- bulk writes (imports) ----------------------------------------------------------
@@ -370,10 +288,10 @@ class SessionTransaction(EditorMixin):
             written (the transaction rolls back).
         """
         done = bulk.insert_nodes(
-            self._conn,
-            self._record,
-            self._schema,
-            self._every,
+            self._state.conn,
+            self._state.record,
+            self._state.schema,
+            self._state.every,
             records,
             head=head,
             check_disabled_deltas=check_disabled_deltas,
@@ -382,10 +300,10 @@ class SessionTransaction(EditorMixin):
             return []
         self.clear_journal()
         if done.repoint is not None:
-            self._point_path_at(done.repoint)
+            self._state.point_path_at(done.repoint)
         if done.head is not None:
-            self._head_pk, self._head_id = done.head
-        self._grew()  # new nodes only, and active-child pointers
+            self._state.head_pk, self._state.head_id = done.head
+        self._state.grew()  # new nodes only, and active-child pointers
         return done.nodes
 
     def insert_traces(
@@ -399,9 +317,9 @@ class SessionTransaction(EditorMixin):
                 its name, a blob named by parts that is neither given nor stored, a node
                 that has a trace already. UnknownNodeError: a node not of this session.
         """
-        count = bulk.insert_traces(self._conn, self._record, stored, blobs or {})
+        count = bulk.insert_traces(self._state.conn, self._state.record, stored, blobs or {})
         if count:
-            self._grew()
+            self._state.grew()
         return count
 
     def adopt_identity(
@@ -419,14 +337,14 @@ class SessionTransaction(EditorMixin):
             InvalidOperationError: the session is not new, or the id is malformed.
             IdTakenError: another session has this id.
         """
-        if self.session.version != 0 or self._dirty:
+        if self.session.version != 0 or self._state.wrote:
             raise InvalidOperationError(
-                f"session {self._record.id} is not new: only a session being created "
+                f"session {self._state.record.id} is not new: only a session being created "
                 "takes another identity, before anything else is written to it"
             )
         bulk.check_id(session_id, "session id")
-        if session_id != self._record.id:
-            taken = self._conn.execute(
+        if session_id != self._state.record.id:
+            taken = self._state.conn.execute(
                 select(sessions.c.pk).where(sessions.c.id == session_id)
             ).first()
             if taken is not None:
@@ -434,22 +352,22 @@ class SessionTransaction(EditorMixin):
         created = (
             self.session.created_at if created_at is None else bulk.utc(created_at, "created_at")
         )
-        self._conn.execute(
+        self._state.conn.execute(
             update(sessions)
-            .where(sessions.c.pk == self._record.pk)
+            .where(sessions.c.pk == self._state.record.pk)
             .values(id=session_id, created_at=created)
         )
-        self.session = replace(self.session, id=session_id, created_at=created)
-        self._record = replace(self._record, session=self.session)
+        self._state.session = replace(self.session, id=session_id, created_at=created)
+        self._state.record = replace(self._state.record, session=self._state.session)
         if updated_at is not None:
-            self._updated_at = bulk.utc(updated_at, "updated_at")
-        self._dirty = True
+            self._state.updated_at = bulk.utc(updated_at, "updated_at")
+        self._state.changed()
 
     # -- prompt traces --------------------------------------------------------------
 
     def put_blob(self, text: str) -> str:
         """Store a text once (content-addressed); its hash, for a trace document."""
-        return tr.put_blob(self._conn, text)
+        return tr.put_blob(self._state.conn, text)
 
     def put_trace(
         self,
@@ -474,8 +392,8 @@ class SessionTransaction(EditorMixin):
         Raises:
             InvalidOperationError: the node has a trace already, or the input is malformed.
         """
-        pk, node_id = q.resolve_node(self._conn, self._record, ref)
-        return tr.put_trace(self._conn, pk, node_id, messages, sources, history, document)
+        pk, node_id = self._editor.resolve(ref)
+        return tr.put_trace(self._state.conn, pk, node_id, messages, sources, history, document)
 
     # -- documents (lorebooks, cards) ----------------------------------------------
 
@@ -485,8 +403,8 @@ class SessionTransaction(EditorMixin):
         Raises:
             InvalidOperationError: a malformed kind or name, or content that is not JSON.
         """
-        document = docs.put(self._conn, self._record.pk, kind, name, content)
-        self._grew()
+        document = docs.put(self._state.conn, self._state.record.pk, kind, name, content)
+        self._state.grew()
         return document
 
     def remove_document(self, kind: str, name: str) -> None:
@@ -495,18 +413,18 @@ class SessionTransaction(EditorMixin):
         Raises:
             NotFoundError: the session has no such document.
         """
-        docs.remove(self._conn, self._record.pk, kind, name)
-        self._grew()
+        docs.remove(self._state.conn, self._state.record.pk, kind, name)
+        self._state.grew()
 
     def documents(self, kind: str | None = None) -> list[Document]:
-        return docs.listed(self._conn, self._record.pk, kind)
+        return docs.listed(self._state.conn, self._state.record.pk, kind)
 
     # -- moving HEAD ------------------------------------------------------------
 
     def checkout(self, ref: str) -> Node:
         """Move HEAD to a node; every node above it now remembers this path."""
-        pk, node_id = q.resolve_node(self._conn, self._record, ref)
-        self._repoint(pk, node_id)
+        pk, node_id = self._editor.resolve(ref)
+        self._state.repoint(pk, node_id)
         return self._set_head_to(pk)
 
     def switch_sibling(self, direction: Direction, ref: str | None = None) -> Node:
@@ -519,15 +437,17 @@ class SessionTransaction(EditorMixin):
         if direction not in ("next", "prev"):
             raise InvalidOperationError(f"direction must be 'next' or 'prev', not {direction!r}")
         if ref is None:
-            if self._head_pk is None:
+            if self._state.head_pk is None:
                 raise InvalidOperationError(
-                    f"session {self._record.id} is empty: nothing to switch"
+                    f"session {self._state.record.id} is empty: nothing to switch"
                 )
-            pk, node_id = self._head_pk, self._head_id
+            pk, node_id = self._state.head_pk, self._state.head_id
         else:
-            pk, node_id = q.resolve_node(self._conn, self._record, ref)
-            self._attached(pk, node_id, "node")
-        siblings = q.sibling_keys(self._conn, self._record, q.parent_key(self._conn, pk))
+            pk, node_id = self._editor.resolve(ref)
+            self._editor.require_attached(pk, node_id, "node")
+        siblings = q.sibling_keys(
+            self._state.conn, self._state.record, q.parent_key(self._state.conn, pk)
+        )
         index = siblings.index(pk)
         target = index + (1 if direction == "next" else -1)
         if not 0 <= target < len(siblings):
@@ -536,98 +456,98 @@ class SessionTransaction(EditorMixin):
                 f"node {node_id} is the {end} of its {len(siblings)} alternative(s): "
                 f"there is no {direction} one"
             )
-        leaf = q.descend(self._conn, siblings[target])
-        self._repoint(leaf, None)  # in the tree: a sibling of a node in it
+        leaf = q.descend(self._state.conn, siblings[target])
+        self._state.repoint(leaf, None)  # in the tree: a sibling of a node in it
         return self._set_head_to(leaf)
 
     def _set_head_to(self, pk: int) -> Node:
-        node = q.get_node(self._conn, self._record, pk)
-        self._head_pk, self._head_id = pk, node.id
-        self._grew()
+        node = q.get_node(self._state.conn, self._state.record, pk)
+        self._state.set_head(pk, node.id)
+        self._state.grew()
         return node
 
-    def _repoint(self, pk: int, node_id: str | None) -> None:
-        """Check that node ``pk`` is in the tree (not in a fragment or in the trash;
-        ``node_id`` names it in the refusal) and make every node above it point its
-        active child along the path to it: what :meth:`_point_path_at` does, for the
-        growing operations, reading only the part of the path that is not HEAD's.
+    # -- the tree editor ----------------------------------------------------------
 
-        Every node above HEAD points along the path to HEAD (the invariant, true
-        between operations): where the path to ``pk`` meets the path to HEAD, the rest
-        of it above is right already, and it is in the tree. So the walk up from
-        ``pk`` stops at HEAD or at one of its nearest ancestors: a turn, a reroll, a
-        checkout back a few messages read a few rows, not the whole story. (A node
-        whose path meets HEAD's higher up is walked up to its top, as before.)
+    def apply(self, edit: EditCommand) -> EditResult:
+        """Do one edit operation (:mod:`mnemosyne.edits`), journaled for undo (with the
+        rest of the batch, inside :meth:`batch`).
+
+        Raises:
+            InvalidOperationError: a cycle, a node out of the tree, a trashed node...
+            InvalidDeltaError: a delta that no longer applies on its new base.
+            UnknownNodeError, ForeignNodeError: a node that is not of this session.
         """
-        head = self._head_pk
-        near = (
-            q.walk_up(self._conn, head, "n.pk, n.active_child_pk", limit=NEAR_HEAD)
-            if head is not None
-            else []
+        return edit.apply(self._editor)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Edits made inside are one journal entry: one undo takes them all back."""
+        return self._editor.batch()
+
+    # Shorthands for the operations that predate :meth:`apply` (callers use them);
+    # an operation added to mnemosyne.edits needs none.
+
+    def prune(self, ref: str) -> EditResult:
+        return self.apply(edits.Prune.checked(node=ref))
+
+    def delete(self, ref: str) -> EditResult:
+        return self.apply(edits.Delete.checked(node=ref))
+
+    def restore(self, ref: str) -> EditResult:
+        return self.apply(edits.Restore.checked(node=ref))
+
+    def graft(self, ref: str, onto: str) -> EditResult:
+        return self.apply(edits.Graft.checked(node=ref, onto=onto))
+
+    def move(self, ref: str, onto: str) -> EditResult:
+        return self.apply(edits.Move.checked(node=ref, onto=onto))
+
+    def copy(self, ref: str, onto: str, *, subtree: bool = False) -> EditResult:
+        return self.apply(edits.Copy.checked(node=ref, onto=onto, subtree=subtree))
+
+    def rewrite(self, ref: str, content: str) -> EditResult:
+        return self.apply(edits.Rewrite.checked(node=ref, content=content))
+
+    def toggle(self, ref: str) -> EditResult:
+        return self.apply(edits.Toggle.checked(node=ref))
+
+    def inject(
+        self,
+        after: str,
+        role: str,
+        content: str,
+        *,
+        name: str | None = None,
+        delta: Sequence[Mapping[str, Any]] | None = None,
+    ) -> EditResult:
+        return self.apply(
+            edits.Inject.checked(after=after, role=role, content=content, name=name, delta=delta)
         )
-        active = {row[1]: row[2] for row in near}
-        if pk in active:
-            return
-        rows = q.walk_up(
-            self._conn, pk, "n.pk, n.parent_pk, n.active_child_pk, n.detached", list(active)
-        )
-        # rows: (depth, pk, parent_pk, active_child_pk, detached), the top first
-        top = rows[0]
-        if top[2] is None and top[4] is not None:
-            where = "a fragment" if top[4] == "fragment" else "the trash"
-            hint = "graft it first" if top[4] == "fragment" else "restore it first"
-            raise InvalidOperationError(f"node {node_id or pk} is in {where}: {hint}")
-        changes = [
-            {"parent": parent[1], "child": child[1]}
-            for parent, child in itertools.pairwise(rows)
-            if parent[3] != child[1]
-        ]
-        if top[2] is not None and active[top[2]] != top[1]:  # where the paths meet
-            changes.append({"parent": top[2], "child": top[1]})
-        self._set_active_children(changes)
 
-    def _set_active_children(self, changes: list[dict[str, int]]) -> None:
-        """Set each ``{"parent", "child"}`` pair's active child, in one statement."""
-        if changes:
-            self._conn.execute(
-                update(nodes)
-                .where(nodes.c.pk == bindparam("parent"))
-                .values(active_child_pk=bindparam("child")),
-                changes,
-            )
+    def undo(self) -> EditResult:
+        """Take back the last edit. Raises InvalidOperationError if there is none."""
+        return self._editor.undo()
 
-    def _point_path_at(self, pk: int, before_change: Callable[..., None] | None = None) -> None:
-        """Make every ancestor of ``pk`` point its active child along the path to it.
+    def redo(self) -> EditResult:
+        """Do again the last edit taken back."""
+        return self._editor.redo()
 
-        ``before_change`` is called with the pks about to change (the journal keeps
-        their rows as they were).
-        """
-        path = q.path_keys(self._conn, pk)
-        changes = [
-            {"parent": parent[0], "child": child[0]}
-            for child, parent in itertools.pairwise(path)
-            if parent[2] != child[0]
-        ]
-        if changes and before_change is not None:
-            before_change(*(change["parent"] for change in changes))
-        self._set_active_children(changes)
+    def purge(self) -> int:
+        """Empty the trash for good; how many nodes were deleted. Irreversible: it
+        clears the journal too."""
+        return self._editor.purge()
 
-    # -- the end ----------------------------------------------------------------
+    def history(self) -> list[JournalEntry]:
+        """The journal, oldest first (``current``: the last applied entry)."""
+        return self._editor.history()
 
-    def _finish(self) -> None:
-        if not self._dirty:
-            return
-        now = self._updated_at or _now()
-        version = self.session.version + 1
-        result = self._conn.execute(
-            update(sessions)
-            .where(sessions.c.pk == self._record.pk, sessions.c.version == self.session.version)
-            .values(head_pk=self._head_pk, version=version, updated_at=now)
-        )
-        if result.rowcount != 1:  # the row lock makes this unreachable; belt and braces
-            current = q.session_record(self._conn, self._record.id).session
-            raise ConflictError(self._record.id, self.session.version, current.version)
-        self.session = replace(self.session, head_id=self._head_id, version=version, updated_at=now)
+    def clear_journal(self) -> None:
+        """A breakpoint: growing the tree forgets what could be undone."""
+        self._editor.clear_journal()
+
+    def drop_journal(self) -> None:
+        """Clear the journal as a change of its own (the version moves): what the store
+        does after a journal disagreed with the tree."""
+        self._editor.drop_journal()
 
 
 class Store:
@@ -758,11 +678,11 @@ class Store:
                 raise InvalidOperationError(
                     f"session {record.id} is in the trash: restore it before changing it"
                 )
-            tx = SessionTransaction(conn, record, self.keyframe_every)
-            yield tx
-            tx._finish()
-        if tx._writes and tx._kept_paths:  # committed, every existing path as it was
-            self.paths.advance(_path_key(record), _stamp(record.session), _stamp(tx.session))
+            state = TransactionState.open(conn, record, self.keyframe_every)
+            yield SessionTransaction(state)
+            state.commit()
+        if state.wrote and state.kept_paths:  # committed, every existing path as it was
+            self.paths.advance(_path_key(record), _stamp(record.session), _stamp(state.session))
 
     # -- sessions ------------------------------------------------------------------
 
@@ -796,7 +716,7 @@ class Store:
             created_at=now,
             updated_at=now,
             campaign=campaign,
-            metadata=_check_metadata(metadata),
+            metadata=check_metadata(metadata),
         )
         with self.write() as conn:
             conn.execute(
@@ -817,10 +737,9 @@ class Store:
                 for kind, name, content in documents:
                     docs.put(conn, record.pk, kind, name, content)
                 if fill is not None:
-                    tx = SessionTransaction(conn, record, self.keyframe_every)
-                    fill(tx)
-                    tx._finish()
-                    session = tx.session
+                    state = TransactionState.open(conn, record, self.keyframe_every)
+                    fill(SessionTransaction(state))
+                    session = state.commit()
         return session
 
     def session(self, ref: str) -> Session:
@@ -1073,26 +992,38 @@ class Store:
 
     # -- the tree editor --------------------------------------------------------------
 
-    EDITS = ("prune", "graft", "inject", "rewrite", "toggle", "delete", "restore", "move", "copy")
-
     def edit(
+        self, session_id: str, edit: EditCommand, *, expected_version: int | None = None
+    ) -> tuple[EditResult, Session]:
+        """One edit operation (:mod:`mnemosyne.edits`) in one transaction, journaled
+        for undo."""
+        with self.transaction(session_id, expected_version=expected_version) as tx:
+            result = tx.apply(edit)
+        return result, tx.session
+
+    def edits(
         self,
         session_id: str,
-        operation: str,
-        *args: Any,
+        batch: Sequence[EditCommand],
+        *,
         expected_version: int | None = None,
-        **kwargs: Any,
-    ) -> tuple[EditResult, Session]:
-        """One editor operation (``prune``, ``graft``, ``inject``, ``rewrite``, ``toggle``,
-        ``delete``, ``restore``, ``move``, ``copy``: see :mod:`mnemosyne.editor`) in one
-        transaction, journaled for undo."""
-        if operation not in self.EDITS:
-            raise InvalidOperationError(
-                f"unknown edit {operation!r}: one of {', '.join(self.EDITS)}"
-            )
-        with self.transaction(session_id, expected_version=expected_version) as tx:
-            result = getattr(tx, operation)(*args, **kwargs)
-        return result, tx.session
+    ) -> tuple[list[EditResult], Session]:
+        """Edit operations in order, in one transaction: all of them or none. They are
+        one entry of the journal (one undo takes them all back).
+
+        Raises:
+            MnemosyneError: what the refused operation raised, with ``operation`` set
+                to its index in ``batch``; none of them happened.
+        """
+        results = []
+        with self.transaction(session_id, expected_version=expected_version) as tx, tx.batch():
+            for index, edit in enumerate(batch):
+                try:
+                    results.append(tx.apply(edit))
+                except MnemosyneError as error:
+                    error.operation = index  # type: ignore[attr-defined]  # named, re-raised
+                    raise
+        return results, tx.session
 
     def undo(
         self, session_id: str, *, expected_version: int | None = None
@@ -1117,11 +1048,10 @@ class Store:
     ) -> tuple[EditResult, Session]:
         try:
             with self.transaction(session_id, expected_version=expected_version) as tx:
-                result = getattr(tx, way)()
+                result = tx.undo() if way == "undo" else tx.redo()
         except JournalMismatchError:
             with self.transaction(session_id) as tx:
-                tx.clear_journal()
-                tx._dirty = True
+                tx.drop_journal()
             raise
         return result, tx.session
 

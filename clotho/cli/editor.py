@@ -1,4 +1,9 @@
-"""The tree editor's commands: reshape the tree, and take any step back."""
+"""The tree editor's commands: reshape the tree, and take any step back.
+
+Each editing command builds the typed command of :mod:`mnemosyne.edits` (the one
+definition of the operations) and has the store apply it; a field the command refuses
+(a malformed id, an unknown role) is a refusal naming it, like any other.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,18 @@ from typing import Annotated, Any
 import typer
 
 from mnemosyne import EditResult, Node, Session
+from mnemosyne.edits import (
+    Copy,
+    Delete,
+    EditCommand,
+    Graft,
+    Inject,
+    Move,
+    Prune,
+    Restore,
+    Rewrite,
+    Toggle,
+)
 
 from . import render
 from ._app import Cli, app, command
@@ -35,17 +52,15 @@ def _report(cli: Cli, result: EditResult, session: Session) -> None:
     cli.emit(document, text)
 
 
-def _edit(cli: Cli, operation: str, *args: Any, expect: int | None, **kwargs: Any) -> None:
-    result, session = cli.store.edit(
-        cli.session_id(), operation, *args, expected_version=expect, **kwargs
-    )
+def _edit(cli: Cli, edit: EditCommand, expect: int | None) -> None:
+    result, session = cli.store.edit(cli.session_id(), edit, expected_version=expect)
     _report(cli, result, session)
 
 
 @command(app, "prune")
 def prune(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Detach NODE's subtree as a fragment, ready to be grafted."""
-    _edit(cli, "prune", node, expect=expect_version)
+    _edit(cli, Prune.checked(node=node), expect_version)
 
 
 @command(app, "graft")
@@ -53,7 +68,7 @@ def graft(
     cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
 ) -> None:
     """Attach a fragment, or move a subtree, under TARGET (its state is replayed there)."""
-    _edit(cli, "graft", node, onto, expect=expect_version)
+    _edit(cli, Graft.checked(node=node, onto=onto), expect_version)
 
 
 @command(app, "inject")
@@ -67,9 +82,8 @@ def inject(
     expect_version: ExpectVersion = None,
 ) -> None:
     """A new node between NODE and its active child (or as its only child)."""
-    _edit(
-        cli, "inject", after, role, text, name=name, delta=parse_delta(delta), expect=expect_version
-    )
+    edit = Inject.checked(after=after, role=role, content=text, name=name, delta=parse_delta(delta))
+    _edit(cli, edit, expect_version)
 
 
 @command(app, "rewrite")
@@ -80,25 +94,25 @@ def rewrite(
     expect_version: ExpectVersion = None,
 ) -> None:
     """Change NODE's text in place."""
-    _edit(cli, "rewrite", node, text, expect=expect_version)
+    _edit(cli, Rewrite.checked(node=node, content=text), expect_version)
 
 
 @command(app, "toggle")
 def toggle(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Enable or disable NODE (its delta leaves or rejoins every state below it)."""
-    _edit(cli, "toggle", node, expect=expect_version)
+    _edit(cli, Toggle.checked(node=node), expect_version)
 
 
 @command(app, "delete")
 def delete(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Move NODE and its subtree to the trash (see `trash`, `restore`, `purge`)."""
-    _edit(cli, "delete", node, expect=expect_version)
+    _edit(cli, Delete.checked(node=node), expect_version)
 
 
 @command(app, "restore")
 def restore(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Put a trashed subtree back where it hung."""
-    _edit(cli, "restore", node, expect=expect_version)
+    _edit(cli, Restore.checked(node=node), expect_version)
 
 
 @command(app, "move")
@@ -106,7 +120,7 @@ def move(
     cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
 ) -> None:
     """Re-parent NODE alone under TARGET; its children go to its former parent."""
-    _edit(cli, "move", node, onto, expect=expect_version)
+    _edit(cli, Move.checked(node=node, onto=onto), expect_version)
 
 
 @command(app, "copy")
@@ -120,7 +134,7 @@ def copy(
     expect_version: ExpectVersion = None,
 ) -> None:
     """Duplicate NODE and its active branch (or subtree) under TARGET."""
-    _edit(cli, "copy", node, onto, subtree=subtree, expect=expect_version)
+    _edit(cli, Copy.checked(node=node, onto=onto, subtree=subtree), expect_version)
 
 
 def _parked(parts: list[list[Node]]) -> list[dict[str, Any]]:

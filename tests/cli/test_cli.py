@@ -298,6 +298,28 @@ def test_a_broken_campaign_is_named(run_sqlite: Run, tmp_path: Path) -> None:
     assert "no campaign.toml" in run_sqlite.fails("campaign", "check", str(tmp_path))
 
 
+def test_the_editor_commands_are_the_edit_operations() -> None:
+    """One definition: every operation of mnemosyne.edits is a command of the same name
+    (checkout, HEAD's move, is the tree's), and every command of clotho/cli/editor.py is
+    an operation or one of the journal's."""
+    from clotho.cli import app
+    from mnemosyne.edits import EDITS
+
+    commands = {info.name: info.callback for info in app.registered_commands}
+    assert set(EDITS) <= commands.keys()
+    editing = {name for name, fn in commands.items() if fn.__module__ == "clotho.cli.editor"}
+    assert editing - set(EDITS) == {"fragments", "trash", "purge", "undo", "redo", "history"}
+    assert set(EDITS) - editing == {"checkout"}
+
+
+def test_a_malformed_field_of_an_edit_is_refused_by_name(run: Run) -> None:
+    run.json("session", "new")
+    a = run.json("add", "user", "a")["id"]
+    assert "inject: role: Input should be" in run.fails("inject", "narrator", "x", "--after", a)
+    assert "prune: node: String should have at least 6" in run.fails("prune", "abc")
+    assert run.json("history") == []
+
+
 def test_the_tree_editor_with_undo(run: Run) -> None:
     run.json("session", "new")
     a = run.json("add", "user", "a")["id"]

@@ -14,6 +14,7 @@ import pytest
 
 from clotho.treefile import TreeFileError, TreeIdsTakenError, export_tree, import_tree, tree_text
 from mnemosyne import InvalidDeltaError, Store, schema_from_mapping
+from mnemosyne.edits import Delete, Prune, Restore, Toggle
 from orchestrator import Character, Engine, ModelConfig, TurnSetup
 from orchestrator.loopback import ModelServer
 from planner.lore import LorePlanner
@@ -70,11 +71,11 @@ def a_lived_in_session(store: Store, server: ModelServer) -> str:
     store.append(sid, "assistant", "Time passes.", name="Seraphina", delta=inc("hp", 3))
     pruned, _ = store.append(sid, "user", "I go home.", delta=inc("gold", -2))
     store.append(sid, "assistant", "The road is long.")
-    store.edit(sid, "prune", pruned.id)  # a fragment
+    store.edit(sid, Prune(node=pruned.id))  # a fragment
     assert first.user_node is not None
     store.add_sibling(sid, first.user_node.id, "I talk to the goblin.")  # a fork
     deleted, _ = store.append(sid, "assistant", "It spits.", delta=inc("hp", -1))
-    store.edit(sid, "delete", deleted.id)  # to the trash
+    store.edit(sid, Delete(node=deleted.id))  # to the trash
     store.checkout(sid, quiet.id)
     return sid
 
@@ -120,7 +121,7 @@ def test_import_then_export_gives_the_same_document(
     assert not other_store.history(lived)  # the undo journal is not exported
     # the imported session works as any other: restore from the trash, then undo
     trashed = store.trash(lived)[0][0].id
-    other_store.edit(lived, "restore", trashed)
+    other_store.edit(lived, Restore(node=trashed))
     other_store.undo(lived)
     assert export_tree(other_store, lived)["nodes"] == document["nodes"]
 
@@ -292,13 +293,13 @@ def test_what_edits_leave_behind_imports_too(store: Store, other_store: Store) -
         delta=[{"op": "remove", "path": "flags", "value": "cursed"}],
         enabled=False,
     )
-    store.edit(sid, "toggle", cursed.id)  # the disabled delta no longer applies under it
+    store.edit(sid, Toggle(node=cursed.id))  # the disabled delta no longer applies under it
     document = export_tree(store, sid)
     session = import_tree(other_store, json.dumps(document), "curse.json")
     assert export_tree(other_store, session.id) == document
     assert other_store.state(sid, lifted.id) == store.state(sid, lifted.id)
     with pytest.raises(InvalidDeltaError):  # enabling it is checked then
-        other_store.edit(sid, "toggle", lifted.id)
+        other_store.edit(sid, Toggle(node=lifted.id))
 
     elsewhere = store.create_session().id
     root, _ = store.append(elsewhere, "user", "root")

@@ -26,6 +26,7 @@ from mnemosyne import (
 )
 from mnemosyne import _queries as q
 from mnemosyne._schema import journal, keyframes, nodes
+from mnemosyne.edits import Delete, Graft, Prune, Restore, Rewrite
 
 SCHEMA = schema_from_mapping(
     {
@@ -271,10 +272,10 @@ def test_detached_records_are_fragments_and_trash(store: Store) -> None:
     dumped = {n.id: n for n in store.dump(sid).nodes}
     assert dumped[ids[4]].detached_at == when and dumped[ids[4]].detached_from == ids[0]
     # they behave as pruned and deleted subtrees do
-    store.edit(sid, "restore", ids[4])
+    store.edit(sid, Restore(node=ids[4]))
     assert store.node(sid, ids[4]).parent_id == ids[0]
     assert store.state(sid, ids[5]).variables["hp"] == 91  # replayed on its new base
-    store.edit(sid, "graft", ids[2], onto=ids[1])
+    store.edit(sid, Graft(node=ids[2], onto=ids[1]))
     assert store.state(sid, ids[3]).variables == {"hp": 89, "gold": 9, "flags": []}
 
 
@@ -291,7 +292,9 @@ def test_a_refused_record_writes_nothing_and_says_why_as_append_does(store: Stor
     other = store.create_session().id
     stranger, _ = store.append(other, "user", "elsewhere")
     store.append(sid, "user", "one")
-    store.edit(sid, "rewrite", store.session(sid).head_id, "one, edited")  # a journal entry
+    store.edit(
+        sid, Rewrite(node=store.session(sid).head_id, content="one, edited")
+    )  # a journal entry
     head = store.session(sid).head_id
     ok = NodeRecord("assistant", "fine", parent=head)
 
@@ -441,8 +444,8 @@ def test_the_dump_lists_every_node_parents_first(store: Store) -> None:
     b, _ = store.append(sid, "assistant", "b")
     c, _ = store.append(sid, "user", "c")
     d, _ = store.add_sibling(sid, b.id, "d")
-    store.edit(sid, "prune", c.id)
-    store.edit(sid, "delete", d.id)
+    store.edit(sid, Prune(node=c.id))
+    store.edit(sid, Delete(node=d.id))
     dumped = store.dump(sid)
     assert [n.id for n in dumped.nodes] == [a.id, b.id, c.id, d.id]
     by_id = {n.id: n for n in dumped.nodes}

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from mnemosyne import InvalidOperationError, Message, Store, schema_from_mapping
+from mnemosyne import InvalidOperationError, Message, Store, edits, schema_from_mapping
+from mnemosyne.edits import Graft, Prune, Rewrite, Toggle
 
 SCHEMA = schema_from_mapping({"variables": {"hp": {"type": "int", "default": 10}}})
 
@@ -90,24 +91,24 @@ def test_moving_head_and_growing_keep_every_kept_path_right(store: Store, sid: s
 @pytest.mark.parametrize(
     "edit",
     [
-        ("rewrite", 2, "Rewritten."),
-        ("toggle", 2),
-        ("delete", 4),
-        ("prune", 4),
-        ("inject", 1, "system", "Injected."),
-        ("move", 5, 0),
-        ("copy", 4, 1),
+        {"op": "rewrite", "node": 2, "content": "Rewritten."},
+        {"op": "toggle", "node": 2},
+        {"op": "delete", "node": 4},
+        {"op": "prune", "node": 4},
+        {"op": "inject", "after": 1, "role": "system", "content": "Injected."},
+        {"op": "move", "node": 5, "onto": 0},
+        {"op": "copy", "node": 4, "onto": 1},
     ],
-    ids=lambda edit: edit[0],
+    ids=lambda edit: edit["op"],
 )
-def test_an_edit_is_seen_at_once(store: Store, sid: str, edit: tuple[Any, ...]) -> None:
+def test_an_edit_is_seen_at_once(store: Store, sid: str, edit: dict[str, Any]) -> None:
     made = chat(store, sid, 4)
     for at in (None, made[5], made[2]):
         store.messages(sid, at)
-    operation, *arguments = edit
-    arguments = [made[a] if isinstance(a, int) else a for a in arguments]
+    operation = edit["op"]
+    fields = {key: made[v] if isinstance(v, int) else v for key, v in edit.items()}
     before = fresh(store, sid)
-    store.edit(sid, operation, *arguments)
+    store.edit(sid, edits.parse(fields))
     for at in (None, *made):
         try:
             expected = fresh(store, sid, at)
@@ -136,12 +137,12 @@ def test_a_write_through_another_store_is_seen(store: Store, sid: str, database_
     made = chat(store, sid, 3)
     store.messages(sid)
     with Store.open(database_url) as other:
-        other.edit(sid, "rewrite", made[1], "Changed elsewhere.")
+        other.edit(sid, Rewrite(node=made[1], content="Changed elsewhere."))
         assert cached(store, sid) == fresh(store, sid)
         assert cached(store, sid)[1][3] == "Changed elsewhere."
         # a growth elsewhere: this store did not make it, so it does not trust its paths
         other.append(sid, "user", "Elsewhere.")
-        other.edit(sid, "toggle", made[0])
+        other.edit(sid, Toggle(node=made[0]))
     assert cached(store, sid, made[2]) == fresh(store, sid, made[2])
     assert made[0] not in [m.id for m in store.messages(sid)]
 
@@ -152,8 +153,9 @@ def test_a_write_by_another_process_is_seen(store: Store, sid: str, database_url
     probe = (
         "import sys\n"
         "from mnemosyne import Store\n"
+        "from mnemosyne.edits import Rewrite\n"
         "with Store.open(sys.argv[1]) as s:\n"
-        "    s.edit(sys.argv[2], 'rewrite', sys.argv[3], 'From another process.')\n"
+        "    s.edit(sys.argv[2], Rewrite(node=sys.argv[3], content='From another process.'))\n"
     )
     subprocess.run([sys.executable, "-c", probe, database_url, sid, made[2]], check=True)
     assert cached(store, sid)[2][3] == "From another process."
@@ -191,9 +193,9 @@ def test_a_prune_and_graft_are_seen(store: Store, sid: str) -> None:
     made = chat(store, sid, 3)
     store.messages(sid)
     store.messages(sid, made[3])
-    store.edit(sid, "prune", made[2])
+    store.edit(sid, Prune(node=made[2]))
     assert cached(store, sid) == fresh(store, sid) == fresh(store, sid)[:2]
-    store.edit(sid, "graft", made[2], made[0])
+    store.edit(sid, Graft(node=made[2], onto=made[0]))
     for at in (None, *made):
         assert cached(store, sid, at) == fresh(store, sid, at)
     assert [m[0] for m in cached(store, sid, made[3])] == [made[0], made[2], made[3]]
@@ -222,7 +224,7 @@ def test_readers_in_threads_see_every_write(store: Store, sid: str) -> None:
             store.append(sid, "user", f"more {i}")
             if i % 3 == 0:
                 written[made[1]].add(f"edited {i}")
-                store.edit(sid, "rewrite", made[1], f"edited {i}")
+                store.edit(sid, Rewrite(node=made[1], content=f"edited {i}"))
             store.checkout(sid, made[-1])
     finally:
         stop.set()

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 
 from mnemosyne import InvalidOperationError, Message, Store
 from mnemosyne._schema import blobs, traces
+from mnemosyne.edits import Delete, Rewrite, Toggle
 from mnemosyne.traces import _sent_json, canonical_json, history_message, messages_hash
 
 SYSTEM = {"role": "system", "content": "You are the game master of a grim little valley."}
@@ -87,7 +88,7 @@ def test_an_edit_in_place_since_is_reported(store: Store) -> None:
     grow(store, sid, 3)
     old = store.messages(sid)[2]
     node, _ = generate(store, sid)
-    store.edit(sid, "rewrite", old.id, "I walk south instead.")
+    store.edit(sid, Rewrite(node=old.id, content="I walk south instead."))
     trace = store.trace(sid, node)
     assert trace is not None and not trace.verified
     assert "edited in place" in trace.problems[0]
@@ -101,7 +102,7 @@ def test_a_toggled_message_since_is_reported(store: Store) -> None:
     grow(store, sid, 3)
     old = store.messages(sid)[3]
     node, _ = generate(store, sid)
-    store.edit(sid, "toggle", old.id)
+    store.edit(sid, Toggle(node=old.id))
     trace = store.trace(sid, node)
     assert trace is not None and not trace.verified
     assert "5 enabled messages, not the 6 sent" in trace.problems[0]
@@ -141,7 +142,7 @@ def test_purging_a_generated_node_removes_its_trace(store: Store) -> None:
     sid = store.create_session().id
     grow(store, sid, 1)
     node, _ = generate(store, sid)
-    store.edit(sid, "delete", node)
+    store.edit(sid, Delete(node=node))
     store.purge(sid)
     with store.read() as conn:
         assert conn.execute(select(func.count()).select_from(traces)).scalar_one() == 0
