@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mnemosyne.state.delta import finite
+from mnemosyne.edits import Delta, DeltaOperation, Edit, NodeRef, delta_dicts
 
 __all__ = [
     "AppendBody",
-    "EditOperation",
     "EditsBody",
     "ForkBody",
     "HeadBody",
@@ -19,49 +18,12 @@ __all__ = [
     "TurnBody",
 ]
 
-NodeRef = Annotated[
-    str,
-    Field(
-        min_length=6,
-        max_length=32,
-        pattern=r"^[0-9a-fA-F]+$",
-        description="A node id or a unique prefix of at least 6 hex characters.",
-        examples=["3f2a9c"],
-    ),
-]
 Role = Literal["system", "user", "assistant"]
 Text = Annotated[str, Field(max_length=1_000_000)]
 
 
-class Operation(BaseModel):
-    """One world-state operation."""
-
-    model_config = ConfigDict(extra="forbid")
-    op: Literal["set", "inc", "append", "remove", "unset"]
-    path: Annotated[str, Field(min_length=1, max_length=200, examples=["hp"])]
-    value: Any = None
-
-    @field_validator("value")
-    @classmethod
-    def _finite(cls, value: Any) -> Any:
-        if not finite(value):
-            raise ValueError("numbers must be finite (JSON has no NaN or Infinity)")
-        return value
-
-
-Delta = Annotated[
-    list[Operation] | None,
-    Field(
-        description="World-state operations applied by the node.",
-        examples=[[{"op": "inc", "path": "hp", "value": -10}]],
-    ),
-]
-
-
-def _ops(delta: list[Operation] | None) -> list[dict[str, Any]] | None:
-    if not delta:
-        return None
-    return [op.model_dump(exclude_unset=True) for op in delta]
+def _ops(delta: list[DeltaOperation] | None) -> list[dict[str, Any]] | None:
+    return delta_dicts(delta)
 
 
 # -- requests -----------------------------------------------------------------------------
@@ -148,61 +110,6 @@ class TurnBody(BaseModel):
         return self
 
 
-#: The fields each editor operation needs.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "prune": ("node",),
-    "delete": ("node",),
-    "restore": ("node",),
-    "toggle": ("node",),
-    "checkout": ("node",),
-    "graft": ("node", "onto"),
-    "move": ("node", "onto"),
-    "copy": ("node", "onto"),
-    "rewrite": ("node", "content"),
-    "inject": ("after", "role", "content"),
-}
-
-
-class EditOperation(BaseModel):
-    """One editor operation. Which fields it takes depends on ``op``:
-    prune/delete/restore/toggle ``node``; graft/move ``node`` + ``onto``; copy ``node`` +
-    ``onto`` (+ ``subtree``); rewrite ``node`` + ``content``; inject ``after`` + ``role`` +
-    ``content`` (+ ``name``, ``delta``); checkout ``node``."""
-
-    model_config = ConfigDict(extra="forbid")
-    op: Literal[
-        "prune",
-        "graft",
-        "inject",
-        "rewrite",
-        "toggle",
-        "delete",
-        "restore",
-        "move",
-        "copy",
-        "checkout",
-    ]
-    node: NodeRef | None = None
-    onto: NodeRef | None = None
-    after: NodeRef | None = None
-    role: Role | None = None
-    content: Text | None = None
-    name: Annotated[str | None, Field(max_length=200)] = None
-    delta: Delta = None
-    subtree: bool = False
-
-    @model_validator(mode="after")
-    def _fields(self) -> EditOperation:
-        needed = NEEDS[self.op]
-        missing = [name for name in needed if getattr(self, name) is None]
-        if missing:
-            raise ValueError(f"{self.op} needs {' and '.join(missing)}")
-        return self
-
-    def operations(self) -> list[dict[str, Any]] | None:
-        return _ops(self.delta)
-
-
 class EditsBody(BaseModel):
     """Editor operations applied in order, atomically: all of them or none."""
 
@@ -219,7 +126,14 @@ class EditsBody(BaseModel):
             ]
         },
     )
-    operations: Annotated[list[EditOperation], Field(min_length=1, max_length=1000)]
+    operations: Annotated[
+        list[Edit],
+        Field(
+            min_length=1,
+            max_length=1000,
+            description='Each one `{"op": ..., ...}`: its fields are those of its schema.',
+        ),
+    ]
 
 
 class LoreTestBody(BaseModel):
@@ -329,7 +243,7 @@ class EditResultOut(BaseModel):
 
 
 class EditsOut(BaseModel):
-    results: list[dict[str, Any]]
+    results: list[EditResultOut]
     session: SessionOut
 
 

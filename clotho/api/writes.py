@@ -7,17 +7,12 @@ version, the write is refused with 412 and the current version, and changes noth
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
-
-from mnemosyne import SessionTransaction
 
 from ._common import context, document
 from .context import expected_version
 from .schemas import (
     AppendBody,
-    EditOperation,
     EditsBody,
     EditsOut,
     ForkBody,
@@ -88,29 +83,6 @@ def fork(request: Request, session_id: str, node_id: str, body: ForkBody) -> Res
     return document({"node": node.as_dict(), "session": session.as_dict()}, session, 201)
 
 
-def _apply(tx: SessionTransaction, op: EditOperation) -> dict[str, Any]:
-    if op.op == "checkout":
-        node = tx.checkout(op.node or "")
-        return {"action": "checkout", "node_id": node.id, "head_id": node.id}
-    if op.op == "inject":
-        result = tx.inject(
-            op.after or "",
-            op.role or "",
-            op.content or "",
-            name=op.name,
-            delta=op.operations(),
-        )
-    elif op.op in ("graft", "move"):
-        result = getattr(tx, op.op)(op.node, op.onto)
-    elif op.op == "copy":
-        result = tx.copy(op.node or "", op.onto or "", subtree=op.subtree)
-    elif op.op == "rewrite":
-        result = tx.rewrite(op.node or "", op.content or "")
-    else:
-        result = getattr(tx, op.op)(op.node)
-    return result.as_dict()
-
-
 @router.post(
     "/sessions/{session_id}/edits",
     summary="Apply editor operations atomically",
@@ -118,20 +90,13 @@ def _apply(tx: SessionTransaction, op: EditOperation) -> dict[str, Any]:
 )
 def edits(request: Request, session_id: str, body: EditsBody) -> Response:
     """The operations run in order in one transaction: if one is refused, none happened
-    (the problem names which one). They are one entry of the undo journal: one undo
-    takes them all back."""
-    store = context(request).store
-    results: list[dict[str, Any]] = []
-    expected = expected_version(request)
-    with store.transaction(session_id, expected_version=expected) as tx, tx.batch():
-        for index, op in enumerate(body.operations):
-            try:
-                results.append(_apply(tx, op))
-            except Exception as error:
-                error.operation = index  # type: ignore[attr-defined]  # named, re-raised
-                raise
-    session = tx.session
-    return document({"results": results, "session": session.as_dict()}, session)
+    (the problem names which one: `operation`, and `detail` starts `operations[i]`).
+    They are one entry of the undo journal: one undo takes them all back."""
+    results, session = context(request).store.edits(
+        session_id, body.operations, expected_version=expected_version(request)
+    )
+    answer = {"results": [result.as_dict() for result in results], "session": session.as_dict()}
+    return document(answer, session)
 
 
 @router.post("/sessions/{session_id}/undo", summary="Undo the last edit", response_model=TravelOut)

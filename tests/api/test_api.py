@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
+from mnemosyne.edits import EDITS
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 CHAT = FIXTURES / "constructed" / "sillytavern_chat_seraphina.jsonl"
@@ -318,6 +319,50 @@ def test_a_refused_operation_in_a_batch_leaves_everything_as_it_was(client: Test
     )
     assert "onto" in problem(missing, 422, "invalid_request")["detail"]
     problem(client.post(f"/api/sessions/{sid}/undo"), 422, "invalid_operation")
+
+
+def test_a_malformed_operation_in_a_batch_is_named_by_its_field(client: TestClient) -> None:
+    sid, (a, b, _c, d) = _story(client)
+    before = client.get(f"/api/sessions/{sid}/tree").json()
+    operations = [
+        {"op": "rewrite", "node": b["id"], "content": "changed"},
+        {"op": "move", "node": a["id"], "onto": d["id"], "colour": "red"},
+        {"op": "copy", "node": a["id"], "onto": d["id"], "subtree": "yes"},
+        {"op": "inject", "after": a["id"], "role": "narrator", "content": "x"},
+        {"op": "explode", "node": a["id"]},
+    ]
+    body = problem(
+        client.post(f"/api/sessions/{sid}/edits", json={"operations": operations}),
+        422,
+        "invalid_request",
+    )
+    fields = {error["field"]: error["problem"] for error in body["errors"]}
+    assert fields.keys() == {
+        "body.operations.1.move.colour",
+        "body.operations.2.copy.subtree",
+        "body.operations.3.inject.role",
+        "body.operations.4",
+    }
+    assert "Extra inputs" in fields["body.operations.1.move.colour"]
+    assert "'explode'" in fields["body.operations.4"]
+    assert client.get(f"/api/sessions/{sid}/tree").json() == before
+
+
+def test_openapi_shows_each_edit_operation_under_the_discriminator(client: TestClient) -> None:
+    """One definition: the operations the API takes are the members of mnemosyne's union."""
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    items = schemas["EditsBody"]["properties"]["operations"]["items"]
+    assert items["discriminator"]["propertyName"] == "op"
+    mapping = items["discriminator"]["mapping"]
+    assert set(mapping) == set(EDITS)
+    for op, ref in mapping.items():
+        schema = schemas[ref.rsplit("/", 1)[-1]]
+        assert schema["properties"]["op"]["const"] == op
+        assert schema["additionalProperties"] is False
+        required = {name for name, f in EDITS[op].model_fields.items() if f.is_required()}
+        assert set(schema["required"]) == {"op", *required}
+        assert set(schema["properties"]) == set(EDITS[op].model_fields)
 
 
 def test_delete_restore_and_purge_nodes(client: TestClient) -> None:

@@ -31,8 +31,8 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from clotho import lore
 from clotho.api import create_app
-from clotho.api.schemas import NEEDS
 from mnemosyne import Store
+from mnemosyne.edits import EDITS
 from orchestrator.loopback import ModelServer
 
 from .conftest import TOKEN, api_settings
@@ -260,12 +260,14 @@ def _edits() -> st.SearchStrategy[dict[str, Any]]:
             "role": st.sampled_from(["user", "assistant", "system"]),
             "content": TEXTS,
         }
+        fields = EDITS[op].model_fields
+        needed = [name for name, field in fields.items() if field.is_required()]
         return st.fixed_dictionaries(
-            {"op": st.just(op), **{name: values[name] for name in NEEDS[op]}},
-            optional={"subtree": st.booleans()} if op == "copy" else {},
+            {"op": st.just(op), **{name: values[name] for name in needed}},
+            optional={"subtree": st.booleans()} if "subtree" in fields else {},
         )
 
-    ops = st.sampled_from(sorted(NEEDS)).flatmap(operation)
+    ops = st.sampled_from(sorted(EDITS)).flatmap(operation)
     return st.fixed_dictionaries({"operations": st.lists(ops, min_size=1, max_size=3)})
 
 
