@@ -84,6 +84,7 @@ class Gateway:
     reply being streamed."""
 
     def __init__(self) -> None:
+        self._waiting = False
         self._streaming: asyncio.Task[None] | None = None
         self._interrupted = False
 
@@ -103,7 +104,11 @@ class Gateway:
                 completion is empty and incomplete).
         """
         started = time.perf_counter()
-        response = await self._call(config, messages, stream=True)
+        self._waiting = True
+        try:
+            response = await self._call(config, messages, stream=True)
+        finally:
+            self._waiting = False
         pieces: list[str] = []
         thoughts: list[str] = []
         result = Completion("", model=config.model)
@@ -204,6 +209,11 @@ class Gateway:
             if callable(close) and not inspect.iscoroutinefunction(close):
                 close()
         cache.flush_cache()
+
+    @property
+    def waiting(self) -> bool:
+        """A :meth:`stream` call is waiting for the model's answer (no stream yet)."""
+        return self._waiting
 
     def interrupt(self) -> bool:
         """Stop the reply being streamed (its text so far is kept); whether one was."""

@@ -254,8 +254,12 @@ class Engine:
         if running.phase == "commit":
             return True
         if running.phase == "generate" and self.gateway.interrupt():
-            return True
+            return True  # streaming: the text so far is kept
         running.stop = True
+        if running.phase == "generate" and not self.gateway.waiting:
+            # the stream has not begun (it will not), or has ended: the reply is whole,
+            # its extraction will not run
+            return True
         if running.work is not None:
             running.work.cancel()
         return True
@@ -511,9 +515,15 @@ class Engine:
     async def _generate(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "generate")
         prompt: Prompt = state["prompt"]
-        completion = await self._guarded(
-            running, self.gateway.stream(self.setup.model, prompt.messages, state.get("on_event"))
-        )
+
+        async def reply() -> Completion:
+            if running is not None and running.stop:
+                raise _Stopped  # interrupted before the call began
+            return await self.gateway.stream(
+                self.setup.model, prompt.messages, state.get("on_event")
+            )
+
+        completion = await self._guarded(running, reply())
         if not completion.content.strip():  # interrupted before any text: no empty reply
             raise _Stopped
         if completion.incomplete:
