@@ -389,41 +389,56 @@ def cli_env(folder: Path, model: ModelServer) -> dict[str, str]:
     return env
 
 
+def _hwm_of_group(pgid: int) -> float:
+    """The largest VmHWM (MB) among the live processes of a process group."""
+    worst = 0.0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if os.getpgid(int(status.parent.name)) != pgid:
+                continue
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    worst = max(worst, int(line.split()[1]) / 1024)
+        except (OSError, ValueError):
+            continue
+    return worst
+
+
 def run_cli(
     args: list[str], env: dict[str, str], timeout: float
 ) -> tuple[int | None, str, float, float]:
-    """(exit code or None on a timeout, stderr, seconds, peak MB of the child)."""
-    with tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            [*CAPPED, CLOTHO, *args], env=env, stdout=subprocess.DEVNULL, stderr=err
+    """(exit code or None on a timeout, stderr, seconds, peak MB of the command).
+
+    The command runs under ``/usr/bin/time -f %M`` (its peak RSS, measured by a small
+    parent: a child forked from this process would count this process's memory) and
+    ``prlimit`` (its address space capped), in a process group of its own."""
+    with tempfile.TemporaryDirectory() as folder:
+        peak, errors = Path(folder) / "peak", Path(folder) / "stderr"
+        with errors.open("wb") as err:
+            started = time.perf_counter()
+            process = subprocess.Popen(
+                ["/usr/bin/time", "-f", "%M", "-o", str(peak), *CAPPED, CLOTHO, *args],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+            try:
+                code: int | None = process.wait(timeout=timeout)
+                elapsed = time.perf_counter() - started
+                mb = int(peak.read_text().split()[-1]) / 1024
+            except subprocess.TimeoutExpired:
+                elapsed = time.perf_counter() - started
+                mb = _hwm_of_group(process.pid)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                code = None
+        text = errors.read_text(errors="replace")
+    if code is not None and code != 0:  # time's own "Command exited with non-zero status"
+        text = "\n".join(
+            line for line in text.splitlines() if not line.startswith("Command exited with")
         )
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                process.send_signal(signal.SIGKILL)
-                pid, status, usage = os.wait4(process.pid, 0)
-                process.returncode = -9
-                err.seek(0)
-                return (
-                    None,
-                    err.read().decode(errors="replace"),
-                    time.perf_counter() - started,
-                    usage.ru_maxrss / 1024,
-                )
-            time.sleep(0.005)
-        elapsed = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return (
-            process.returncode,
-            err.read().decode(errors="replace"),
-            elapsed,
-            usage.ru_maxrss / 1024,
-        )
+    return code, text, elapsed, mb
 
 
 def cli_case(case: Case, model: ModelServer, timeout: float) -> tuple[str, str, float, float]:
