@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["Settings", "default_data_dir"]
 
@@ -66,6 +68,25 @@ class Settings(BaseSettings):
         gt=0,
         description="the largest file the HTTP API accepts in an import (bytes)",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="the names (Host headers) the HTTP API answers besides loopback's and "
+        "the address it listens on; comma-separated; '*.example.com' for its subdomains, "
+        "'*' for any",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="the origins (scheme://host[:port]) whose pages may call the HTTP API "
+        "from a browser (CORS); comma-separated; none by default",
+    )
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        """A list from the environment is written ``a,b`` (or ``a b``), not as JSON."""
+        if isinstance(value, str):
+            return [part for part in re.split(r"[,\s]+", value) if part]
+        return value
 
     @property
     def resolved_database_url(self) -> str:

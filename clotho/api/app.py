@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,7 +18,7 @@ from mnemosyne import Store
 
 from . import exchange, reads, sessions, turns, writes
 from ._common import context, document
-from .auth import require_token, resolve_token
+from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, served_hosts
 from .context import ApiContext
 from .problems import ApiError, install, problem_response
 from .rendered import EarlyAnswers
@@ -72,11 +73,25 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+#: What a page of an origin in ``CLOTHO_CORS_ORIGINS`` may send, and read of the answers.
+CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE")
+CORS_HEADERS = ("Authorization", "Content-Type", "If-Match", "If-None-Match")
+CORS_EXPOSED = ("ETag", "Content-Disposition", "X-Clotho-Messages", "X-Clotho-Dropped")
+
+
 def create_app(
-    settings: Settings | None = None, *, store: Store | None = None, token: str | None = None
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    token: str | None = None,
+    hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """The API over ``store`` (default: the settings' database, opened here and closed
-    at shutdown). ``token``: the bearer token (default: :func:`resolve_token`)."""
+    at shutdown). ``token``: the bearer token (default: :func:`resolve_token`).
+    ``hosts``: the ``Host`` names it answers, any other refused before anything else
+    sees the request (default: those of a server on loopback, :func:`served_hosts`).
+    Browsers may call it from other origins only if ``settings.cors_origins`` lists
+    them: with none, it sends no CORS header at all."""
     from clotho import __version__
 
     settings = settings or Settings()
@@ -123,14 +138,27 @@ def create_app(
         )
 
     mount_page(app)
+    # Each layer added goes outside the ones before: the Host check is the outermost.
     app.add_middleware(EarlyAnswers)
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
+    origins = allowed_origins(settings)
+    if origins:  # outside the early answers and the 413s, so that they carry CORS too
+        app.add_middleware(
+            CORSMiddleware,  # type: ignore[arg-type]
+            allow_origins=origins,
+            allow_methods=CORS_METHODS,
+            allow_headers=CORS_HEADERS,
+            expose_headers=CORS_EXPOSED,
+        )
+    served = served_hosts("127.0.0.1", settings) if hosts is None else list(hosts)
+    app.add_middleware(TrustedHosts, allowed_hosts=served)  # type: ignore[arg-type]
     return app
 
 
 def app_from_env() -> FastAPI:
     """The app of a server worker: everything from ``CLOTHO_*`` variables (``clotho serve``
-    sets them, the token included, before it starts the workers)."""
+    sets them, the token and the served host names included, before it starts the
+    workers)."""
     if not os.environ.get("CLOTHO_API_TOKEN"):
         raise RuntimeError("CLOTHO_API_TOKEN is not set: start the server with `clotho serve`")
     return create_app(Settings())

@@ -18,7 +18,9 @@ def serve(
     host: Annotated[
         str,
         typer.Option(
-            "--host", help="The address to listen on (beyond loopback: needs CLOTHO_API_TOKEN)."
+            "--host",
+            help="The address to listen on (beyond loopback: needs a strong CLOTHO_API_TOKEN; "
+            "on 0.0.0.0 or ::, allowed hosts too).",
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port.")] = 8000,
@@ -31,15 +33,39 @@ def serve(
             help="Server processes on the one database (use PostgreSQL for more than one).",
         ),
     ] = 1,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A name (Host header) to answer besides loopback's and --host; repeat for "
+            "more (env CLOTHO_ALLOWED_HOSTS, comma-separated; *.example.com for subdomains).",
+            show_default=False,
+        ),
+    ] = None,
+    cors_origins: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            help="An origin (https://app.example.com) whose pages may call the API from a "
+            "browser; repeat for more (env CLOTHO_CORS_ORIGINS; default: none).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Start the web page and the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
     import uvicorn
 
     from clotho.api import transport
-    from clotho.api.auth import TOKEN_FILE, check_host, resolve_token
+    from clotho.api.auth import TOKEN_FILE, check_host, resolve_token, served_hosts
 
-    settings = cli.settings
+    settings = cli.settings.model_copy(
+        update={
+            "allowed_hosts": [*cli.settings.allowed_hosts, *(allowed_hosts or ())],
+            "cors_origins": [*cli.settings.cors_origins, *(cors_origins or ())],
+        }
+    )
     check_host(host, settings)
+    hosts = served_hosts(host, settings)
     token, generated = resolve_token(settings)
     cli.store  # noqa: B018 - open (and migrate a SQLite file) once, before the workers
     cli.close()
@@ -59,7 +85,7 @@ def serve(
         from clotho.api import create_app
 
         uvicorn.run(
-            create_app(settings, token=token),
+            create_app(settings, token=token, hosts=hosts),
             host=host,
             port=port,
             log_level="warning",
@@ -73,6 +99,8 @@ def serve(
         "CLOTHO_API_TOKEN": token,
         "CLOTHO_MODEL": settings.model,
         "CLOTHO_API_BASE": settings.api_base,
+        "CLOTHO_ALLOWED_HOSTS": ",".join(hosts),
+        "CLOTHO_CORS_ORIGINS": ",".join(settings.cors_origins),
     }
     os.environ.update({key: value for key, value in given.items() if value})
     uvicorn.run(

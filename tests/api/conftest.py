@@ -22,7 +22,9 @@ TOKEN = "test-token-3f2a9c"
 
 
 def api_settings(tmp_path: Path, **given: Any) -> Settings:
-    """Settings of a test server: its own data folder, no lore vectors, fast retries."""
+    """Settings of a test server: its own data folder, no lore vectors, fast retries, and
+    the Host that test clients send (Starlette's and schemathesis's: ``testserver``)."""
+    given.setdefault("allowed_hosts", ["testserver"])
     return Settings(data_dir=tmp_path / "data", vectors=False, api_token=TOKEN, **given)
 
 

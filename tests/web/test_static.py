@@ -38,7 +38,12 @@ def test_every_import_of_the_page_is_a_file_it_ships() -> None:
 
 
 def test_the_api_serves_the_page_without_a_token(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", vectors=False, api_token="t0ken-abcdef")
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        vectors=False,
+        api_token="t0ken-abcdef",
+        allowed_hosts=["testserver"],  # the Host of TestClient's requests
+    )
     with (
         Store.open(f"sqlite:///{tmp_path / 'c.db'}") as store,
         TestClient(create_app(settings, store=store, token="t0ken-abcdef")) as client,
