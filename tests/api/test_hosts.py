@@ -293,3 +293,20 @@ def test_the_app_alone_answers_loopback_and_its_settings_names(
         assert client.get("/api/health", headers={"Host": host}).status_code == 200, host
     for host in ("lan.example", "[::2]", "127.0.0.2", EVIL):
         assert client.get("/api/health", headers={"Host": host}).status_code == 421, host
+
+
+@pytest.mark.slow
+def test_workers_answer_the_same_names_and_origins(tmp_path: Path) -> None:
+    """`--workers N`: each worker builds its app from the environment `clotho serve` gives
+    it, the served names and the CORS origins included."""
+    args = ("--workers", "2", "--allowed-host", "clotho.example", "--cors-origin", ORIGIN)
+    with running(f"sqlite:///{tmp_path / 'clotho.db'}", tmp_path / "data", *args) as up:
+        port = port_of(up)
+        with up.client() as api:
+            for _ in range(4):  # likely to meet both workers
+                answer = api.get(
+                    "/api/health", headers={"Host": "clotho.example", "Origin": ORIGIN}
+                )
+                assert answer.status_code == 200
+                assert answer.headers["access-control-allow-origin"] == ORIGIN
+                assert_refused(api.get("/", headers={"Host": f"{EVIL}:{port}"}), f"{EVIL}:{port}")
