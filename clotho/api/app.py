@@ -38,6 +38,8 @@ Clotho's HTTP API: everything the `clotho` command line does, for front-ends.
   what was wrong.
 * Turns stream as server-sent events (`POST /api/sessions/{id}/turns`).
 * Node and session ids may be abbreviated to a unique prefix of at least 6 characters.
+* A request whose `Host` the server does not serve (loopback's names, its address,
+  `CLOTHO_ALLOWED_HOSTS`) is refused with **421** before anything else.
 """
 
 
