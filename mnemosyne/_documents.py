@@ -1,16 +1,20 @@
-"""Session documents (lorebooks, character cards): JSON texts kept with a session."""
+"""Session documents (lorebooks, character cards): JSON texts kept with a session.
+
+A document is read back (a session's lore, every turn), so it is only kept if it reads
+within :data:`mnemosyne.jsontext.DOCUMENT`'s limits.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from . import jsontext
 from ._schema import documents
-from .errors import InvalidOperationError, NotFoundError
+from .errors import InvalidOperationError, JsonTextError, NotFoundError
 from .models import Document
 
 KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -31,9 +35,9 @@ def put(conn: Connection, session_pk: int, kind: str, name: str, content: str) -
     if not isinstance(content, str):
         raise InvalidOperationError(f"document {kind} {name!r}: content must be JSON text")
     try:
-        json.loads(content)
-    except json.JSONDecodeError as error:
-        raise InvalidOperationError(f"document {kind} {name!r}: not JSON ({error})") from None
+        jsontext.loads(content, jsontext.DOCUMENT)
+    except JsonTextError as error:
+        raise InvalidOperationError(f"document {kind} {name!r}: {error}") from error
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     now = datetime.now(UTC)
     where = (

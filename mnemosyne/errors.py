@@ -15,6 +15,7 @@ __all__ = [
     "IdTakenError",
     "InvalidDeltaError",
     "InvalidOperationError",
+    "JsonTextError",
     "MnemosyneError",
     "NotFoundError",
     "SchemaError",
@@ -179,3 +180,51 @@ class StorageError(MnemosyneError):
     """The database cannot be used: not a database, corrupt, or of an unknown schema."""
 
     code = "storage_error"
+
+
+class JsonTextError(MnemosyneError, ValueError):
+    """JSON text refused by :mod:`mnemosyne.jsontext`: not JSON, or past one of its limits.
+
+    ``limit`` names the limit passed (``max_depth``, ``max_digits``...; ``None`` when
+    the text is not JSON or holds what JSON cannot: ``NaN``, a lone surrogate);
+    ``path`` is where in the document (keys and indexes), ``line`` the line of JSON
+    Lines (or of a syntax error), ``column`` the column of a syntax error. The message
+    is one line: ``line 3: extra.a: nested too deep: more than 64 levels (the limit)``.
+    """
+
+    code = "invalid_json"
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        limit: str | None = None,
+        path: tuple[str | int, ...] = (),
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.limit = limit
+        self.path = path
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        from .jsontext import path_text
+
+        parts = []
+        if self.line is not None and self.column is None:
+            parts.append(f"line {self.line}")
+        if self.path:
+            parts.append(path_text(self.path))
+        if self.syntax:
+            where = f"line {self.line}, " if self.line is not None else ""
+            return ": ".join([*parts, f"not JSON: {self.problem} ({where}column {self.column})"])
+        return ": ".join([*parts, self.problem])
+
+    @property
+    def syntax(self) -> bool:
+        """The text is not JSON (``problem`` is the decoder's message; ``line`` and
+        ``column`` say where), rather than JSON past a limit."""
+        return self.column is not None

@@ -1,0 +1,478 @@
+"""JSON text from outside (imported and uploaded files), read within limits.
+
+:func:`json.loads` trusts its input: a 5,000-digit integer raises a ``ValueError`` that
+tells the user about ``sys.set_int_max_str_digits()``, ``[`` repeated 100,000 times
+raises ``RecursionError`` from deep inside the decoder, ``NaN`` and ``1e999`` are read as
+numbers no JSON document holds, ``"\\ud800"`` is read as text that cannot be stored,
+and a file of ``[{},{},...]`` becomes millions of objects. Every importer (lorebooks,
+character cards, tree files, SillyTavern chats) and the store's session documents read
+their JSON here instead: :func:`loads` for one document, :func:`loads_lines` for JSON
+Lines. A refusal is a :class:`~mnemosyne.errors.JsonTextError`: one line naming the
+place (the JSON path, and the line in JSON Lines) and the limit.
+
+How, cheaply and before anything recurses: string literals are cut out of the text with
+one regular expression, so what is left is the document's skeleton (brackets, commas,
+numbers, literals); the nesting depth, the number of values, over-long numbers and
+``NaN``/``Infinity`` are read off the skeleton at C speed, before :func:`json.loads`
+sees the text. Only when the skeleton shows a problem is the text walked token by token
+in Python, to name where it is. After parsing, the lengths of texts and of each list and
+object are checked by a walk over the result, which runs only when the text is long
+enough to hold one too long.
+
+The limits (:class:`JsonLimits`) are generous for real files; each is a constant here,
+with why it is what it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, replace
+from functools import cached_property
+from itertools import accumulate
+from typing import Any
+
+from .errors import JsonTextError
+
+__all__ = [
+    "CHAT",
+    "DOCUMENT",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_DOCUMENT_ENTRIES",
+    "MAX_DOCUMENT_VALUES",
+    "MAX_FILE_BYTES",
+    "MAX_LINES",
+    "MAX_SESSION_ENTRIES",
+    "MAX_SESSION_VALUES",
+    "MAX_STRING",
+    "TREE",
+    "JsonLimits",
+    "JsonTextError",
+    "loads",
+    "loads_lines",
+    "path_text",
+    "preview",
+]
+
+MAX_DEPTH = 64
+"""Nesting of lists and objects. Real cards, books, chats and tree files nest under 15
+levels; the readers after the parser (copies, validation, the JSON encoder of the
+database) recurse once or twice per level, so the limit stays far below Python's
+recursion limit wherever the document goes next."""
+
+MAX_DIGITS = 100
+"""Digits in a row in one number. Real files hold ids, orders, timestamps and token
+counts (at most 20 digits); Python refuses to read integers of more than 4,300 digits,
+and converting long ones costs time quadratic in their length."""
+
+MAX_STRING = 4 * 1024 * 1024
+"""Characters in one text (a value or a key). The longest texts real files hold are a
+PromptTrace's blobs in a tree file (a whole prompt: a million-token context window is
+about 4 MB of text); a message, a card's description or a lore entry is far shorter."""
+
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
+"""A lorebook or card document (and its copy kept with a session). Real World Info
+books are a few MB and cards with an embedded book 1-5 MB; kept with a session, a card's
+book is written out again indented, with the card's original inside it, so the store
+reads back documents up to a few times the size of the file."""
+
+MAX_DOCUMENT_ENTRIES = 100_000
+"""Members of one list or object in a lorebook or card. The largest real World Info
+books hold a few thousand entries."""
+
+MAX_DOCUMENT_VALUES = 2_000_000
+"""Values in one lorebook or card, all levels together (counted from the text's commas
+and brackets, an upper bound). Each costs memory once parsed (an empty object ~64
+bytes): this bounds what a small file of ``[{},{},...]`` can take."""
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""A tree file or a SillyTavern chat: the largest file the command line reads and the
+HTTP API accepts by default. A 20,000-message chat is about 20 MB."""
+
+MAX_SESSION_ENTRIES = 1_000_000
+"""Members of one list or object in a tree file (its ``nodes``, ``blobs``, ``traces``):
+a whole session, 20,000 messages with their alternatives, fragments and trash."""
+
+MAX_SESSION_VALUES = 4_000_000
+"""Values in a whole tree file or chat (all lines together). A 20,000-message chat or
+its tree file holds about a million (each message ~20-40 values with its metadata);
+this is four times that, and bounds the memory a hostile file of tiny values takes
+(a few hundred MB at most)."""
+
+MAX_LINES = 200_000
+"""Lines of a SillyTavern chat: messages, one a line (ten times a 20,000-message chat).
+Counted before any line is parsed."""
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """What a JSON text may hold; past any of it, it is refused before it costs much."""
+
+    max_bytes: int = MAX_DOCUMENT_BYTES
+    """Size of the whole text (bytes of a file; characters when given text)."""
+    max_depth: int = MAX_DEPTH
+    max_digits: int = MAX_DIGITS
+    max_string: int = MAX_STRING
+    max_entries: int = MAX_DOCUMENT_ENTRIES
+    """Members of any one list or object (and lines of JSON Lines)."""
+    max_values: int = MAX_DOCUMENT_VALUES
+    """Values of the whole text (all lines of JSON Lines together)."""
+
+    @cached_property
+    def _long_number(self) -> re.Pattern[str]:
+        return re.compile(f"[0-9]{{{self.max_digits + 1}}}")
+
+
+DOCUMENT = JsonLimits()
+"""Lorebooks, character cards, and the session documents the store keeps."""
+TREE = JsonLimits(
+    max_bytes=MAX_FILE_BYTES, max_entries=MAX_SESSION_ENTRIES, max_values=MAX_SESSION_VALUES
+)
+"""A tree file: a whole session."""
+CHAT = JsonLimits(max_bytes=MAX_FILE_BYTES, max_entries=MAX_LINES, max_values=MAX_SESSION_VALUES)
+"""A SillyTavern chat (JSON Lines): ``max_entries`` is its number of lines; a line's lists
+and objects are held to :data:`MAX_DOCUMENT_ENTRIES`."""
+
+# A JSON string literal (escapes taken whole), so that what is left is the skeleton.
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_CONSTANT = re.compile(r"NaN|Infinity")
+# A lone surrogate written as an escape (the only way one gets into JSON text): a high
+# one not followed by a low one, or a low one not after a high one. (``\\\\ud800``, an
+# escaped backslash before ``ud800``, matches too: the walk then looks at the text.)
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_LONE_ESCAPE = re.compile(
+    rf"\\u[dD](?:[89abAB][0-9a-fA-F]{{2}}(?!{_LOW})|[c-fC-F][0-9a-fA-F]{{2}}(?<!{_HIGH}{_LOW}))"
+)
+_LONE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+# The tokens of JSON, for naming where a problem is (the slow path).
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+)
+    | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*")
+    | (?P<number>-?[0-9][0-9.eE+-]*)
+    | (?P<word>-?[A-Za-z]+)
+    | (?P<mark>[\[\]{},:])
+    """,
+    re.DOTALL | re.VERBOSE,
+)
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+PREVIEW = 60
+"""Characters of a value shown in an error message (a refusal names, it does not echo)."""
+
+
+def preview(value: Any, width: int = PREVIEW) -> str:
+    """``repr(value)`` cut to about ``width`` characters, for error messages.
+
+    A file's value can be megabytes long; a message shows its start and how long it is.
+    """
+    if isinstance(value, str):
+        shown = repr(value[: width + 1])
+        return shown if len(value) <= width else f"{shown[: width + 1]}… ({len(value)} characters)"
+    if isinstance(value, list | dict) and len(value) > 20:
+        kind = "list" if isinstance(value, list) else "object"
+        return f"a {kind} of {len(value)} entries"
+    shown = repr(value)
+    return shown if len(shown) <= width else f"{shown[:width]}… ({len(shown)} characters)"
+
+
+PATH_PARTS = 12
+"""Parts of a JSON path shown in a message (a path into deep nesting is cut after them)."""
+
+
+def path_text(path: tuple[str | int, ...]) -> str:
+    """A JSON path as text: ``entries.0.key``, ``nodes[3].metadata``; ``(top)`` for none.
+
+    A path of more than :data:`PATH_PARTS` parts is cut (``a.b.c…`` and how deep).
+    """
+    parts: list[str] = []
+    if len(path) > PATH_PARTS:
+        return f"{path_text(path[:PATH_PARTS])}… ({len(path)} levels down)"
+    for part in path:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif _NAME.match(part):
+            parts.append(f".{part}" if parts else part)
+        else:
+            parts.append(f"[{json.dumps(part[:40] + ('…' if len(part) > 40 else ''))}]")
+    return "".join(parts) or "(top)"
+
+
+class _Refused(Exception):
+    """Raised by the decoder's hooks: the number literal it was given."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _constant(literal: str) -> Any:
+    raise _Refused(literal)
+
+
+def _float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _Refused(literal)
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+
+
+def _decode(data: bytes | str, limits: JsonLimits) -> str:
+    if isinstance(data, str):
+        if len(data) > limits.max_bytes:
+            raise JsonTextError(
+                f"{len(data):,} characters, more than the {limits.max_bytes:,} allowed",
+                limit="max_bytes",
+            )
+        return data.removeprefix("\ufeff")
+    if len(data) > limits.max_bytes:
+        raise JsonTextError(
+            f"{len(data):,} bytes, more than the {limits.max_bytes:,} allowed", limit="max_bytes"
+        )
+    encoding = json.detect_encoding(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise JsonTextError(
+            f"not {encoding.upper().removesuffix('-SIG')} text ({error.reason} at byte "
+            f"{error.start})"
+        ) from None
+
+
+def loads(data: bytes | str, limits: JsonLimits = DOCUMENT) -> Any:
+    """One JSON document, read within ``limits``.
+
+    Args:
+        data: the text, or a file's bytes (UTF-8, -16 or -32, as :func:`json.loads`
+            detects; a byte-order mark is skipped).
+        limits: what the document may hold.
+
+    Raises:
+        JsonTextError: not JSON, or past a limit; the message names the JSON path (or the
+            line and column) and the limit.
+    """
+    text = _decode(data, limits)
+    return _parse(text, limits, _scan(text, limits, 0))
+
+
+def loads_lines(data: bytes | str, limits: JsonLimits = CHAT) -> list[Any]:
+    """JSON Lines: one value per line (a last empty line is no value), each read within
+    ``limits``; ``limits.max_entries`` is the number of lines (counted before any is
+    parsed), a line's lists and objects are held to :data:`MAX_DOCUMENT_ENTRIES`, and
+    ``limits.max_values`` holds for all lines together.
+
+    Raises:
+        JsonTextError: its ``line`` is the line's number (from 1).
+    """
+    text = _decode(data, limits)
+    if text.count("\n") > limits.max_entries:
+        raise JsonTextError(
+            f"more than {limits.max_entries:,} lines (the limit)", limit="max_entries"
+        )
+    lines = text.split("\n")
+    if lines and not lines[-1].strip():
+        lines.pop()
+    each = replace(limits, max_entries=min(limits.max_entries, MAX_DOCUMENT_ENTRIES))
+    values: list[Any] = []
+    total = 0
+    for number, line in enumerate(lines, start=1):
+        try:
+            scanned = _scan(line, each, total)
+            total += scanned.values
+            values.append(_parse(line, each, scanned))
+        except JsonTextError as error:
+            error.line = number
+            raise
+    return values
+
+
+@dataclass(frozen=True)
+class _Scanned:
+    values: int
+    """The number of values (an upper bound: commas and opening brackets)."""
+    walk: bool
+    """Whether the parsed document must be walked: texts or lists may be too long, or a
+    lone surrogate may be in a text."""
+
+
+def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
+    """Check what the skeleton shows (nesting, number of values, long numbers, ``NaN``
+    and ``Infinity``) before the text is parsed; ``before``: values of earlier lines."""
+    skeleton = _STRING.sub('""', text)
+    opening = skeleton.count("[") + skeleton.count("{")
+    values = skeleton.count(",") + opening + 1
+    if before + values > limits.max_values:
+        raise JsonTextError(
+            f"more than {limits.max_values:,} values in all (the limit)", limit="max_values"
+        )
+    if _CONSTANT.search(skeleton) or limits._long_number.search(skeleton):
+        _locate(text, limits)
+    if (
+        opening > limits.max_depth
+        and max(accumulate(map(_STEP.__getitem__, _NOT_BRACKET.sub("", skeleton))))
+        > limits.max_depth
+    ):
+        _locate(text, limits)
+        # Found nowhere by the walk: the text stops being JSON first. It is refused all
+        # the same, as the decoder must not recurse that deep.
+        raise JsonTextError(
+            f"nested too deep: more than {limits.max_depth} levels (the limit)", limit="max_depth"
+        )
+    # A text as written is at least as long as it is read (escapes shrink).
+    string_chars = len(text) - len(skeleton)
+    walk = (
+        values > limits.max_entries
+        or string_chars > limits.max_string
+        or _LONE_ESCAPE.search(text) is not None
+    )
+    return _Scanned(values, walk)
+
+
+def _parse(text: str, limits: JsonLimits, scanned: _Scanned) -> Any:
+    try:
+        document = _DECODER.decode(text)
+    except json.JSONDecodeError as error:
+        raise JsonTextError(error.msg, line=error.lineno, column=error.colno) from None
+    except _Refused as refused:
+        _locate(text, limits)
+        raise JsonTextError(f"{preview(refused.literal)} is not a finite number") from None
+    if scanned.walk:
+        _walk(document, limits)
+    return document
+
+
+def _walk(document: Any, limits: JsonLimits) -> None:
+    """The lengths of texts and of lists and objects, and lone surrogates, over the
+    parsed document (a stack, not recursion)."""
+
+    def check(text: str, path: tuple[str | int, ...]) -> None:
+        if len(text) > limits.max_string:
+            raise JsonTextError(
+                f"a text of {len(text):,} characters, more than the {limits.max_string:,} allowed",
+                limit="max_string",
+                path=path,
+            )
+        if _LONE.search(text):
+            raise JsonTextError(
+                "a text holding a lone UTF-16 surrogate (\\ud800-\\udfff): not Unicode text",
+                path=path,
+            )
+
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is str:
+            check(value, path)
+            continue
+        if len(value) > limits.max_entries:
+            raise JsonTextError(
+                f"{len(value):,} entries, more than the {limits.max_entries:,} allowed "
+                "in one list or object",
+                limit="max_entries",
+                path=path,
+            )
+        if type(value) is dict:
+            for key, item in value.items():
+                check(key, (*path, key))
+                if type(item) in _WALKED:
+                    stack.append((item, (*path, key)))
+        else:
+            for index, item in enumerate(value):
+                if type(item) in _WALKED:
+                    stack.append((item, (*path, index)))
+
+
+_WALKED = frozenset((str, dict, list))
+
+
+class _Frame:
+    __slots__ = ("index", "key", "object", "want_key")
+
+    def __init__(self, is_object: bool) -> None:
+        self.object = is_object
+        self.index = 0
+        self.key: str | None = None
+        self.want_key = is_object
+
+
+def _locate(text: str, limits: JsonLimits) -> None:
+    """Walk the tokens to the first problem the skeleton showed, and raise it with its path.
+
+    Returns only if it finds none (text that is not JSON before the problem: the
+    decoder then says where)."""
+    stack: list[_Frame] = []
+
+    def path() -> tuple[str | int, ...]:
+        parts: list[str | int] = []
+        for frame in stack:
+            if frame.object:
+                if frame.key is not None:
+                    parts.append(frame.key)
+            else:
+                parts.append(frame.index)
+        return tuple(parts)
+
+    position = 0
+    end = len(text)
+    while position < end:
+        match = _TOKEN.match(text, position)
+        if match is None:
+            return
+        position = match.end()
+        kind = match.lastgroup
+        token = match.group()
+        if kind == "space":
+            continue
+        if kind == "mark":
+            if token in "[{":
+                if len(stack) >= limits.max_depth:
+                    raise JsonTextError(
+                        f"nested too deep: more than {limits.max_depth} levels (the limit)",
+                        limit="max_depth",
+                        path=path(),
+                    )
+                stack.append(_Frame(token == "{"))
+            elif token in "]}":
+                if not stack:
+                    return
+                stack.pop()
+            elif token == "," and stack:
+                frame = stack[-1]
+                frame.index += 1
+                frame.want_key = frame.object
+            continue
+        if kind == "string" and stack and stack[-1].want_key:
+            try:
+                stack[-1].key = json.loads(token)
+            except ValueError:
+                return
+            stack[-1].want_key = False
+            continue
+        if kind == "number":
+            digits = max((len(run) for run in re.findall("[0-9]+", token)), default=0)
+            if digits > limits.max_digits:
+                raise JsonTextError(
+                    f"a number of {digits:,} digits, more than the {limits.max_digits} allowed",
+                    limit="max_digits",
+                    path=path(),
+                )
+            if any(c in token for c in ".eE") and math.isinf(_safe_float(token)):
+                raise JsonTextError(
+                    f"{preview(token)} is too large to be a number (not finite)", path=path()
+                )
+        elif kind == "word" and token.lstrip("-") in ("NaN", "Infinity"):
+            raise JsonTextError(f"{token} is not a JSON number", path=path())
+
+
+def _safe_float(token: str) -> float:
+    try:
+        return float(token)
+    except ValueError:
+        return 0.0
