@@ -10,6 +10,11 @@ read. ``tEXt`` is what SillyTavern writes; ``zTXt`` and ``iTXt`` chunks are read
 A JSON card is told from a PNG by its content. The card's ``data.character_book``, if any,
 becomes a :class:`~planner.lorebook.Lorebook` of World Info entries
 (:func:`~planner.lorebook.parse_character_book`).
+
+A card is a file from anyone: its JSON is read within :data:`mnemosyne.jsontext.DOCUMENT`'s
+limits, a compressed text chunk is inflated only up to what a card's text can be (a
+``zTXt`` chunk of a few hundred KB can inflate to gigabytes), and a PNG of more chunks
+than images have is refused before they are walked.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import json
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mnemosyne import jsontext
+from mnemosyne.errors import JsonTextError
+from mnemosyne.jsontext import preview
 
 from .errors import CardError, LorebookError
 from .lorebook import (
@@ -37,6 +45,16 @@ from .lorebook import (
 __all__ = ["PNG_SIGNATURE", "Card", "load_card", "parse_card", "png_card_text"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_CHUNK_TEXT = jsontext.MAX_DOCUMENT_BYTES * 3 // 2
+"""Characters of the card's text chunk, inflated: the base64 of the largest card JSON
+(4/3 of :data:`mnemosyne.jsontext.MAX_DOCUMENT_BYTES`), with room for the line breaks
+some writers put in base64. A compressed chunk is inflated no further."""
+MAX_CHUNKS = 100_000
+"""Chunks of one PNG. Encoders split the image data into chunks of 8 KB or more, so a
+PNG of the largest upload has fewer than ten thousand; each chunk costs a CRC check and
+a step of the walk."""
+SHOWN_KEYWORDS = 10
+"""Text chunks named in the message of a PNG with no card chunk (the rest counted)."""
 _SPECS = {"chara_card_v2": "v2", "chara_card_v3": "v3"}
 _TEXT_FIELDS = (
     "description",
@@ -91,7 +109,7 @@ def _chunks(data: bytes, name: str) -> Iterator[tuple[bytes, int, memoryview]]:
     """Each chunk's (type, offset, data) up to ``IEND``; a cut or corrupted chunk is a CardError."""
     view = memoryview(data)
     offset = len(PNG_SIGNATURE)
-    while True:
+    for _ in range(MAX_CHUNKS):
         if len(data) - offset < 8:
             if offset == len(data):
                 raise CardError(
@@ -118,19 +136,39 @@ def _chunks(data: bytes, name: str) -> Iterator[tuple[bytes, int, memoryview]]:
         if kind == b"IEND":
             return
         offset = end
+    raise CardError(f"{name}: more than {MAX_CHUNKS:,} chunks in the PNG (the limit)")
+
+
+def _inflate(data: bytes, where: str) -> bytes:
+    """A zlib stream inflated to at most :data:`MAX_CHUNK_TEXT` bytes (then refused)."""
+    inflater = zlib.decompressobj()
+    text = inflater.decompress(data, MAX_CHUNK_TEXT + 1)
+    if len(text) > MAX_CHUNK_TEXT:
+        raise CardError(
+            f"{where}: the chunk inflates past {MAX_CHUNK_TEXT:,} bytes, more than a card's "
+            "text can be (the limit)"
+        )
+    if not inflater.eof:
+        raise CardError(f"{where}: the chunk cannot be decoded (its compressed text is cut short)")
+    return text
 
 
 def _chunk_text(kind: bytes, payload: bytes, where: str) -> str:
     """The text of a ``tEXt``/``zTXt``/``iTXt`` chunk (after its keyword and NUL)."""
+    if len(payload) > MAX_CHUNK_TEXT:
+        raise CardError(
+            f"{where}: {len(payload):,} bytes, more than a card's text can be "
+            f"({MAX_CHUNK_TEXT:,}, the limit)"
+        )
     try:
         if kind == b"tEXt":
             return payload.decode("latin-1")
         if kind == b"zTXt":
-            return zlib.decompress(payload[1:]).decode("latin-1")
+            return _inflate(payload[1:], where).decode("latin-1")
         flag, _method = payload[0], payload[1]
         _language, _, rest = payload[2:].partition(b"\0")
         _translated, _, text = rest.partition(b"\0")
-        return (zlib.decompress(text) if flag else text).decode("utf-8")
+        return (_inflate(text, where) if flag else text).decode("utf-8")
     except (zlib.error, IndexError, UnicodeDecodeError) as error:
         raise CardError(f"{where}: the chunk cannot be decoded ({error})") from None
 
@@ -158,7 +196,9 @@ def png_card_text(data: bytes, name: str = "card") -> str:
         cards.setdefault(keyword.lower().decode("latin-1"), (kind, offset, rest))
     chosen = next((keyword for keyword in ("ccv3", "chara") if keyword in cards), None)
     if chosen is None:
-        seen = ", ".join(repr(keyword) for keyword in found) or "none"
+        seen = ", ".join(repr(keyword[:40]) for keyword in found[:SHOWN_KEYWORDS]) or "none"
+        if len(found) > SHOWN_KEYWORDS:
+            seen += f" and {len(found) - SHOWN_KEYWORDS:,} more"
         raise CardError(f"{name}: no 'chara' or 'ccv3' text chunk in the PNG (text chunks: {seen})")
     kind, offset, payload = cards[chosen]
     where = f"{name}: {chosen!r} {kind.decode()} chunk at byte {offset}"
@@ -266,7 +306,8 @@ def parse_card(document: Any, name: str = "card") -> Card:
             fields = _v1(document)
         elif not isinstance(spec, str) or spec not in _SPECS:
             raise CardError(
-                f"spec: unknown card spec {spec!r} (expected 'chara_card_v2' or 'chara_card_v3')"
+                f"spec: unknown card spec {preview(spec)} "
+                "(expected 'chara_card_v2' or 'chara_card_v3')"
             )
         else:
             fields = _v2(document, spec)
@@ -308,8 +349,13 @@ def load_card(data: bytes | str, name: str = "card") -> Card:
                 ) from None
         text, source = data.removeprefix("\ufeff"), "the file"
     try:
-        return parse_card(json.loads(text), name)
-    except json.JSONDecodeError as error:
-        raise CardError(f"{name}: {source} is not JSON ({error})") from None
-    except RecursionError:
-        raise CardError(f"{name}: {source} is nested too deep to be a card") from None
+        document = jsontext.loads(text, jsontext.DOCUMENT)
+    except JsonTextError as error:
+        if error.syntax:
+            raise CardError(
+                f"{name}: {source} is not JSON ({error.problem}: line {error.line} "
+                f"column {error.column})"
+            ) from error
+        inside = f"{source}: " if source != "the file" else ""
+        raise CardError(f"{name}: {inside}{error}") from error
+    return parse_card(document, name)

@@ -30,6 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mnemosyne import jsontext
+from mnemosyne.errors import JsonTextError
+from mnemosyne.jsontext import preview
+
 from .errors import LorebookError
 
 __all__ = [
@@ -203,12 +207,23 @@ class Lorebook:
         raise KeyError(uid)
 
 
+#: Problems of one entry named in a message (the rest counted): a message names, it does
+#: not list ten thousand wrong keys.
+SHOWN_PROBLEMS = 3
+
+
+def _joined(problems: list[str]) -> str:
+    shown = "; ".join(problems[:SHOWN_PROBLEMS])
+    more = len(problems) - SHOWN_PROBLEMS
+    return f"{shown}; and {more} more" if more > 0 else shown
+
+
 def _problem(error: ValidationError, where: str) -> str:
     problems = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"])
-        problems.append(f"{where}.{path}: {item['msg']} (got {item.get('input')!r})")
-    return "; ".join(problems)
+        problems.append(f"{where}.{path}: {item['msg']} (got {preview(item.get('input'))})")
+    return _joined(problems)
 
 
 def parse_entry(raw: Any, where: str) -> Entry:
@@ -219,6 +234,10 @@ def parse_entry(raw: Any, where: str) -> Entry:
         return Entry.model_validate(dict(raw))
     except ValidationError as error:
         raise LorebookError(_problem(error, where)) from None
+
+
+#: Characters of an entry's key shown in a message (keys are uids: a few digits).
+_KEY_SHOWN = 40
 
 
 def parse_world_info(document: Any, name: str) -> Lorebook:
@@ -237,37 +256,45 @@ def parse_world_info(document: Any, name: str) -> Lorebook:
         items = list(entries.items())
     else:
         raise LorebookError(
-            f"{name}: entries: expected an object of entries by uid, got {entries!r}"
+            f"{name}: entries: expected an object of entries by uid, got {preview(entries)}"
         )
     parsed = []
     seen: dict[int, str] = {}
     for key, raw in items:
+        label = key if len(key) <= _KEY_SHOWN else f"{key[:_KEY_SHOWN]}…"
         if isinstance(raw, Mapping) and "uid" not in raw:
             try:
                 raw = {**raw, "uid": int(key)}
             except ValueError:
                 raise LorebookError(
-                    f"{name}: entries.{key}: no uid, and the key is no number"
+                    f"{name}: entries.{label}: no uid, and the key is no number"
                 ) from None
-        entry = parse_entry(raw, f"{name}: entries.{key}")
+        entry = parse_entry(raw, f"{name}: entries.{label}")
         if entry.uid in seen:
             raise LorebookError(
-                f"{name}: entries.{key}: uid {entry.uid} is also entries.{seen[entry.uid]}"
+                f"{name}: entries.{label}: uid {entry.uid} is also entries.{seen[entry.uid]}"
             )
-        seen[entry.uid] = key
+        seen[entry.uid] = label
         parsed.append(entry)
     # A snapshot: the book is exported from it, so later changes to ``document`` must not leak in.
     return Lorebook(name, tuple(parsed), copy.deepcopy(dict(document)))
 
 
 def load_world_info(data: bytes | str, name: str) -> Lorebook:
-    """Read a World Info JSON file's contents (``name`` names the book, and it in errors)."""
+    """Read a World Info JSON file's contents (``name`` names the book, and it in errors).
+
+    The text is read within :data:`mnemosyne.jsontext.DOCUMENT`'s limits (size, nesting,
+    number and text lengths, no ``NaN``): the book is also what a session keeps.
+
+    Raises:
+        LorebookError: not JSON, past a limit (its cause the
+            :class:`~mnemosyne.errors.JsonTextError`), or not a World Info book.
+    """
     try:
-        return parse_world_info(json.loads(data), name)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise LorebookError(f"{name}: not JSON ({error})") from None
-    except RecursionError:
-        raise LorebookError(f"{name}: nested too deep to be a World Info book") from None
+        document = jsontext.loads(data, jsontext.DOCUMENT)
+    except JsonTextError as error:
+        raise LorebookError(f"{name}: {error}") from error
+    return parse_world_info(document, name)
 
 
 # --- Character books (a card's ``data.character_book``) <-> World Info ----------------------
@@ -385,7 +412,7 @@ def _check_text(value: Any, path: str, error: type[Exception] = LorebookError) -
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise error(f"{path}: expected a string, got {_json_type(value)} ({value!r})")
+        raise error(f"{path}: expected a string, got {_json_type(value)} ({preview(value)})")
     return value
 
 
@@ -396,10 +423,14 @@ def _check_strings(value: Any, path: str, error: type[Exception] = LorebookError
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     if not isinstance(value, list):
-        raise error(f"{path}: expected a list of strings, got {_json_type(value)} ({value!r})")
+        raise error(
+            f"{path}: expected a list of strings, got {_json_type(value)} ({preview(value)})"
+        )
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise error(f"{path}.{index}: expected a string, got {_json_type(item)} ({item!r})")
+            raise error(
+                f"{path}.{index}: expected a string, got {_json_type(item)} ({preview(item)})"
+            )
     return list(value)
 
 
@@ -408,7 +439,7 @@ def _check_object(value: Any, path: str, error: type[Exception] = LorebookError)
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise error(f"{path}: expected an object, got {_json_type(value)} ({value!r})")
+        raise error(f"{path}: expected an object, got {_json_type(value)} ({preview(value)})")
     return dict(value)
 
 
@@ -439,7 +470,8 @@ def _book_uids(entries: list[Mapping[str, Any]], where: str) -> list[int]:
         uid = entry.get("id")
         if uid is not None and (isinstance(uid, bool) or not isinstance(uid, int)):
             raise LorebookError(
-                f"{where}.entries.{index}.id: expected an integer, got {_json_type(uid)} ({uid!r})"
+                f"{where}.entries.{index}.id: expected an integer, "
+                f"got {_json_type(uid)} ({preview(uid)})"
             )
         explicit.append(uid)
     used = {uid for uid in explicit if uid is not None}
@@ -462,7 +494,8 @@ def _converted_entry(entry: Mapping[str, Any], index: int, uid: int, where: str)
     enabled = entry.get("enabled")
     if enabled is not None and not isinstance(enabled, bool):
         raise LorebookError(
-            f"{path}.enabled: expected true or false, got {_json_type(enabled)} ({enabled!r})"
+            f"{path}.enabled: expected true or false, "
+            f"got {_json_type(enabled)} ({preview(enabled)})"
         )
     position = extensions.get("position")
     if position is None:
@@ -525,8 +558,8 @@ def _book_problem(error: ValidationError, where: str) -> str:
     for item in error.errors():
         first, *rest = (str(part) for part in item["loc"])
         path = ".".join([_BOOK_PATH.get(first, first), *rest])
-        problems.append(f"{where}.{path}: {item['msg']} (got {item.get('input')!r})")
-    return "; ".join(problems)
+        problems.append(f"{where}.{path}: {item['msg']} (got {preview(item.get('input'))})")
+    return _joined(problems)
 
 
 def parse_character_book(book: Any, name: str, where: str = "character_book") -> Lorebook:
