@@ -161,10 +161,13 @@ def session_books(store: Store, session_id: str) -> list[Lorebook]:
 
 def session_card(store: Store, session_id: str) -> Card | None:
     """The session's character card, if it has one."""
+    from mnemosyne import jsontext
     from planner.cards import parse_card
 
     found = store.documents(session_id, CARD)
-    return parse_card(json.loads(found[-1].content), found[-1].name) if found else None
+    if not found:
+        return None
+    return parse_card(jsontext.loads(found[-1].content, jsontext.DOCUMENT), found[-1].name)
 
 
 def card_character(card: Card) -> Character:

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clotho.errors import ClothoError
-from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store
+from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store, jsontext
+from mnemosyne.errors import JsonTextError
+from mnemosyne.jsontext import preview
 
 __all__ = ["ChatError", "Export", "export_chat", "import_chat", "parse_chat"]
 
@@ -50,10 +52,6 @@ class Export:
         return "\n".join(self.lines) + "\n"
 
 
-def _not_json(constant: str) -> None:
-    raise ValueError(f"not JSON ({constant} is not a JSON number)")
-
-
 def _fail(name: str, line: int, problem: str) -> ChatError:
     return ChatError(f"{name}: line {line}: {problem}")
 
@@ -62,12 +60,12 @@ def _check_message(message: Any, name: str, line: int) -> None:
     if not isinstance(message, dict):
         raise _fail(name, line, "a message is a JSON object")
     if not isinstance(message.get("mes"), str):
-        raise _fail(name, line, f"mes: expected text, got {message.get('mes')!r}")
+        raise _fail(name, line, f"mes: expected text, got {preview(message.get('mes'))}")
     for flag in ("is_user", "is_system"):
         if flag in message and not isinstance(message[flag], bool):
-            raise _fail(name, line, f"{flag}: expected true or false, got {message[flag]!r}")
+            raise _fail(name, line, f"{flag}: expected true or false, got {preview(message[flag])}")
     if "name" in message and not isinstance(message["name"], str):
-        raise _fail(name, line, f"name: expected text, got {message['name']!r}")
+        raise _fail(name, line, f"name: expected text, got {preview(message['name'])}")
     swipes = message.get("swipes")
     if swipes is None:
         return
@@ -75,7 +73,7 @@ def _check_message(message: Any, name: str, line: int) -> None:
         raise _fail(name, line, "swipes: expected a non-empty list of texts")
     swipe_id = message.get("swipe_id", 0)
     if isinstance(swipe_id, bool) or not isinstance(swipe_id, int):
-        raise _fail(name, line, f"swipe_id: expected a number, got {swipe_id!r}")
+        raise _fail(name, line, f"swipe_id: expected a number, got {preview(swipe_id)}")
     if not 0 <= swipe_id < len(swipes):
         raise _fail(name, line, f"swipe_id: {swipe_id} is not one of the {len(swipes)} swipes")
     info = message.get("swipe_info")
@@ -94,24 +92,15 @@ def parse_chat(
         ChatError: a line that is not JSON, or a field of the wrong type (line and field named).
     """
     try:
-        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as error:
-        raise ChatError(f"{name}: not UTF-8 text ({error})") from None
-    lines = text.split("\n")
-    if lines and lines[-1].strip() == "":
-        lines.pop()
-    if not lines:
+        documents = jsontext.loads_lines(data, jsontext.CHAT)
+    except JsonTextError as error:
+        if error.syntax:
+            raise _fail(
+                name, error.line or 1, f"not JSON ({error.problem} at column {error.column})"
+            ) from error
+        raise ChatError(f"{name}: {error}") from error
+    if not documents:
         raise ChatError(f"{name}: empty file (a chat starts with its header line)")
-    documents = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            documents.append(json.loads(line, parse_constant=_not_json))
-        except json.JSONDecodeError as error:
-            raise _fail(name, number, f"not JSON ({error.msg} at column {error.colno})") from None
-        except ValueError as error:
-            raise _fail(name, number, str(error)) from None
-        except RecursionError:
-            raise _fail(name, number, "nested too deep to be a message") from None
     header, messages = documents[0], documents[1:]
     if not isinstance(header, dict) or "mes" in header:
         raise _fail(name, 1, "the first line is the chat's header (chat_metadata, names)")

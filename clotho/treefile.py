@@ -57,9 +57,12 @@ from mnemosyne import (
     StateSchema,
     Store,
     StoredTrace,
+    jsontext,
     new_id,
     schema_from_mapping,
 )
+from mnemosyne.errors import JsonTextError
+from mnemosyne.jsontext import preview
 from mnemosyne.traces import blob_hash
 
 __all__ = ["FORMAT", "VERSION", "TreeFileError", "TreeIdsTakenError", "export_tree", "import_tree"]
@@ -222,7 +225,7 @@ class _Checker:
             raise self.fail(where, f"expected an object, got {_kind(value)}")
         unknown = [key for key in value if key not in keys]
         if unknown:
-            raise self.fail(f"{where}.{unknown[0]}", "unknown key")
+            raise self.fail(f"{where}.{unknown[0][:40]}", "unknown key")
         missing = [key for key in keys if key not in value]
         if missing:
             raise self.fail(where, f"missing {', '.join(repr(key) for key in missing)}")
@@ -276,18 +279,15 @@ def _kind(value: Any) -> str:
 
 
 def _parse(data: bytes | str, name: str) -> Any:
+    """The document, read within :data:`mnemosyne.jsontext.TREE`'s limits."""
     try:
-        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as error:
-        raise TreeFileError(f"{name}: not UTF-8 text ({error})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise TreeFileError(
-            f"{name}: not JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
-    except RecursionError:
-        raise TreeFileError(f"{name}: not JSON (nested too deep)") from None
+        return jsontext.loads(data, jsontext.TREE)
+    except JsonTextError as error:
+        if error.syntax:
+            raise TreeFileError(
+                f"{name}: not JSON (line {error.line}, column {error.column}: {error.problem})"
+            ) from error
+        raise TreeFileError(f"{name}: {error}") from error
 
 
 def _check(document: Any, name: str) -> _Plan:
@@ -327,15 +327,15 @@ def _check(document: Any, name: str) -> _Plan:
         item = c.object(item, where, DOCUMENT_KEYS)
         kind = c.text(item["kind"], f"{where}.kind")
         if not _KIND.match(kind):
-            raise c.fail(f"{where}.kind", f"{kind!r}: lowercase letters, digits and '_'")
+            raise c.fail(f"{where}.kind", f"{preview(kind)}: lowercase letters, digits and '_'")
         called = c.text(item["name"], f"{where}.name")
         if not called.strip() or len(called) > 200:
             raise c.fail(f"{where}.name", "non-empty text of at most 200 characters")
         content = c.text(item["content"], f"{where}.content")
         try:
-            json.loads(content)
-        except json.JSONDecodeError as error:
-            raise c.fail(f"{where}.content", f"not JSON text ({error})") from None
+            jsontext.loads(content, jsontext.DOCUMENT)
+        except JsonTextError as error:
+            raise c.fail(f"{where}.content", f"not JSON text the store keeps ({error})") from error
         if (kind, called) in seen_documents:
             raise c.fail(where, f"a second {kind} named {called!r}")
         seen_documents.add((kind, called))
