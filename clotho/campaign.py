@@ -21,13 +21,16 @@ then what ``[state]`` holds: ``[variables.hp]`` ...). See ``docs/state.md``.
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from clotho.errors import ClothoError
-from mnemosyne import PERMISSIVE, SchemaError, StateSchema, schema_from_mapping
+from mnemosyne import PERMISSIVE, SchemaError, StateSchema, jsontext, schema_from_mapping
 
 __all__ = ["CAMPAIGN_FILE", "Campaign", "CampaignError", "load_campaign"]
 
@@ -73,17 +76,56 @@ class Campaign:
         return self.folder / "templates"
 
 
+MAX_TOML_BYTES = 4 * 1024 * 1024
+"""A campaign's TOML file (``campaign.toml``, a state schema): settings and a schema are
+a few KB; larger is not a campaign file, and is refused before it is read."""
+
+# What of TOML is not its skeleton: strings of the four kinds, and comments.
+_TOML_TEXT = re.compile(
+    r'''"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|#[^\n]*'''
+)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise CampaignError(f"{literal} is not a finite number")
+    return value
+
+
+def _check_toml(text: str) -> None:
+    """Refuse what :mod:`tomllib` would fail on with a traceback: arrays and inline
+    tables nested deeper than it recurses (``RecursionError``), integers longer than
+    ``int()`` reads (``ValueError``); the limits are :mod:`mnemosyne.jsontext`'s."""
+    skeleton = _TOML_TEXT.sub('""', text)
+    if re.search(f"[0-9_]{{{jsontext.MAX_DIGITS + 1}}}", skeleton):
+        raise CampaignError(f"a number of more than {jsontext.MAX_DIGITS} digits (the limit)")
+    brackets = _NOT_BRACKET.sub("", skeleton)
+    if len(brackets) > jsontext.MAX_DEPTH and (
+        max(accumulate(map(_STEP.__getitem__, brackets))) > jsontext.MAX_DEPTH
+    ):
+        raise CampaignError(f"nested too deep: more than {jsontext.MAX_DEPTH} levels (the limit)")
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
+        size = path.stat().st_size
+        if size > MAX_TOML_BYTES:
+            raise CampaignError(f"{path}: {size:,} bytes, more than the {MAX_TOML_BYTES:,} allowed")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as error:
         raise CampaignError(f"{path}: no such file") from error
     except (OSError, UnicodeDecodeError) as error:
         raise CampaignError(f"{path}: cannot be read ({error})") from error
     try:
-        return tomllib.loads(text)
+        _check_toml(text)
+        return tomllib.loads(text, parse_float=_finite)
     except tomllib.TOMLDecodeError as error:
         raise CampaignError(f"{path}: not valid TOML: {error}") from error
+    except CampaignError as error:
+        raise CampaignError(f"{path}: not a campaign file: {error}") from error
 
 
 def load_campaign(folder: Path) -> Campaign:

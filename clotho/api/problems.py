@@ -2,11 +2,14 @@
 
 Every error Clotho raises on purpose has a ``code``; here it gets an HTTP status.
 Bad input is never a 500: unknown ids are 404, invalid bodies and refused operations
-422, a stale ``If-Match`` 412 (with the current version), a broken model 502.
+422, a stale ``If-Match`` 412 (with the current version), a broken model 502. A file
+refused for one of :mod:`mnemosyne.jsontext`'s limits names the limit (``limit``), and
+is a 413 when the limit is its size.
 """
 
 from __future__ import annotations
 
+import sys
 from http import HTTPStatus
 from typing import Any
 
@@ -18,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from clotho.errors import ClothoError
 from mnemosyne import ConflictError, InvalidDeltaError, MnemosyneError
 from mnemosyne.editor import JournalMismatchError
+from mnemosyne.errors import JsonTextError
 from orchestrator.errors import ModelError, OrchestratorError
 from planner.errors import PlannerError, RetrievalError
 from prompts import PromptError
@@ -53,10 +57,22 @@ class ApiError(Exception):
         self.extra = extra
 
 
+def _json_refusal(error: BaseException) -> JsonTextError | None:
+    """The :class:`JsonTextError` behind an importer's error (its cause), if any."""
+    while error is not None:
+        if isinstance(error, JsonTextError):
+            return error
+        error = error.__cause__  # type: ignore[assignment]
+    return None
+
+
 def _status(error: Exception) -> int:
     code = _code(error)
     if isinstance(error, ApiError):
         return error.status
+    refusal = _json_refusal(error)
+    if refusal is not None and refusal.limit == "max_bytes":
+        return 413
     if isinstance(error, PromptError):
         return 422
     if isinstance(error, ModelError):
@@ -100,6 +116,9 @@ def problem_of(error: Exception, instance: str | None = None) -> dict[str, Any]:
         body["kind"] = error.kind
     if isinstance(error, ApiError):
         body.update(error.extra)
+    refusal = _json_refusal(error)
+    if refusal is not None and refusal.limit is not None:
+        body["limit"] = refusal.limit
     return body
 
 
@@ -125,7 +144,27 @@ def _validation(request: Request, error: RequestValidationError) -> JSONResponse
     return problem_response(failure, request.url.path)
 
 
+def _unreadable_body(error: StarletteHTTPException) -> ApiError | None:
+    """FastAPI's 400 for a JSON body its decoder gave up on (not a syntax error, which
+    is a validation error): as a 422 saying why."""
+    cause = error.__cause__
+    if error.status_code != 400 or cause is None:
+        return None
+    if isinstance(cause, RecursionError):
+        problem = "it is nested too deep"
+    elif isinstance(cause, UnicodeDecodeError):
+        problem = f"it is not UTF-8 text ({cause.reason} at byte {cause.start})"
+    elif isinstance(cause, ValueError):  # the decoder's only other one: int()'s limit
+        problem = f"it holds a number of more than {sys.get_int_max_str_digits():,} digits"
+    else:
+        return None
+    return ApiError(422, "invalid_body", f"the JSON body cannot be read: {problem}")
+
+
 def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
+    unreadable = _unreadable_body(error)
+    if unreadable is not None:
+        return problem_response(unreadable, request.url.path)
     code = {404: "no_such_route", 405: "method_not_allowed"}.get(error.status_code, "http_error")
     detail = error.detail if isinstance(error.detail, str) else HTTPStatus(error.status_code).phrase
     if error.status_code == 404 and detail == "Not Found":
