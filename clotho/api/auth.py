@@ -255,7 +255,7 @@ class TrustedHosts(TrustedHostMiddleware):
 
     def serves(self, name: str) -> bool:
         """Whether ``name`` (a ``Host`` header's host, without its port) is served."""
-        name = name.lower()
+        name = name.lower().removesuffix(".")  # clotho.example. is clotho.example
         if name.startswith("["):  # the same address however it is written
             with contextlib.suppress(ValueError):
                 name = f"[{ipaddress.IPv6Address(name[1:-1]).compressed}]"

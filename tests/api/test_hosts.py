@@ -289,7 +289,7 @@ def test_the_app_alone_answers_loopback_and_its_settings_names(
     make_client: Callable[..., TestClient],
 ) -> None:
     client = make_client(allowed_hosts=["testserver", "*.lan.example"])
-    for host in ("127.0.0.1:8000", "localhost", "[::1]", "pi.lan.example:8000"):
+    for host in ("127.0.0.1:8000", "localhost.", "[::1]", "[0::1]", "pi.lan.example:8000"):
         assert client.get("/api/health", headers={"Host": host}).status_code == 200, host
     for host in ("lan.example", "[::2]", "127.0.0.2", EVIL):
         assert client.get("/api/health", headers={"Host": host}).status_code == 421, host
