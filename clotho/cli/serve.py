@@ -37,6 +37,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--allowed-host",
+            metavar="NAME",
             help="A name (Host header) to answer besides loopback's and --host; repeat for "
             "more (env CLOTHO_ALLOWED_HOSTS, comma-separated; *.example.com for subdomains).",
             show_default=False,
@@ -46,6 +47,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--cors-origin",
+            metavar="ORIGIN",
             help="An origin (https://app.example.com) whose pages may call the API from a "
             "browser; repeat for more (env CLOTHO_CORS_ORIGINS; default: none).",
             show_default=False,
