@@ -180,6 +180,8 @@ def preview(value: Any, width: int = PREVIEW) -> str:
     return shown if len(shown) <= width else f"{shown[:width]}… ({len(shown)} characters)"
 
 
+NAME_SHOWN = 40
+"""Characters of a key shown in a JSON path (a key can be megabytes long)."""
 PATH_PARTS = 12
 """Parts of a JSON path shown in a message (a path into deep nesting is cut after them)."""
 
@@ -195,10 +197,11 @@ def path_text(path: tuple[str | int, ...]) -> str:
     for part in path:
         if isinstance(part, int):
             parts.append(f"[{part}]")
-        elif _NAME.match(part):
+        elif len(part) <= NAME_SHOWN and _NAME.match(part):
             parts.append(f".{part}" if parts else part)
         else:
-            parts.append(f"[{json.dumps(part[:40] + ('…' if len(part) > 40 else ''))}]")
+            cut = part[:NAME_SHOWN] + ("…" if len(part) > NAME_SHOWN else "")
+            parts.append(f"[{json.dumps(cut, ensure_ascii=False)}]")
     return "".join(parts) or "(top)"
 
 
