@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clotho.errors import UsageError
+from mnemosyne import jsontext
 
 if TYPE_CHECKING:
     from clotho.campaign import Campaign
@@ -44,8 +45,9 @@ __all__ = [
 
 LOREBOOK = "lorebook"
 CARD = "card"
-#: Larger files are refused before they are read (a card PNG is well under this).
-MAX_FILE_BYTES = 64 * 1024 * 1024
+#: Larger files are refused before they are read (a card PNG is well under this); the
+#: largest tree file or chat :mod:`mnemosyne.jsontext` reads.
+MAX_FILE_BYTES = jsontext.MAX_FILE_BYTES
 
 
 def read_upload(path: Path) -> bytes:

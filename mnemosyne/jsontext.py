@@ -79,9 +79,11 @@ books are a few MB and cards with an embedded book 1-5 MB; kept with a session, 
 book is written out again indented, with the card's original inside it, so the store
 reads back documents up to a few times the size of the file."""
 
-MAX_DOCUMENT_ENTRIES = 100_000
-"""Members of one list or object in a lorebook or card. The largest real World Info
-books hold a few thousand entries."""
+MAX_DOCUMENT_ENTRIES = 20_000
+"""Members of one list or object in a lorebook or card (and in a line of a chat). The
+largest real World Info books hold a few thousand entries; each entry is validated,
+converted and written out again on import (a fraction of a millisecond), so ten times
+more is still an import of seconds, not minutes."""
 
 MAX_DOCUMENT_VALUES = 2_000_000
 """Values in one lorebook or card, all levels together (counted from the text's commas

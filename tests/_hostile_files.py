@@ -90,7 +90,10 @@ def lorebooks() -> dict[str, Hostile]:
     }
     many = {"entries": {str(i): {} for i in range(jsontext.MAX_DOCUMENT_ENTRIES + 1)}}
     out["too_many_entries"] = Hostile(
-        json.dumps(many).encode(), "book.json", "book: entries: 100,001", SAYS["too_many_entries"]
+        json.dumps(many).encode(),
+        "book.json",
+        f"book: entries: {jsontext.MAX_DOCUMENT_ENTRIES + 1:,}",
+        SAYS["too_many_entries"],
     )
     return out
 
@@ -108,7 +111,10 @@ def _card_cases() -> dict[str, tuple[str, str]]:
         "huge_string": ("data", "description"),
     }
     out = _cases(card, fields)
-    data = {**card["data"], "character_book": {"entries": [{}] * (100_001)}}
+    data = {
+        **card["data"],
+        "character_book": {"entries": [{}] * (jsontext.MAX_DOCUMENT_ENTRIES + 1)},
+    }
     out["too_many_entries"] = (json.dumps({**card, "data": data}), "data.character_book.entries: ")
     return out
 
