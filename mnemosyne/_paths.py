@@ -21,7 +21,9 @@ have changed them:
   reply's path is the previous one plus two rows.
 
 The messages are :class:`~mnemosyne.Message` objects, read-only, shared by every
-reader; each read gets a list of its own.
+reader; each read gets a list of its own. Beside them a path keeps the keys of all its
+nodes, disabled ones included (:class:`Path`): what a page of the projection needs to
+find its place in the path without walking it.
 """
 
 from __future__ import annotations
@@ -35,21 +37,50 @@ from typing import Any
 
 from .models import Message
 
-__all__ = ["PathCache", "Stamp"]
+__all__ = ["Path", "PathCache", "Stamp"]
 
 #: What a session's entry is valid for: its version and its updated_at.
 Stamp = tuple[int, datetime]
 
 #: Walks up from a pk, stopping below the first of the given pks; the rows
-#: ``(depth, enabled, id, role, name, content, parent_pk)``, the top one (a root, or
-#: the node below a stop) first.
+#: ``(depth, enabled, id, role, name, content, parent_pk, pk)``, the top one (a root,
+#: or the node below a stop) first.
 Walk = Callable[[int, Sequence[int]], list[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """One path root -> tip as it stood at a stamp, shared by its readers (read-only)."""
+
+    messages: tuple[Message, ...]
+    """Its enabled nodes, as the model sees them."""
+    keys: tuple[int, ...]
+    """The pk of every node on it, disabled ones included, root first."""
+    enabled: tuple[int, ...]
+    """Where its enabled nodes are in :attr:`keys` (ascending): as many as messages."""
+
+    def extended(self, rows: Sequence[tuple[Any, ...]]) -> Path:
+        """This path followed by the walked ``rows`` (top first)."""
+        start = len(self.keys)
+        messages, enabled = [], []
+        for i, row in enumerate(rows):
+            if row[1]:
+                messages.append(Message(row[2], row[3], row[4], row[5]))
+                enabled.append(start + i)
+        return Path(
+            self.messages + tuple(messages),
+            self.keys + tuple(row[7] for row in rows),
+            self.enabled + tuple(enabled),
+        )
+
+
+_EMPTY = Path((), (), ())
 
 
 @dataclass
 class _Entry:
     stamp: Stamp
-    tips: OrderedDict[int, tuple[Message, ...]] = field(default_factory=OrderedDict)
+    tips: OrderedDict[int, Path] = field(default_factory=OrderedDict)
 
 
 class PathCache:
@@ -75,27 +106,32 @@ class PathCache:
         """The enabled messages of the path root -> ``pk`` of session ``key`` (its pk
         and id) as it stands at ``stamp``, read with ``walk`` inside the caller's read
         transaction (the one ``stamp`` was read in) as far as needed."""
+        return list(self.path(key, stamp, pk, walk).messages)
+
+    def path(self, key: tuple[int, str], stamp: Stamp, pk: int, walk: Walk) -> Path:
+        """The path root -> ``pk`` of session ``key`` at ``stamp`` (as :meth:`messages`
+        reads it), shared: not to be changed."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.stamp != stamp:
                 entry = None
-            kept: dict[int, tuple[Message, ...]] = {}
+            kept: dict[int, Path] = {}
             if entry is not None:
                 self._entries.move_to_end(key)
                 found = entry.tips.get(pk)
                 if found is not None:
                     entry.tips.move_to_end(pk)
                     self.hits += 1
-                    return list(found)
+                    return found
                 kept = dict(entry.tips)
         rows = walk(pk, list(kept))
         above = rows[0][6] if rows else None
-        base: tuple[Message, ...] = ()
+        base = _EMPTY
         if above in kept:
             base = kept[above]
         elif above is not None:  # not expected: the walk ends at a root or at a tip
             rows, above = walk(pk, []), None
-        path = base + tuple(Message(row[2], row[3], row[4], row[5]) for row in rows if row[1])
+        path = base.extended(rows)
         with self._lock:
             if above is None:
                 self.misses += 1
@@ -113,12 +149,15 @@ class PathCache:
                 len(self._entries) > self.max_sessions or self._size() > self.max_messages
             ):
                 self._entries.popitem(last=False)
-        return list(path)
+        return path
 
     def _size(self) -> int:
         """The messages kept, about: each session's longest path (its paths share
         most of their messages)."""
-        return sum(max(map(len, e.tips.values()), default=0) for e in self._entries.values())
+        return sum(
+            max((len(p.messages) for p in e.tips.values()), default=0)
+            for e in self._entries.values()
+        )
 
     def advance(self, key: tuple[int, str], before: Stamp, after: Stamp) -> None:
         """A write through this store that kept every existing path as it was took

@@ -26,7 +26,7 @@ from .errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import Message, Node, Session, parse_utc
+from .models import Message, Node, Session, TurnView, parse_utc
 
 MIN_PREFIX = 6
 #: Far deeper than any story; stops a recursive query if a cycle were ever stored.
@@ -268,7 +268,10 @@ def parent_key(conn: Connection, pk: int) -> int | None:
 def sibling_lists(
     conn: Connection, record: SessionRecord, parent_pks: Iterable[int | None]
 ) -> dict[int | None, list[int]]:
-    """For each parent (``None``: the roots), its children's pks in order."""
+    """For each parent (``None``: the roots), its children's pks in order.
+
+    Sorted here, not by the query: with ``ORDER BY pk`` SQLite walks the session's
+    whole (session, pk) index instead of looking each parent up in the children's."""
     wanted = list(dict.fromkeys(parent_pks))
     out: dict[int | None, list[int]] = {p: [] for p in wanted}
     real = [p for p in wanted if p is not None]
@@ -276,14 +279,38 @@ def sibling_lists(
     if None in out:
         conditions.append(_is(nodes.c.parent_pk, None))
     for condition in conditions:
-        query = (
-            select(nodes.c.parent_pk, nodes.c.pk)
-            .where(nodes.c.session_pk == record.pk, condition)
-            .order_by(nodes.c.pk)
+        query = select(nodes.c.parent_pk, nodes.c.pk).where(
+            nodes.c.session_pk == record.pk, condition
         )
         for parent_pk, pk in conn.execute(query):
             out[parent_pk].append(pk)
+    for keys in out.values():
+        keys.sort()
     return out
+
+
+def turn_views(conn: Connection, record: SessionRecord, pks: Sequence[int]) -> list[TurnView]:
+    """The nodes ``pks`` (placed nodes of the session), in that order, each with its
+    siblings' ids in order and its index among them: a few queries, whatever the
+    length of the path they are on."""
+    found: dict[int, Any] = {}
+    for i in range(0, len(pks), 500):
+        query = select(*NODE_COLUMNS).where(
+            nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
+        )
+        found.update((row[0], row) for row in conn.execute(query))
+    rows = [found[pk] for pk in pks]
+    siblings = sibling_lists(conn, record, (row[2] for row in rows))
+    ids = {row[0]: row[1] for row in rows}
+    wanted = {pk for row in rows for pk in (row[2], row[3]) if pk is not None}
+    wanted.update(pk for keys in siblings.values() for pk in keys)
+    ids.update(public_ids(conn, wanted - ids.keys()))
+    views = []
+    for row in rows:
+        keys = siblings[row[2]]
+        node = node_from_row(row, record.id, ids)
+        views.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
+    return views
 
 
 def _placed_nodes(conn: Connection, record: SessionRecord) -> list[tuple[Node, Any]]:
@@ -444,12 +471,12 @@ def messages(conn: Connection, pk: int | None) -> list[Message]:
     return [Message(row[2], row[3], row[4], row[5]) for row in rows if row[1]]
 
 
-_MESSAGE_WALK_SQL = _MESSAGE_SQL + ", n.parent_pk"
+_MESSAGE_WALK_SQL = _MESSAGE_SQL + ", n.parent_pk, n.pk"
 
 
 def message_walk(conn: Connection) -> Callable[[int, Sequence[int]], list[tuple[Any, ...]]]:
     """For :class:`mnemosyne._paths.PathCache`: ``walk(pk, stops)``, the rows ``(depth,
-    enabled, id, role, name, content, parent_pk)`` of the path from ``pk`` up to a
+    enabled, id, role, name, content, parent_pk, pk)`` of the path from ``pk`` up to a
     root or to the first of ``stops``, top first."""
 
     def walk(pk: int, stops: Sequence[int]) -> list[tuple[Any, ...]]:

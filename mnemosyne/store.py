@@ -9,9 +9,10 @@ version once; the convenience methods (:meth:`Store.append`, :meth:`Store.checko
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -53,9 +54,22 @@ from .models import (
 from .state.delta import diff_states, value_at
 from .state.schema import StateSchema
 
-__all__ = ["SessionTransaction", "Store"]
+__all__ = ["ProjectionPage", "SessionTransaction", "Store"]
 
 Direction = Literal["next", "prev"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionPage:
+    """A window of the projection at HEAD (:meth:`Store.projection_page`)."""
+
+    session: Session
+    turns: list[TurnView]
+    """The window's messages, oldest first, each with its siblings."""
+    total: int
+    """Messages on the whole path (counted as the window counts them)."""
+    earlier: int
+    """Messages before the window: 0 when it starts at the root."""
 
 
 def _now() -> datetime:
@@ -872,6 +886,59 @@ class Store:
                     turns.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
             return record.session, turns
 
+    def projection_page(
+        self,
+        session_id: str,
+        *,
+        before: str | None = None,
+        limit: int = 200,
+        disabled: bool = False,
+    ) -> ProjectionPage:
+        """The ``limit`` messages of the projection at HEAD just before node ``before``
+        (default: its last ones), each with its siblings: how a chat view reads a long
+        story, newest first, and pages back. ``disabled``: the path's disabled nodes
+        are messages too. The cost is the window's: the path's keys come from the
+        memory of recent paths (:mod:`mnemosyne._paths`; after a turn, extended by
+        what the turn added), then only the window's nodes are read.
+
+        Raises:
+            InvalidOperationError: ``limit`` below 1; ``before`` is not on the path
+                root -> HEAD (another branch, a fragment, the trash).
+            UnknownNodeError: no node ``before``.
+        """
+        if limit < 1:
+            raise InvalidOperationError(f"limit must be at least 1, not {limit}")
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            if record.head_pk is None:
+                if before is not None:
+                    q.resolve_node(conn, record, before)
+                    raise InvalidOperationError(
+                        f"node {before} is not on the path to HEAD: session {record.id} is empty"
+                    )
+                return ProjectionPage(record.session, [], 0, 0)
+            stamp = _stamp(record.session)
+            path = self.paths.path(_path_key(record), stamp, record.head_pk, q.message_walk(conn))
+            end = len(path.keys)
+            if before is not None:
+                pk, node_id = q.resolve_node(conn, record, before)
+                end = _position(path.keys, pk)
+                if end < 0:
+                    raise InvalidOperationError(
+                        f"node {node_id} is not on the path root -> HEAD (it is on another "
+                        "branch, in a fragment or in the trash)"
+                    )
+            if disabled:
+                first = max(end - limit, 0)
+                keys = list(path.keys[first:end])
+                total = len(path.keys)
+            else:
+                stop = bisect_left(path.enabled, end)
+                first = max(stop - limit, 0)
+                keys = [path.keys[i] for i in path.enabled[first:stop]]
+                total = len(path.enabled)
+            return ProjectionPage(record.session, q.turn_views(conn, record, keys), total, first)
+
     def children(self, session_id: str, ref: str | None = None) -> list[Node]:
         """The children of a node in order; ``None``: the session's roots."""
         with self.read() as conn:
@@ -1158,6 +1225,18 @@ class Store:
             conn.execute(
                 statement.on_conflict_do_update(index_elements=["key"], set_={"value": value})
             )
+
+
+def _position(keys: tuple[int, ...], pk: int) -> int:
+    """Where ``pk`` is in ``keys`` (-1: not there), looked for from the end: a page
+    is usually near it."""
+    end, size = len(keys), 1024
+    while end > 0:
+        start = max(end - size, 0)
+        if pk in keys[start:end]:
+            return keys.index(pk, start, end)
+        end, size = start, size * 4
+    return -1
 
 
 def _path_key(record: q.SessionRecord) -> tuple[int, str]:
