@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import JsonTextError
 
@@ -104,9 +104,10 @@ its tree file holds about a million (each message ~20-40 values with its metadat
 this is four times that, and bounds the memory a hostile file of tiny values takes
 (a few hundred MB at most)."""
 
-MAX_LINES = 200_000
-"""Lines of a SillyTavern chat: messages, one a line (ten times a 20,000-message chat).
-Counted before any line is parsed."""
+MAX_LINES = 100_000
+"""Lines of a SillyTavern chat: messages, one a line, five times a long chat (20,000
+messages). An import holds every message, as a node to write, in memory at once: a few
+KB each. Counted before any line is parsed."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,12 @@ class JsonLimits:
     def _long_number(self) -> re.Pattern[str]:
         return re.compile(f"[0-9]{{{self.max_digits + 1}}}")
 
+    @cached_property
+    def _crowded(self) -> re.Pattern[str]:
+        # A list or object with more than max_entries members, written as its opening
+        # bracket and its commas (its members' own contents taken out).
+        return re.compile(f"[\\[{{],{{{self.max_entries}}}")
+
 
 DOCUMENT = JsonLimits()
 """Lorebooks, character cards, and the session documents the store keeps."""
@@ -141,6 +148,8 @@ and objects are held to :data:`MAX_DOCUMENT_ENTRIES`."""
 # A JSON string literal (escapes taken whole), so that what is left is the skeleton.
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
+_INNERMOST = re.compile(r"[\[{],*[\]}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _CONSTANT = re.compile(r"NaN|Infinity")
 # A lone surrogate written as an escape (the only way one gets into JSON text): a high
@@ -302,9 +311,12 @@ def loads_lines(data: bytes | str, limits: JsonLimits = CHAT) -> list[Any]:
 class _Scanned:
     values: int
     """The number of values (an upper bound: commas and opening brackets)."""
-    walk: bool
-    """Whether the parsed document must be walked: texts or lists may be too long, or a
-    lone surrogate may be in a text."""
+    entries: bool
+    """Whether a list or object may have too many members (the values are more)."""
+    texts: bool
+    """Whether a text may be too long."""
+    surrogates: bool
+    """Whether a lone surrogate may be in a text (one is written as an escape)."""
 
 
 def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
@@ -331,13 +343,41 @@ def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
             f"nested too deep: more than {limits.max_depth} levels (the limit)", limit="max_depth"
         )
     # A text as written is at least as long as it is read (escapes shrink).
-    string_chars = len(text) - len(skeleton)
-    walk = (
-        values > limits.max_entries
-        or string_chars > limits.max_string
-        or _LONE_ESCAPE.search(text) is not None
+    texts = len(text) - len(skeleton) > limits.max_string and _may_hold_long_text(
+        text, limits.max_string
     )
-    return _Scanned(values, walk)
+    surrogates = _LONE_ESCAPE.search(text) is not None
+    entries = values > limits.max_entries and _may_be_crowded(skeleton, limits)
+    return _Scanned(values, entries, texts, surrogates)
+
+
+def _may_be_crowded(skeleton: str, limits: JsonLimits) -> bool:
+    """Whether a list or object of the skeleton has more than ``limits.max_entries``
+    members: with all but brackets and commas taken out, the innermost lists and objects
+    (``[,,,]``) are taken out one level at a time; every list or object is innermost
+    once, its commas then right after its opening bracket."""
+    structure = _NOT_STRUCTURE.sub("", skeleton)
+    while not limits._crowded.search(structure):
+        shorter = _INNERMOST.sub("", structure)
+        if len(shorter) == len(structure):
+            return False
+        structure = shorter
+    return True
+
+
+def _may_hold_long_text(text: str, longest: int) -> bool:
+    """Whether a string literal of more than ``longest`` characters may be in ``text``.
+
+    Such a literal covers a whole window of ``longest // 2`` characters (windows side by
+    side), and inside a literal every ``"`` is escaped: a window whose every quote has a
+    backslash before it. No such window: no such literal (two ``str.count`` a window).
+    """
+    width = max(longest // 2, 1)
+    for start in range(0, len(text) - width + 1, width):
+        end = start + width
+        if text.count('"', start, end) == text.count('\\"', max(start - 1, 0), end):
+            return True
+    return False
 
 
 def _parse(text: str, limits: JsonLimits, scanned: _Scanned) -> Any:
@@ -348,53 +388,78 @@ def _parse(text: str, limits: JsonLimits, scanned: _Scanned) -> Any:
     except _Refused as refused:
         _locate(text, limits)
         raise JsonTextError(f"{preview(refused.literal)} is not a finite number") from None
-    if scanned.walk:
-        _walk(document, limits)
+    if scanned.texts or scanned.surrogates:
+        _walk(document, limits, scanned.surrogates)
+    elif scanned.entries:
+        _count(document, limits.max_entries)
     return document
 
 
-def _walk(document: Any, limits: JsonLimits) -> None:
-    """The lengths of texts and of lists and objects, and lone surrogates, over the
-    parsed document (a stack, not recursion)."""
+def _walk(document: Any, limits: JsonLimits, surrogates: bool) -> None:
+    """The lengths of texts and of lists and objects (and, if ``surrogates``, lone
+    surrogates in texts) over the parsed document: a stack, not recursion, and a tight
+    loop, as it visits every value of a large file."""
+    max_string, max_entries = limits.max_string, limits.max_entries
+    lone = _LONE.search if surrogates else None
 
-    def check(text: str, path: tuple[str | int, ...]) -> None:
-        if len(text) > limits.max_string:
-            raise JsonTextError(
-                f"a text of {len(text):,} characters, more than the {limits.max_string:,} allowed",
-                limit="max_string",
-                path=path,
-            )
-        if _LONE.search(text):
-            raise JsonTextError(
-                "a text holding a lone UTF-16 surrogate (\\ud800-\\udfff): not Unicode text",
-                path=path,
-            )
+    def wrong_text(text: str) -> bool:
+        return len(text) > max_string or (lone is not None and lone(text) is not None)
 
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    if type(document) is str and wrong_text(document):
+        _refuse_text(document, (), limits)
+    stack: list[tuple[Any, tuple[str | int, ...]]] = []
+    if type(document) is dict or type(document) is list:
+        stack.append((document, ()))
     while stack:
         value, path = stack.pop()
-        if type(value) is str:
-            check(value, path)
-            continue
-        if len(value) > limits.max_entries:
-            raise JsonTextError(
-                f"{len(value):,} entries, more than the {limits.max_entries:,} allowed "
-                "in one list or object",
-                limit="max_entries",
-                path=path,
-            )
-        if type(value) is dict:
-            for key, item in value.items():
-                check(key, (*path, key))
-                if type(item) in _WALKED:
-                    stack.append((item, (*path, key)))
-        else:
-            for index, item in enumerate(value):
-                if type(item) in _WALKED:
-                    stack.append((item, (*path, index)))
+        if len(value) > max_entries:
+            _refuse_entries(value, path, max_entries)
+        items = value.items() if type(value) is dict else enumerate(value)
+        for key, item in items:
+            if type(key) is str and (len(key) > max_string or lone is not None) and wrong_text(key):
+                _refuse_text(key, (*path, key), limits)
+            kind = type(item)
+            if kind is str:
+                if (len(item) > max_string or lone is not None) and wrong_text(item):
+                    _refuse_text(item, (*path, key), limits)
+            elif kind is dict or kind is list:
+                stack.append((item, (*path, key)))
 
 
-_WALKED = frozenset((str, dict, list))
+def _count(document: Any, max_entries: int) -> None:
+    """The members of every list and object, texts left alone (the loop of :func:`_walk`
+    with nothing to do for a text)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = []
+    if type(document) is dict or type(document) is list:
+        stack.append((document, ()))
+    while stack:
+        value, path = stack.pop()
+        if len(value) > max_entries:
+            _refuse_entries(value, path, max_entries)
+        items = value.items() if type(value) is dict else enumerate(value)
+        for key, item in items:
+            if type(item) is dict or type(item) is list:
+                stack.append((item, (*path, key)))
+
+
+def _refuse_entries(value: Any, path: tuple[str | int, ...], max_entries: int) -> NoReturn:
+    raise JsonTextError(
+        f"{len(value):,} entries, more than the {max_entries:,} allowed in one list or object",
+        limit="max_entries",
+        path=path,
+    )
+
+
+def _refuse_text(text: str, path: tuple[str | int, ...], limits: JsonLimits) -> NoReturn:
+    if len(text) > limits.max_string:
+        raise JsonTextError(
+            f"a text of {len(text):,} characters, more than the {limits.max_string:,} allowed",
+            limit="max_string",
+            path=path,
+        )
+    raise JsonTextError(
+        "a text holding a lone UTF-16 surrogate (\\ud800-\\udfff): not Unicode text", path=path
+    )
 
 
 class _Frame:

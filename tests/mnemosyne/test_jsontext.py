@@ -74,6 +74,9 @@ def test_each_limit_is_refused_naming_the_path_and_the_limit(
 def test_at_the_limits_is_accepted() -> None:
     text = '{"a": [[[12345]]], "b": "0123456789", "c": [1, 2, 3]}'
     assert loads(text, SMALL) == json.loads(text)
+    # more values in all than a list may hold, none holding too many
+    crowd = '[[1, 2, {"a": [1, 2, 3]}], [[], [[1, 2, 3]], {}], {"x": "[,,,,,]"}]'
+    assert loads(crowd, SMALL) == json.loads(crowd)
     assert loads('{"x": 1.5e300, "y": -0.0, "z": "\\ud83d\\ude00"}') == {
         "x": 1.5e300,
         "y": -0.0,
