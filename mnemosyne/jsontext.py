@@ -15,9 +15,9 @@ one regular expression, so what is left is the document's skeleton (brackets, co
 numbers, literals); the nesting depth, the number of values, over-long numbers and
 ``NaN``/``Infinity`` are read off the skeleton at C speed, before :func:`json.loads`
 sees the text. Only when the skeleton shows a problem is the text walked token by token
-in Python, to name where it is. After parsing, the lengths of texts and of each list and
-object are checked by a walk over the result, which runs only when the text is long
-enough to hold one too long.
+in Python, to name where it is. Whether a text or a list may be too long is also told
+from the text at C speed (a window inside one string literal; a list's commas on the
+skeleton); only then is the parsed document walked, to find which and name where.
 
 The limits (:class:`JsonLimits`) are generous for real files; each is a constant here,
 with why it is what it is.

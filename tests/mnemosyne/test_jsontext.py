@@ -54,6 +54,7 @@ def refusal(data: str | bytes, limits: JsonLimits = SMALL) -> JsonTextError:
             "more than 50 values in all (the limit)",
             "max_values",
         ),
+        ('{"q": "' + '\\"' * 11 + '"}', "q: a text of 11 characters", "max_string"),
         ('{"x": [1, NaN]}', "x[1]: NaN is not a JSON number", None),
         ('{"x": -Infinity}', "x: -Infinity is not a JSON number", None),
         ('{"x": 1e999}', "x: '1e999' is too large to be a number (not finite)", None),
