@@ -163,7 +163,6 @@ def session_books(store: Store, session_id: str) -> list[Lorebook]:
 
 def session_card(store: Store, session_id: str) -> Card | None:
     """The session's character card, if it has one."""
-    from mnemosyne import jsontext
     from planner.cards import parse_card
 
     found = store.documents(session_id, CARD)

@@ -46,7 +46,7 @@ __all__ = ["PNG_SIGNATURE", "Card", "load_card", "parse_card", "png_card_text"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_CHUNK_TEXT = jsontext.MAX_DOCUMENT_BYTES * 3 // 2
-"""Characters of the card's text chunk, inflated: the base64 of the largest card JSON
+"""Bytes of the card's text chunk, inflated: the base64 of the largest card JSON
 (4/3 of :data:`mnemosyne.jsontext.MAX_DOCUMENT_BYTES`), with room for the line breaks
 some writers put in base64. A compressed chunk is inflated no further."""
 MAX_CHUNKS = 100_000
