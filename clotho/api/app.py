@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -21,7 +20,6 @@ from ._common import context, document
 from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, served_hosts
 from .context import ApiContext
 from .problems import ApiError, install, problem_response
-from .rendered import EarlyAnswers
 from .schemas import HealthOut
 
 __all__ = ["app_from_env", "create_app"]
@@ -105,10 +103,6 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = store or Store.open(settings.resolved_database_url)
         app.state.clotho = ApiContext(settings, opened, token)
-        # What was loaded to start (modules, the app) lives as long as the server: keep it
-        # out of the collector's full passes, which otherwise stall every request.
-        gc.collect()
-        gc.freeze()
         try:
             yield
         finally:
@@ -141,10 +135,9 @@ def create_app(
 
     mount_page(app)
     # Each layer added goes outside the ones before: the Host check is the outermost.
-    app.add_middleware(EarlyAnswers)
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
     origins = allowed_origins(settings)
-    if origins:  # outside the early answers and the 413s, so that they carry CORS too
+    if origins:  # outside the 413s, so that they carry CORS too
         app.add_middleware(
             CORSMiddleware,  # type: ignore[arg-type]
             allow_origins=origins,

@@ -12,7 +12,6 @@ from clotho.settings import Settings
 from mnemosyne import ConflictError, Session, Store
 
 from .problems import ApiError
-from .rendered import Rendered
 
 if TYPE_CHECKING:
     from orchestrator import Engine
@@ -75,7 +74,6 @@ class ApiContext:
         self.settings = settings
         self.store = store
         self.token = token
-        self.rendered = Rendered(32)
         self._engines: dict[str, tuple[Any, Engine]] = {}
         self._turn_locks: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[Any]] = set()

@@ -4,12 +4,12 @@ and answers ``If-None-Match`` with 304."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, Session, TurnView
+from mnemosyne import Node, TurnView
 
 from ._common import context, document, json_bytes, raw_json
 from .context import not_modified
@@ -21,6 +21,7 @@ from .schemas import (
     NodeDetail,
     NodeOut,
     ProjectionOut,
+    ProjectionQuery,
     StateOut,
     TreeOut,
 )
@@ -42,8 +43,7 @@ def tree(request: Request, session_id: str) -> Response:
     if (cached := not_modified(request, session)) is not None:
         return cached
     found = store.tree(session.id)
-    key = ("tree", found.session.id, found.session.version)
-    return _rendered(request, found.session, key, lambda: json_bytes(found.as_dict()))
+    return raw_json(json_bytes(found.as_dict()), found.session)
 
 
 def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
@@ -66,53 +66,41 @@ def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
 
 @router.get(
     "/sessions/{session_id}/projection",
-    summary="The story as the model sees it",
+    summary="The story as the model sees it, a window at a time",
     response_model=ProjectionOut,
 )
 def projection(
-    request: Request,
-    session_id: str,
-    tail: Annotated[
-        int | None, Query(ge=1, le=1_000_000, description="Only the last N messages.")
-    ] = None,
-    metadata: Annotated[bool, Query(description="Include each node's metadata.")] = False,
-    disabled: Annotated[
-        bool,
-        Query(description="Include the path's disabled nodes (hidden from the model)."),
-    ] = False,
+    request: Request, session_id: str, query: Annotated[ProjectionQuery, Query()]
 ) -> Response:
-    """The path root → HEAD, disabled nodes left out (unless `disabled=true`: a chat view
-    shows them as hidden messages; `total` then counts them too); each message with its
-    siblings (the alternatives a chat view flips through: `< index+1 / len(siblings) >`)."""
-    ctx = context(request)
-    session = ctx.store.session(session_id)
+    """The last `limit` messages of the path root → HEAD, or the `limit` just before node
+    `before`; `next` reads the window before this one. Disabled nodes are left out
+    (unless `disabled=true`: a chat view shows them as hidden messages; `total` and
+    `earlier` then count them too). Each message comes with its siblings (the
+    alternatives a chat view flips through: `< index+1 / len(siblings) >`). A window
+    costs what its messages cost, however long the story."""
+    store = context(request).store
+    session = store.session(session_id)
     if (cached := not_modified(request, session)) is not None:
         return cached
-    key = ("projection", session.id, session.version, tail, metadata, disabled)
-
-    def render() -> bytes:
-        current, turns = ctx.store.projection_turns(session.id, disabled=disabled)
-        shown = turns[-tail:] if tail else turns
-        return json_bytes(
-            {
-                "session_id": current.id,
-                "head_id": current.head_id,
-                "version": current.version,
-                "total": len(turns),
-                "nodes": [_projection_node(turn, metadata) for turn in shown],
-            }
-        )
-
-    return _rendered(request, session, key, render)
-
-
-def _rendered(request: Request, session: Session, key: Any, make: Callable[[], bytes]) -> Response:
-    """The bytes of ``key`` (made by ``make`` once per key), remembered as the answer to
-    this request at ``session``'s version (see :mod:`clotho.api.rendered`)."""
-    rendered = context(request).rendered
-    body = rendered.get(key, make)
-    rendered.answered((request.scope["path"], request.scope["query_string"]), session, key)
-    return raw_json(body, session)
+    page = store.projection_page(
+        session.id, before=query.before, limit=query.limit, disabled=query.disabled
+    )
+    following = None
+    if page.earlier and page.turns:
+        params: dict[str, Any] = {"before": page.turns[0].node.id, "limit": query.limit}
+        params.update({name: "true" for name in ("metadata", "disabled") if getattr(query, name)})
+        where = request.app.url_path_for("projection", session_id=page.session.id)
+        following = f"{where}?{urlencode(params)}"
+    body = {
+        "session_id": page.session.id,
+        "head_id": page.session.head_id,
+        "version": page.session.version,
+        "total": page.total,
+        "earlier": page.earlier,
+        "next": following,
+        "nodes": [_projection_node(turn, query.metadata) for turn in page.turns],
+    }
+    return raw_json(json_bytes(body), page.session)
 
 
 def _detail(request: Request, session_id: str, ref: str) -> dict[str, Any]:

@@ -192,12 +192,33 @@ class ProjectionNode(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="With ?metadata=true.")
 
 
+class ProjectionQuery(BaseModel):
+    """A window of the projection, by cursor; any other parameter is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: NodeRef | None = Field(
+        default=None,
+        description="A node on the path root → HEAD: the window ends just before it "
+        "(the `next` of the window after it). Default: at HEAD, the last messages.",
+    )
+    limit: int = Field(default=200, ge=1, le=1000, description="How many messages, at most.")
+    metadata: bool = Field(default=False, description="Include each node's metadata.")
+    disabled: bool = Field(
+        default=False, description="Include the path's disabled nodes (hidden from the model)."
+    )
+
+
 class ProjectionOut(BaseModel):
     session_id: str
     head_id: str | None
     version: int
     total: int = Field(description="How many messages the whole projection has.")
-    nodes: list[ProjectionNode]
+    earlier: int = Field(description="How many of them come before this window.")
+    next: str | None = Field(
+        description="The window before this one (a path with its query), or null at the root."
+    )
+    nodes: list[ProjectionNode] = Field(description="The window, oldest first.")
 
 
 class TreeOut(BaseModel):

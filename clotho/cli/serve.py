@@ -57,7 +57,6 @@ def serve(
     """Start the web page and the HTTP API (OpenAPI documentation at /docs); Ctrl+C stops it."""
     import uvicorn
 
-    from clotho.api import transport
     from clotho.api.auth import TOKEN_FILE, check_host, resolve_token, served_hosts
 
     settings = cli.settings.model_copy(
@@ -91,7 +90,6 @@ def serve(
             host=host,
             port=port,
             log_level="warning",
-            http=transport.protocol,
         )
         return
     # Each worker builds its app from the environment: hand it everything given here.
@@ -112,5 +110,4 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
-        http=transport.protocol,
     )

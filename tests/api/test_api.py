@@ -133,7 +133,7 @@ def test_projection_tree_node_state_diff_blame(client: TestClient) -> None:
     assert body["nodes"][1]["siblings"] == [hit["id"], dodge["id"]]
     assert body["nodes"][1]["index"] == 1 and body["total"] == 2
     assert "metadata" not in body["nodes"][0]
-    tail = client.get(f"/api/sessions/{sid}/projection", params={"tail": 1, "metadata": True})
+    tail = client.get(f"/api/sessions/{sid}/projection", params={"limit": 1, "metadata": True})
     assert [n["id"] for n in tail.json()["nodes"]] == [dodge["id"]]
     assert tail.json()["nodes"][0]["metadata"] == {}
     toggled = client.post(

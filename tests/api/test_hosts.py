@@ -3,8 +3,8 @@
 `clotho serve` beyond loopback refuses a weak token, and on every address (0.0.0.0)
 wants the names it answers; a request whose Host the server does not serve is refused
 (421, a problem document naming it) before anything else sees it, on every kind of
-route, the page, its files, health, the OpenAPI document, the API with a valid token and
-a read answered before routing; the names it serves are answered; CORS headers are sent
+route, the page, its files, health, the OpenAPI document, the API with a valid token;
+the names it serves are answered; CORS headers are sent
 only for the origins configured. Real `clotho serve` processes on loopback, with the
 app in process where its insides are looked at.
 """
@@ -157,11 +157,11 @@ def port_of(server: Server) -> int:
 
 def routes(api: httpx.Client) -> list[str]:
     """A route of every kind: the page, a file, health, the OpenAPI document and its
-    page, and the API (a session's read, answered before routing once it was read)."""
+    page, and the API (a session's read)."""
     created = api.post("/api/sessions", json={"title": "hosts"})
     assert created.status_code == 201, created.text
     projection = f"/api/sessions/{created.json()['id']}/projection"
-    assert api.get(projection).status_code == 200  # now answered before routing too
+    assert api.get(projection).status_code == 200
     return ["/", "/static/main.js", "/api/health", "/docs", "/openapi.json", projection]
 
 
@@ -234,7 +234,7 @@ def test_configured_names_are_answered_and_others_refused(configured: Server) ->
 def test_cors_for_the_configured_origins_only(configured: Server) -> None:
     with configured.client() as api:
         projection = routes(api)[-1]
-        answer = api.get(projection, headers={"Origin": ORIGIN})  # answered before routing
+        answer = api.get(projection, headers={"Origin": ORIGIN})
         assert answer.status_code == 200
         assert answer.headers["access-control-allow-origin"] == ORIGIN
         assert "etag" in answer.headers["access-control-expose-headers"].lower()
@@ -265,24 +265,7 @@ def test_cors_for_the_configured_origins_only(configured: Server) -> None:
         assert "access-control-allow-origin" not in refused.headers
 
 
-# --- in process: the Host check is in front of the answers made before routing ----------
-
-
-def test_a_foreign_host_is_refused_before_the_early_answers(
-    make_client: Callable[..., TestClient],
-) -> None:
-    client = make_client()
-    sid = client.post("/api/sessions", json={"title": "early"}).json()["id"]
-    path = f"/api/sessions/{sid}/projection"
-    first = client.get(path)
-    assert first.status_code == 200
-    assert client.app.state.clotho.rendered.knows((path, b""))  # type: ignore[attr-defined]
-    again = client.get(path)  # from the rendered bytes
-    assert again.content == first.content
-    refused = client.get(path, headers={"Host": EVIL})
-    assert refused.status_code == 421
-    assert refused.json()["host"] == EVIL and refused.content != first.content
-    assert client.get(path, headers={"Authorization": "Bearer no"}).status_code == 401
+# --- in process -------------------------------------------------------------------------
 
 
 def test_the_app_alone_answers_loopback_and_its_settings_names(

@@ -4,7 +4,8 @@
 import { renderState } from "./panels.js";
 import { clear, el, formatTokens, short } from "./ui.js";
 
-const PAGE = 200; // messages shown at first; "earlier" adds as many again
+const PAGE = 200; // messages read at a time, newest first; "Show earlier" reads the window before
+const ATTEMPTS = 3; // reads of a story that changes while it is read window by window
 
 export class ChatView {
   constructor(app) {
@@ -14,7 +15,7 @@ export class ChatView {
     this.side = document.getElementById("chat-state");
     this.status = document.getElementById("turn-status");
     this.input = document.getElementById("composer-input");
-    this.tail = PAGE;
+    this.shown = PAGE; // how many of the last messages to show
     this.state = null;
     this.running = null; // the AbortController of the turn streaming now
     document.getElementById("composer").addEventListener("submit", (event) => {
@@ -33,38 +34,70 @@ export class ChatView {
   }
 
   reset() {
-    this.tail = PAGE;
+    this.shown = PAGE;
     this.state = null;
   }
 
   async load() {
     const app = this.app;
     const sid = app.sid;
-    const [projection, state] = await Promise.all([
-      app.api.request("GET", app.path(`/projection?metadata=true&disabled=true&tail=${this.tail}`)),
+    const [story, state] = await Promise.all([
+      this.story(),
       app.api.get(app.path("/state")).catch((error) => (error.status === 404 || error.status === 422 ? null : Promise.reject(error))),
     ]);
     if (sid !== app.sid) return; // another session was chosen meanwhile
-    app.setVersion(projection.version);
-    this.render(projection.data);
+    app.setVersion(story.version);
+    this.render(story);
     renderState(this.side, state, this.state);
     this.state = state;
   }
 
-  render(projection) {
+  /**
+   * The last `this.shown` messages (hidden ones too): the newest window, then the ones
+   * before it through the API's cursor (`next`), all of one version of the session.
+   */
+  async story() {
+    const api = this.app.api;
+    let story = null;
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const { data, version } = await api.request("GET", this.app.path(`/projection?metadata=true&disabled=true&limit=${PAGE}`));
+      story = { ...data, version };
+      while (story.next && story.nodes.length < this.shown) {
+        const earlier = await api.request("GET", story.next);
+        if (earlier.version !== version) break; // the story changed meanwhile: read it again
+        story = { ...earlier.data, nodes: [...earlier.data.nodes, ...story.nodes], version };
+      }
+      if (!story.next || story.nodes.length >= this.shown) break;
+    }
+    return story;
+  }
+
+  /** The window before the first message shown, added above it; the view stays where it was. */
+  async showEarlier(story) {
+    try {
+      const { data, version } = await this.app.api.request("GET", story.next);
+      this.shown = story.nodes.length + data.nodes.length;
+      if (version !== story.version) return this.app.refresh(); // it changed: all of it again
+      const first = this.list.querySelector("article.message");
+      this.render({ ...data, nodes: [...data.nodes, ...story.nodes], version }, first?.dataset.nodeId);
+    } catch (error) {
+      this.app.fail(error, "Loading earlier messages");
+    }
+  }
+
+  render(projection, keep = null) {
     // A turn streaming now keeps its bubbles (a reload may land while it streams).
     const pending = this.running ? [...this.list.querySelectorAll(".pending")] : [];
     clear(this.list);
     const nodes = projection.nodes;
-    if (projection.total > nodes.length) {
-      const more = Math.min(PAGE, projection.total - nodes.length);
+    if (projection.next) {
       this.list.append(
         el("button.earlier", {
           type: "button",
-          text: `Show ${more} earlier messages (${projection.total - nodes.length} not shown)`,
-          onclick: () => {
-            this.tail += PAGE;
-            this.app.refresh();
+          text: `Show ${Math.min(PAGE, projection.earlier)} earlier messages (${projection.earlier} not shown)`,
+          onclick: (event) => {
+            event.currentTarget.disabled = true;
+            this.showEarlier(projection);
           },
         }),
       );
@@ -84,7 +117,9 @@ export class ChatView {
       last = usage;
     }
     this.app.setUsage(last ? `last reply ${formatTokens(last)} · this story ${formatTokens(spent)}` : "");
-    this.list.scrollTop = this.list.scrollHeight;
+    const kept = keep && [...this.list.querySelectorAll("article.message")].find((m) => m.dataset.nodeId === keep);
+    if (kept) kept.scrollIntoView({ block: "start" });
+    else this.list.scrollTop = this.list.scrollHeight;
   }
 
   message(node, isLast) {
