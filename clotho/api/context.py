@@ -83,13 +83,13 @@ class ApiContext:
         from clotho.wiring import session_engine
 
         key = tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
-        known = self._engines.get(session_id)
+        known = self._engines.pop(session_id, None)  # put back last: recently used
         if known is not None and known[0] == key:
+            self._engines[session_id] = known
             return known[1]
         engine = session_engine(self.settings, self.store, session_id)
-        self._engines.pop(session_id, None)
         self._engines[session_id] = (key, engine)
-        while len(self._engines) > MAX_ENGINES:  # the least recently built goes
+        while len(self._engines) > MAX_ENGINES:  # the least recently used goes
             self._engines.pop(next(iter(self._engines)))
         return engine
 
