@@ -126,7 +126,9 @@ class JsonLimits:
 
     @cached_property
     def _long_number(self) -> re.Pattern[str]:
-        return re.compile(f"[0-9]{{{self.max_digits + 1}}}")
+        # From the start of a run of digits only: tried at every digit, a run just short
+        # of the limit would be read again from each of its digits.
+        return re.compile(f"(?<![0-9])[0-9]{{{self.max_digits + 1}}}")
 
     @cached_property
     def _crowded(self) -> re.Pattern[str]:
@@ -147,7 +149,6 @@ and objects are held to :data:`MAX_DOCUMENT_ENTRIES`."""
 
 # A JSON string literal (escapes taken whole), so that what is left is the skeleton.
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
 _INNERMOST = re.compile(r"[\[{],*[\]}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -286,7 +287,7 @@ def loads_lines(data: bytes | str, limits: JsonLimits = CHAT) -> list[Any]:
         JsonTextError: its ``line`` is the line's number (from 1).
     """
     text = _decode(data, limits)
-    if text.count("\n") > limits.max_entries:
+    if text.count("\n") + (not text.endswith("\n")) > limits.max_entries:
         raise JsonTextError(
             f"more than {limits.max_entries:,} lines (the limit)", limit="max_entries"
         )
@@ -323,8 +324,9 @@ def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
     """Check what the skeleton shows (nesting, number of values, long numbers, ``NaN``
     and ``Infinity``) before the text is parsed; ``before``: values of earlier lines."""
     skeleton = _STRING.sub('""', text)
-    opening = skeleton.count("[") + skeleton.count("{")
-    values = skeleton.count(",") + opening + 1
+    structure = _NOT_STRUCTURE.sub("", skeleton)  # brackets and commas
+    opening = structure.count("[") + structure.count("{")
+    values = structure.count(",") + opening + 1
     if before + values > limits.max_values:
         raise JsonTextError(
             f"more than {limits.max_values:,} values in all (the limit)", limit="max_values"
@@ -333,8 +335,7 @@ def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
         _locate(text, limits)
     if (
         opening > limits.max_depth
-        and max(accumulate(map(_STEP.__getitem__, _NOT_BRACKET.sub("", skeleton))))
-        > limits.max_depth
+        and max(accumulate(map(_STEP.__getitem__, structure.replace(",", "")))) > limits.max_depth
     ):
         _locate(text, limits)
         # Found nowhere by the walk: the text stops being JSON first. It is refused all
@@ -347,16 +348,15 @@ def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
         text, limits.max_string
     )
     surrogates = _LONE_ESCAPE.search(text) is not None
-    entries = values > limits.max_entries and _may_be_crowded(skeleton, limits)
+    entries = values > limits.max_entries and _may_be_crowded(structure, limits)
     return _Scanned(values, entries, texts, surrogates)
 
 
-def _may_be_crowded(skeleton: str, limits: JsonLimits) -> bool:
-    """Whether a list or object of the skeleton has more than ``limits.max_entries``
-    members: with all but brackets and commas taken out, the innermost lists and objects
-    (``[,,,]``) are taken out one level at a time; every list or object is innermost
-    once, its commas then right after its opening bracket."""
-    structure = _NOT_STRUCTURE.sub("", skeleton)
+def _may_be_crowded(structure: str, limits: JsonLimits) -> bool:
+    """Whether a list or object has more than ``limits.max_entries`` members, told from
+    the skeleton's brackets and commas: the innermost lists and objects (``[,,,]``) are
+    taken out one level at a time; every list or object is innermost once, its commas
+    then right after its opening bracket."""
     while not limits._crowded.search(structure):
         shorter = _INNERMOST.sub("", structure)
         if len(shorter) == len(structure):

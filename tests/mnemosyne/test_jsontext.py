@@ -139,8 +139,10 @@ def test_json_lines_name_the_line_and_count_lines_and_values() -> None:
         loads_lines(b'{"a": 1}\n{"b": 2\n')
     assert str(caught.value) == "not JSON: Expecting ',' delimiter (line 2, column 8)"
     lines = JsonLimits(max_entries=3, max_values=10)
-    with pytest.raises(JsonTextError, match="more than 3 lines"):
-        loads_lines("1\n2\n3\n4\n", lines)
+    assert loads_lines("1\n2\n3", lines) == loads_lines("1\n2\n3\n", lines) == [1, 2, 3]
+    for text in ("1\n2\n3\n4\n", "1\n2\n3\n4"):
+        with pytest.raises(JsonTextError, match="more than 3 lines"):
+            loads_lines(text, lines)
     with pytest.raises(JsonTextError, match="line 3: more than 10 values in all"):
         loads_lines("[1,2,3]\n[4,5,6]\n[7,8,9]\n", lines)
 
