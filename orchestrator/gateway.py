@@ -2,11 +2,20 @@
 
 - Streamed replies: each piece of text (and of reasoning, for models that return it)
   is handed to a callback as it arrives; usage and latency are recorded.
+- The cheapest route litellm has for each provider (:func:`route`): an OpenAI-compatible
+  server (OpenAI itself, llama.cpp, vLLM, Ollama, LM Studio...) is called through
+  litellm's own HTTP handler for such servers (its ``hosted_vllm`` provider), not through
+  the openai SDK it uses for ``openai/`` models, whose request typing walks every message
+  of the prompt in Python: a long campaign's turn would pay for it on every call. Models
+  for which litellm rewrites the request (OpenAI's reasoning models) keep litellm's own
+  route, as does every other provider.
 - Retries: a rate limit (429), a server error (5xx), a timeout or a dropped
-  connection is retried with exponential backoff by the provider client litellm drives
-  (``max_retries``; it honours ``Retry-After``); after the last retry the player gets
-  one clear :class:`ModelError`. Errors that a retry cannot fix (a bad key, an unknown
-  model, a prompt over the context window) are not retried.
+  connection is retried with exponential backoff, honouring ``Retry-After`` (and the
+  ``retry-after-ms`` OpenAI sends): by the openai SDK on litellm's routes that use it
+  (``max_retries``), else here, with litellm's own rules (``litellm.should_retry``,
+  ``calculate_retry_after``). After the last retry the player gets one clear
+  :class:`ModelError`. Errors that a retry cannot fix (a bad key, an unknown model, a
+  prompt over the context window) are not retried.
 - A stream that breaks off after some text keeps that text, marked incomplete, with one
   short line saying why (litellm's message repeats the chain of wrapped errors); so does
   :meth:`Gateway.interrupt` (Ctrl+C): the caller stores a partial reply, never loses it.
@@ -34,7 +43,7 @@ from typing import Any
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
 from .errors import ModelError
 
-__all__ = ["INTERRUPTED", "Completion", "Gateway", "OnEvent", "litellm_module"]
+__all__ = ["INTERRUPTED", "Completion", "Gateway", "OnEvent", "litellm_module", "route"]
 
 #: ``Completion.stopped_by`` of a reply the player stopped (Ctrl+C, a client gone).
 INTERRUPTED = "interrupted by the player"
@@ -60,6 +69,49 @@ def openai_errors() -> type[Exception]:
     import openai
 
     return openai.OpenAIError
+
+
+#: Providers litellm sends through the openai SDK that take any OpenAI-compatible base URL.
+_SDK_ROUTED = frozenset({"openai", "custom_openai", "lm_studio", "llamafile"})
+#: litellm's own HTTP route for an OpenAI-compatible server (no SDK in between).
+_HTTP_ROUTE = "hosted_vllm"
+_OPENAI_BASE = "https://api.openai.com/v1"
+
+
+@cache
+def _plain_openai_chat(name: str) -> bool:
+    """Whether litellm sends model ``name`` to OpenAI as a plain chat request (its
+    ``OpenAIGPTConfig``, which the HTTP route's configuration extends; a name it does
+    not know, such as a local server's, gets the same), rather than rewriting it
+    (reasoning models: ``max_completion_tokens``, dropped parameters)."""
+    litellm_module()
+    from litellm.llms.openai.chat.gpt_transformation import (
+        OpenAIGPTConfig,
+        OpenAIUnknownModelConfig,
+    )
+    from litellm.types.utils import LlmProviders
+    from litellm.utils import ProviderConfigManager
+
+    config = ProviderConfigManager.get_provider_chat_config(name, LlmProviders.OPENAI)
+    return type(config) in (OpenAIGPTConfig, OpenAIUnknownModelConfig)
+
+
+def route(config: ModelConfig) -> dict[str, Any]:
+    """How litellm is asked to call ``config``'s model: ``model`` and, for an
+    OpenAI-compatible server litellm would otherwise reach through the openai SDK, its
+    own HTTP route (``custom_llm_provider``, ``api_base``, ``api_key``). Empty extras
+    mean litellm's usual route."""
+    provider, _, name = config.model.partition("/")
+    if provider not in _SDK_ROUTED or not name:
+        return {"model": config.model}
+    base = config.api_base
+    if base is None and provider == "openai":
+        environ = os.environ
+        base = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE") or _OPENAI_BASE
+    if base is None or not _plain_openai_chat(name):
+        return {"model": config.model}
+    key = config.api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    return {"model": name, "custom_llm_provider": _HTTP_ROUTE, "api_base": base, "api_key": key}
 
 
 @dataclass
@@ -236,11 +288,9 @@ class Gateway:
         arguments: dict[str, Any] = {
             **config.params,
             **extra,
-            "model": config.model,
-            "messages": list(messages),
+            "messages": messages if isinstance(messages, list) else list(messages),
             "stream": stream,
             "timeout": config.timeout,
-            "max_retries": config.retries,
         }
         if stream:
             arguments["stream_options"] = {"include_usage": True}
@@ -251,10 +301,21 @@ class Gateway:
         elif config.api_base:
             # a local OpenAI-compatible server needs no key, but the client wants one
             arguments["api_key"] = os.environ.get("OPENAI_API_KEY") or "no-key"
-        try:
-            return await litellm.acompletion(**arguments)
-        except openai_errors() as error:
-            raise _model_error(error, config) from None
+        routed = route(config)
+        arguments.update(routed)
+        # the openai SDK retries on litellm's routes through it; litellm's own HTTP
+        # handlers do not, so this loop does
+        ours = "custom_llm_provider" in routed
+        arguments["max_retries"] = 0 if ours else config.retries
+        attempts = config.retries + 1 if ours else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await litellm.acompletion(**arguments)
+            except openai_errors() as error:
+                if attempt == attempts or not _retryable(error):
+                    raise _model_error(error, config) from None
+                await asyncio.sleep(_retry_delay(error, attempts - attempt, config.retries))
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     # -- what litellm knows about models --------------------------------------------
 
@@ -285,6 +346,57 @@ def _listed_window(model: str) -> int:
     except Exception:  # noqa: BLE001 - litellm raises bare Exception for unknown models
         return DEFAULT_CONTEXT_WINDOW
     return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+
+def _retryable(error: BaseException) -> bool:
+    """What the openai SDK retries: timeouts, dropped connections, 408, 409, 429, 5xx."""
+    exceptions = litellm_module().exceptions
+    if isinstance(error, exceptions.MidStreamFallbackError):
+        return False
+    if isinstance(error, exceptions.Timeout | exceptions.APIConnectionError):
+        return True
+    if _transport_failure(error) is not None:
+        return True
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and bool(litellm_module().should_retry(status))
+
+
+def _transport_failure(error: BaseException) -> str | None:
+    """``"timeout"`` or ``"connection"`` when the request never got an answer: litellm's
+    HTTP handlers report a refused connection or a timeout of their transport (httpx) as
+    a server error (HTTP 500), the cause kept in the chain."""
+    import httpx
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.TimeoutException):
+            return "timeout"
+        if isinstance(current, httpx.TransportError):
+            return "connection"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _retry_delay(error: BaseException, remaining: int, retries: int) -> float:
+    """Seconds before the next attempt: the server's ``retry-after-ms`` (OpenAI's, which
+    the SDK honours), else litellm's rule (``Retry-After`` up to a minute, else
+    exponential backoff with jitter)."""
+    from litellm.utils import calculate_retry_after
+
+    headers = getattr(error, "litellm_response_headers", None) or getattr(
+        getattr(error, "response", None), "headers", None
+    )
+    if headers:
+        try:
+            milliseconds = float(headers.get("retry-after-ms", ""))
+        except ValueError:
+            pass
+        else:
+            if 0 <= milliseconds <= 60_000:
+                return milliseconds / 1000
+    return float(calculate_retry_after(remaining, retries, headers))
 
 
 def _usage(usage: Any) -> dict[str, Any]:
@@ -358,6 +470,9 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
     status = getattr(error, "status_code", None)
     detail = _detail(error)
     tries = f"after {config.retries + 1} attempts"
+    transport = _transport_failure(error)
+    if transport is not None:
+        status = None  # no server answered: litellm's 500 is its own
     if isinstance(error, exceptions.ContextWindowExceededError):
         return ModelError(
             f"the prompt is longer than the context window of {config.model}: set a smaller "
@@ -385,13 +500,17 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
             "rate_limit",
             status=status,
         )
-    if isinstance(error, exceptions.Timeout):
+    if isinstance(error, exceptions.Timeout) or transport == "timeout":
         return ModelError(
             f"{config.model}{where} did not answer within {config.timeout:g} s, {tries}",
             "timeout",
             status=status,
         )
-    if isinstance(error, exceptions.APIConnectionError) or "Connection error" in str(error):
+    if (
+        isinstance(error, exceptions.APIConnectionError)
+        or transport == "connection"
+        or "Connection error" in str(error)
+    ):
         return ModelError(
             f"cannot reach the model server{where} for {config.model}, {tries} ({detail})",
             "connection",
