@@ -57,12 +57,12 @@ class ApiError(Exception):
         self.extra = extra
 
 
-def _json_refusal(error: BaseException) -> JsonTextError | None:
+def _json_refusal(error: BaseException | None) -> JsonTextError | None:
     """The :class:`JsonTextError` behind an importer's error (its cause), if any."""
     while error is not None:
         if isinstance(error, JsonTextError):
             return error
-        error = error.__cause__  # type: ignore[assignment]
+        error = error.__cause__
     return None
 
 
