@@ -1,9 +1,9 @@
-"""Importing a long SillyTavern chat: bytes written to reach it, import time, projection latency.
+"""Importing a long SillyTavern chat: bytes written to reach it, import time, reading it as a page.
 
 Run from the repository root::
 
     .venv/bin/python bench/import_chat.py            # 20,000 messages
-    .venv/bin/python bench/import_chat.py --quick    # 2,000 messages, 20 requests a client
+    .venv/bin/python bench/import_chat.py --quick    # 2,000 messages, 10 s of reading
 
 The chat is generated from a seed, as SillyTavern writes it: the header line of 1.15
 (``chat_metadata`` with an ``integrity`` id, the Author's Note keys, ``timedWorldInfo``,
@@ -61,45 +61,44 @@ Both sides must end with the same chat: the peer's final file, parsed, must equa
 ``clotho.stchat.export_chat(store, session.id)`` of ours, parsed (header and every
 message, all fields); whether the two are byte-identical is printed too.
 
-**API latency** -- our HTTP API as a real server process, ``python -m clotho --db
-sqlite:///<ours> serve --host 127.0.0.1 --port <free port>`` (``--server-workers N``
-adds ``--workers N``) with ``CLOTHO_API_TOKEN`` set, ready once ``GET /api/health``
-answers. One request first (its time printed: a fresh server renders the projection; the
-API keeps the rendered response per session version, so later ones are served from it,
-answered before routing, their bodies written by threads: ``clotho/api/rendered.py``,
-``clotho/api/transport.py``). Then ``--clients`` clients (default 8) at once, each with
-its own keep-alive ``http.client`` connection and ``Authorization: Bearer <token>``: by
-default each is a process of its own (``--clients-in processes``: multiprocessing's
-spawn, fresh interpreters that do not share this process's GIL or its heap;
-``--clients-in threads``: threads of this process). Each does ``--warmup`` untimed
-requests once all are up, one more once all are warm (so that no connection has idled
-past the server's 5 s keep-alive timeout meanwhile), then, all starting together,
-``--requests`` timed ``GET /api/sessions/{id}/projection`` (default 50); a latency is
-``time.perf_counter`` around sending the request and reading the whole body (status 200
-required, a body shorter than its Content-Length raises). Every timed body is then
-checked (after the clock stopped) to hold the first and the last messages' texts, and
-let go before the next request: a client that still held the last 19.5 MB body while
-reading the next one had its allocator take fresh memory for it, and the first timed
-round, eight clients faulting in 20 MB each at once, stalled for 150-300 ms on this
-virtual machine (the worst requests of a run were all there). The same is done again
-with the clients run the other way, for comparison (``--no-compare`` skips it), then by
-one client alone (the floor under the concurrency). Printed: p50 and p99 (nearest rank)
-over all the concurrent requests, mean and max, the response's size, its ``total`` and
-number of nodes, and where the CPU went meanwhile: the server's processes
-(``/proc/<pid>/stat``), the clients (their threads' ``getrusage``) and every other
-process on the machine (``/proc/stat`` minus ours), with the latency that alone would
-give if the requests were CPU-bound (requests in flight x CPU a request / CPUs left).
-The server and the clients share the machine's CPUs (a response of 19.5 MB costs ~5 ms
-of CPU to send and ~5 ms to receive over loopback), and so do other people's jobs on a
-shared machine: compare runs with the ``others`` figure. ``--client httpx`` uses
-``httpx`` instead of ``http.client`` (it takes 50-100 ms of its own to read 19.5 MB on a
-2-CPU machine). The server is stopped at the end, also on errors. ``--no-api`` skips
-this part (``p99_ms=n/a``).
+**Reading the story as the web page does** -- our HTTP API as a real server process,
+plain ``python -m clotho --db sqlite:///<ours> serve --host 127.0.0.1 --port <free
+port>`` with ``CLOTHO_API_TOKEN`` set and, as its model, the scripted OpenAI-compatible
+server of ``orchestrator.loopback`` in this process (``CLOTHO_MODEL=openai/gm``, its
+URL as ``CLOTHO_API_BASE``; every reply ~600 characters, streamed; ``{"operations":
+[]}`` to a state extraction), ready once ``GET /api/health`` answers. The first window
+is read once, its time printed (a fresh server reads the path root -> HEAD once; from
+then on it reads only what each turn adds, and each window's nodes). Then one turn,
+untimed (the first turn of a server loads the model client, litellm, for seconds). Then,
+for ``--duration`` seconds (default 30), all at once:
+
+- ``--clients`` readers (default 8), each a process of its own (multiprocessing's spawn)
+  with one keep-alive ``http.client`` connection, scroll as a person does: the newest
+  window, ``GET /api/sessions/{id}/projection?limit=200&metadata=true&disabled=true``
+  (the query of the web page), then ``--pages`` windows back (default 5) through each
+  answer's ``next``, waiting ``--pause-ms`` (default 100) after each read, then again
+  from the newest window, until the time is up. A latency is ``time.perf_counter``
+  around sending the request and reading the whole body (status 200 required). Each
+  window is checked after the clock stopped: ``limit`` messages (fewer only at the
+  root), the last of a window the parent of the first of the window after it.
+- a player, a thread of this process, plays ``say`` turns one after another
+  (``POST .../turns`` with ``Accept: application/json``: the turn played to its end,
+  then the next), so that the session's version moves under the readers.
+
+Printed: p50, p99 (nearest rank), mean and max over every read, and the newest windows
+and the windows back apart; the turns played and their p50; where the CPU went
+(the server's process, ``/proc/<pid>/stat``; the readers, ``getrusage``; every other
+process on the machine, ``/proc/stat`` minus ours, for a machine shared with others'
+jobs); then one reader alone for ``--alone`` seconds (default 10), no turns: the floor
+under the concurrency. The server is stopped at the end, also on errors. ``--no-api``
+skips this part (``page_p99_ms=n/a``); ``--profile FILE`` records the server with py-spy
+(if it is on ``PATH``; not a dependency) while it is read and played, as collapsed
+stacks, one thread apart from the other.
 
 Targets (from the issue): bytes ratio (peer ``wchar`` / ours) >= 100, import under
-10 s, p99 under 100 ms. Save the output with ``| tee bench/results/import_chat.txt``.
-The last line is ``ratio bytes_written=<peer / ours> import_s=<ours> p99_ms=<ours> at
-<N> messages``.
+10 s, page p99 under 25 ms. Save the output with ``| tee bench/results/import_chat.txt``.
+The last line is ``ratio bytes_written=<peer / ours> import_s=<ours> page_p99_ms=<ours>
+at <N> messages``.
 """
 
 from __future__ import annotations
@@ -122,7 +121,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -138,7 +137,7 @@ CHAR, USER = "Seraphina", "Traveler"
 START = datetime(2025, 3, 1, 18, 0, tzinfo=UTC)
 SWIPES = 3
 TOKEN = "bench-import-chat-token"
-TARGET_RATIO, TARGET_IMPORT_S, TARGET_P99_MS = 100.0, 10.0, 100.0
+TARGET_RATIO, TARGET_IMPORT_S, TARGET_P99_MS = 100.0, 10.0, 25.0
 COUNTERS = ("wchar", "write_bytes", "cancelled_write_bytes")
 REPO = Path(__file__).resolve().parent.parent
 
@@ -428,32 +427,130 @@ def run_peer(
     )
 
 
-# -- the API ------------------------------------------------------------------------------
+# -- reading it as the page does ----------------------------------------------------------
+
+#: The query of the web page's chat view (clotho/web/static/chat.js).
+PAGE_QUERY = "limit=200&metadata=true&disabled=true"
+PAGE_LIMIT = 200
+MODEL_REPLY_CHARS = 600
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every reader does (picklable: handed to the reader processes)."""
+
+    port: int
+    first: str
+    """The newest window's path and query."""
+    headers: dict[str, str]
+    pages: int
+    pause_s: float
+    duration_s: float
 
 
 @dataclass
-class Latency:
-    p50_ms: float
-    p99_ms: float
-    mean_ms: float
-    max_ms: float
-    requests: int
-    response_bytes: int
-    first_ms: float
-    """The first request, before the warm-up (a fresh server renders the projection)."""
-    alone_p50_ms: float
-    alone_p99_ms: float
-    nodes: int | None
-    total: int | None
-    has_first: bool
-    has_last: bool
+class _Reading:
+    """One reader's outcome."""
+
+    newest_ms: list[float]
+    back_ms: list[float]
+    windows: int
     checked: int
-    """Timed responses (concurrent and alone) found holding the first and last texts."""
-    checked_of: int
-    phase: Usage
-    """Where the CPU went during the concurrent timed requests."""
-    other: tuple[float, float, Usage] | None = None
-    """p50, p99 and CPU with the clients run the other way (--compare)."""
+    scrolls: int
+    cpu_s: float
+
+
+def _get(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> bytes:
+    conn.request("GET", path, headers=headers)
+    answer = conn.getresponse()
+    body = answer.read()
+    if answer.status != 200:
+        raise RuntimeError(f"GET {path}: {answer.status} {body[:300]!r}")
+    return body
+
+
+def _window_ok(document: dict[str, Any], after: dict[str, Any] | None) -> bool:
+    """``limit`` messages (fewer only at the root), its last the parent of the first of
+    the window ``after`` it."""
+    nodes = document["nodes"]
+    full = len(nodes) == PAGE_LIMIT or (document["next"] is None and nodes)
+    joined = after is None or (nodes and nodes[-1]["id"] == after["nodes"][0]["parent_id"])
+    return bool(full and joined)
+
+
+def _read(plan: _Plan, start: Any) -> _Reading:
+    """One reader: a warm connection, then (once every reader and the player are ready)
+    the newest window and ``plan.pages`` back, a pause after each read, until the time
+    is up."""
+    reading = _Reading([], [], 0, 0, 0, 0.0)
+    conn = http.client.HTTPConnection("127.0.0.1", plan.port, timeout=120)
+    try:
+        _get(conn, plan.first, plan.headers)
+        start.wait(timeout=600)
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        end = time.monotonic() + plan.duration_s
+        while time.monotonic() < end:
+            path: str | None = plan.first
+            after = None
+            for page in range(plan.pages + 1):
+                if path is None or time.monotonic() >= end:
+                    break
+                started = time.perf_counter()
+                body = _get(conn, path, plan.headers)
+                elapsed = (time.perf_counter() - started) * 1000
+                (reading.back_ms if page else reading.newest_ms).append(elapsed)
+                document = json.loads(body)
+                reading.windows += 1
+                reading.checked += _window_ok(document, after)
+                after, path = document, document["next"]
+                time.sleep(plan.pause_s)
+            reading.scrolls += 1
+        spent = resource.getrusage(resource.RUSAGE_SELF)
+        reading.cpu_s = spent.ru_utime - before.ru_utime + spent.ru_stime - before.ru_stime
+        return reading
+    finally:
+        conn.close()
+
+
+def _reader_process(plan: _Plan, start: Any, results: Any) -> None:
+    """The body of a reader process: its reading (or its error) goes to ``results``."""
+    try:
+        results.put(_read(plan, start))
+    except BaseException as error:  # noqa: BLE001 -- raised again by the benchmark's process
+        start.abort()
+        results.put(RuntimeError(f"a reader failed: {error!r}"))
+
+
+@dataclass
+class _Playing:
+    turns_ms: list[float]
+    error: BaseException | None = None
+
+
+def _play(base: str, path: str, headers: dict[str, str], start: Any, until: Any) -> _Playing:
+    """The player: ``say`` turns one after another from when ``start`` is passed until
+    ``until`` is set."""
+    playing = _Playing([])
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+            start.wait(timeout=600)
+            number = 0
+            while not until.is_set():
+                number += 1
+                started = time.perf_counter()
+                answer = client.post(
+                    path,
+                    json={"kind": "say", "text": f"I walk on, turn {number} of the benchmark."},
+                    headers={"Accept": "application/json"},
+                )
+                if answer.status_code != 200:
+                    raise RuntimeError(f"POST {path}: {answer.status_code} {answer.text[:300]}")
+                playing.turns_ms.append((time.perf_counter() - started) * 1000)
+    except BaseException as error:  # noqa: BLE001 -- reported by the benchmark's process
+        playing.error = error
+        with contextlib.suppress(threading.BrokenBarrierError):
+            start.abort()
+    return playing
 
 
 @dataclass
@@ -462,10 +559,9 @@ class Usage:
 
     elapsed_s: float
     server_s: float
-    server_processes: int
-    clients_s: float
+    readers_s: float
     ours_s: float
-    """The server, this process and the client processes."""
+    """The server, this process (the player, the model) and the readers."""
     busy_s: float
     """Every CPU of the machine (``/proc/stat``), all processes."""
     cpus: int
@@ -479,139 +575,9 @@ class Usage:
         return self.busy_s / self.elapsed_s
 
 
-class _Client:
-    """One client's keep-alive connection: ``get()`` sends the request and reads the
-    whole body (status 200 required; a body shorter than its Content-Length raises)."""
-
-    def __init__(self, kind: str, port: int, url: str, headers: dict[str, str]) -> None:
-        self.kind, self.url, self.headers = kind, url, headers
-        self.path = httpx.URL(url).raw_path.decode()
-        if kind == "httpx":
-            self.httpx = httpx.Client(headers=headers, timeout=120)
-        else:
-            self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-
-    def get(self) -> bytes:
-        if self.kind == "httpx":
-            response = self.httpx.get(self.url)
-            if response.status_code != 200:
-                raise RuntimeError(f"GET {self.path}: {response.status_code} {response.text[:300]}")
-            return response.content
-        self.conn.request("GET", self.path, headers=self.headers)
-        answer = self.conn.getresponse()
-        body = answer.read()
-        if answer.status != 200:
-            raise RuntimeError(f"GET {self.path}: {answer.status} {body[:300]!r}")
-        return body
-
-    def __enter__(self) -> _Client:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.kind == "httpx":
-            self.httpx.close()
-        else:
-            self.conn.close()
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What every client does (picklable: handed to the client processes)."""
-
-    kind: str
-    port: int
-    url: str
-    headers: dict[str, str]
-    warmup: int
-    requests: int
-    first: bytes
-    """The first message's text as the response holds it (near its start)."""
-    last: bytes
-    """The last message's (near its end)."""
-
-
-def _holds(body: bytes, plan: _Plan) -> bool:
-    return body.find(plan.first) >= 0 and body.rfind(plan.last) >= 0
-
-
-def _client_run(plan: _Plan, barriers: _Barriers) -> tuple[list[float], int, float]:
-    """One client: its connection and warm-up once every client is up, one more untimed
-    request once every client is warm (none of the connections has then idled past the
-    server's keep-alive timeout, 5 s, while the others started or warmed up), then,
-    all at once, its timed requests. Returns the latencies (ms), how many bodies held
-    both texts (checked after the clock stopped) and the CPU seconds this thread spent
-    in the timed requests."""
-    latencies: list[float] = []
-    checked = 0
-    barriers.up.wait(timeout=600)
-    with _Client(plan.kind, plan.port, plan.url, plan.headers) as client:
-        for _ in range(plan.warmup):
-            client.get()
-        barriers.warm.wait(timeout=600)
-        client.get()
-        barriers.ready.wait(timeout=600)
-        before = resource.getrusage(resource.RUSAGE_THREAD)
-        for _ in range(plan.requests):
-            started = time.perf_counter()
-            body = client.get()
-            latencies.append((time.perf_counter() - started) * 1000)
-            checked += _holds(body, plan)
-            del body  # before the next request (see the module's docstring)
-        after = resource.getrusage(resource.RUSAGE_THREAD)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return latencies, checked, cpu
-
-
-@dataclass
-class _Barriers:
-    """Every client up (a client process has imported this module); every client warm;
-    every client and the benchmark ready (the clock starts)."""
-
-    up: Any
-    warm: Any
-    ready: Any
-
-    def abort(self) -> None:
-        for barrier in (self.up, self.warm, self.ready):
-            barrier.abort()
-
-
-def _client_process(plan: _Plan, barriers: _Barriers, results: Any) -> None:
-    """The body of a client process: its results (or its error) go to ``results``."""
-    try:
-        results.put(_client_run(plan, barriers))
-    except BaseException as error:  # noqa: BLE001 -- raised again by the benchmark's process
-        barriers.abort()
-        results.put(RuntimeError(f"a client process failed: {error!r}"))
-
-
-def _cpu_seconds(pids: Sequence[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (every thread)
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _tree(root: int) -> list[int]:
-    """``root`` and its descendants (the server and, with --workers, its workers)."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(parents.get(pid, ()))
-    return found
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def _machine() -> tuple[float, int]:
@@ -625,78 +591,83 @@ def _machine() -> tuple[float, int]:
     return (sum(values[:8]) - idle) / tick, cpus
 
 
-def _timed(plan: _Plan, clients: int, mode: str, server: int) -> tuple[list[float], int, Usage]:
-    """``clients`` clients at once, each with its own connection: threads of this
-    process, or processes of their own (``spawn``: fresh interpreters, not copies of
-    this one). Returns every latency, the bodies checked and the CPU used meanwhile."""
-    errors: list[BaseException] = []
-    runs: list[tuple[list[float], int, float]] = []
-    workers: list[Any] = []
-    if mode == "processes":
-        context = multiprocessing.get_context("spawn")
-        barriers = _Barriers(
-            context.Barrier(clients), context.Barrier(clients), context.Barrier(clients + 1)
-        )
-        results: Any = context.Queue()
-        workers = [
-            context.Process(target=_client_process, args=(plan, barriers, results), daemon=True)
-            for _ in range(clients)
-        ]
-    else:
-        barriers = _Barriers(
-            threading.Barrier(clients), threading.Barrier(clients), threading.Barrier(clients + 1)
-        )
+@dataclass
+class Phase:
+    """The readers' latencies (ms), checks, turns and CPU of one timed phase."""
 
-        def thread() -> None:
-            try:
-                runs.append(_client_run(plan, barriers))
-            except BaseException as error:  # noqa: BLE001 -- raised again below
-                errors.append(error)
-                barriers.abort()
+    newest_ms: list[float]
+    back_ms: list[float]
+    windows: int
+    checked: int
+    scrolls: int
+    turns_ms: list[float]
+    usage: Usage
 
-        workers = [threading.Thread(target=thread) for _ in range(clients)]
+    @property
+    def every_ms(self) -> list[float]:
+        return self.newest_ms + self.back_ms
+
+
+def _phase(plan: _Plan, readers: int, server: int, turns: tuple[str, str] | None) -> Phase:
+    """``readers`` reader processes and, with ``turns`` (base URL, path), the player,
+    all starting together."""
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(readers + 1 + (turns is not None))
+    results: Any = context.Queue()
+    workers = [
+        context.Process(target=_reader_process, args=(plan, start, results), daemon=True)
+        for _ in range(readers)
+    ]
     for worker in workers:
         worker.start()
-    servers = _tree(server)
-    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: see below
-        barriers.ready.wait(timeout=1200)
+    until = threading.Event()
+    playing: list[_Playing] = []
+    player = None
+    if turns is not None:
+        player = threading.Thread(
+            target=lambda: playing.append(_play(*turns, plan.headers, start, until))
+        )
+        player.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a reader failed: see below
+        start.wait(timeout=600)
     started = time.perf_counter()
     busy_before, cpus = _machine()
-    server_before = _cpu_seconds(servers)
+    server_before = _cpu_seconds(server)
     own_before = sum(os.times()[:2])
-    if mode == "processes":
-        for _ in workers:  # each puts one outcome: its results or its error
-            outcome = results.get(timeout=1200)
-            if isinstance(outcome, BaseException):
-                errors.append(outcome)
-            else:
-                runs.append(outcome)
-    else:
-        for worker in workers:
-            worker.join()
+    outcomes = [results.get(timeout=plan.duration_s + 600) for _ in workers]
+    until.set()
     elapsed = time.perf_counter() - started
     busy_after, _ = _machine()
-    server_s = _cpu_seconds(servers) - server_before
-    own_s = sum(os.times()[:2]) - own_before
+    server_s = _cpu_seconds(server) - server_before
+    own_s = sum(os.times()[:2]) - own_before  # the player's last turn may still run
+    if player is not None:
+        player.join(timeout=600)
     for worker in workers:
         worker.join(timeout=60)
-        if mode == "processes" and worker.is_alive():
+        if worker.is_alive():
             worker.kill()
-    if errors:  # the first client's own error, not the others' broken barrier
-        errors.sort(key=lambda error: "BrokenBarrierError" in repr(error))
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    errors += [p.error for p in playing if p.error is not None]
+    if errors:
         raise RuntimeError(f"a client failed: {errors[0]!r}") from errors[0]
-    clients_s = sum(cpu for _, _, cpu in runs)
-    usage = Usage(
-        elapsed_s=elapsed,
-        server_s=server_s,
-        server_processes=len(servers),
-        clients_s=clients_s,
-        ours_s=server_s + own_s + (clients_s if mode == "processes" else 0.0),
-        busy_s=busy_after - busy_before,
-        cpus=cpus,
+    readings = [outcome for outcome in outcomes if isinstance(outcome, _Reading)]
+    readers_s = sum(r.cpu_s for r in readings)
+    return Phase(
+        newest_ms=[ms for r in readings for ms in r.newest_ms],
+        back_ms=[ms for r in readings for ms in r.back_ms],
+        windows=sum(r.windows for r in readings),
+        checked=sum(r.checked for r in readings),
+        scrolls=sum(r.scrolls for r in readings),
+        turns_ms=playing[0].turns_ms if playing else [],
+        usage=Usage(
+            elapsed_s=elapsed,
+            server_s=server_s,
+            readers_s=readers_s,
+            ours_s=server_s + own_s + readers_s,
+            busy_s=busy_after - busy_before,
+            cpus=cpus,
+        ),
     )
-    every = [value for latencies, _, _ in runs for value in latencies]
-    return every, sum(checked for _, checked, _ in runs), usage
 
 
 def _free_port() -> int:
@@ -710,87 +681,156 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
 
 
-def measure_api(
-    db: Path,
-    session_id: str,
-    logs: Path,
-    args: argparse.Namespace,
-    requests: int,
-    texts: tuple[str, str],
-) -> Latency:
+@dataclass
+class Reading:
+    first_ms: float
+    first_bytes: int
+    total: int
+    first_turn_ms: float
+    loaded: Phase
+    alone: Phase | None
+
+
+def _model_script(reply: str) -> Any:
+    def script(request: dict[str, Any]) -> str:
+        return '{"operations": []}' if request.get("response_format") else reply
+
+    return script
+
+
+def measure_pages(db: Path, session_id: str, logs: Path, args: argparse.Namespace) -> Reading:
+    from orchestrator.loopback import ModelServer
+
+    rng = random.Random(SEED + 1)
+    reply = line(rng, "The narrator:", MODEL_REPLY_CHARS)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, CLOTHO_API_TOKEN=TOKEN)
     command = [sys.executable, "-m", "clotho", "--db", f"sqlite:///{db}", "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
-    if args.server_workers > 1:
-        command += ["--workers", str(args.server_workers)]
     out, err = open(logs / "serve.out", "wb"), open(logs / "serve.err", "wb")  # noqa: SIM115
-    server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=err)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(
-                    f"`{' '.join(command)}` exited with {server.returncode}: "
-                    + (logs / "serve.err").read_text(errors="replace")[-2000:]
-                )
-            try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the API did not answer on {base}/api/health within 60 s")
-            time.sleep(0.1)
-        url = f"{base}/api/sessions/{session_id}/projection"
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        first, last = (json.dumps(text, ensure_ascii=False)[1:-1].encode() for text in texts)
-        plan = _Plan(args.client, port, url, headers, args.warmup, requests, first, last)
-        with _Client(args.client, port, url, headers) as client:
-            started = time.perf_counter()
-            content = client.get()
-            first_ms = (time.perf_counter() - started) * 1000
-        document = json.loads(content)
-        shown = document.get("nodes") if isinstance(document, dict) else None
-        total = document.get("total") if isinstance(document, dict) else None
-        every, checked, usage = _timed(plan, args.clients, args.clients_in, server.pid)
-        other, every_other = None, 0
-        if args.compare:
-            way = "threads" if args.clients_in == "processes" else "processes"
-            others, checked_other, other_usage = _timed(plan, args.clients, way, server.pid)
-            checked += checked_other
-            every_other = len(others)
-            other = (_percentile(others, 0.50), _percentile(others, 0.99), other_usage)
-        alone, checked_alone, _ = _timed(plan, 1, args.clients_in, server.pid)
-        return Latency(
-            p50_ms=_percentile(every, 0.50),
-            p99_ms=_percentile(every, 0.99),
-            mean_ms=statistics.fmean(every),
-            max_ms=max(every),
-            requests=len(every),
-            response_bytes=len(content),
-            first_ms=first_ms,
-            alone_p50_ms=_percentile(alone, 0.50),
-            alone_p99_ms=_percentile(alone, 0.99),
-            nodes=len(shown) if isinstance(shown, list) else None,
-            total=total if isinstance(total, int) else None,
-            has_first=first in content,
-            has_last=last in content,
-            checked=checked + checked_alone,
-            checked_of=len(every) + every_other + len(alone),
-            phase=usage,
-            other=other,
+    with ModelServer(_model_script(reply)) as model:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("CLOTHO_")}
+        env.update(
+            CLOTHO_API_TOKEN=TOKEN,
+            CLOTHO_DATA_DIR=str(logs / "data"),
+            CLOTHO_VECTORS="false",
+            CLOTHO_MODEL="openai/gm",
+            CLOTHO_API_BASE=model.url,
+            CLOTHO_API_KEY="bench",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
         )
-    finally:
-        server.terminate()
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=err)
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        out.close()
-        err.close()
+            deadline = time.monotonic() + 60
+            while True:
+                if server.poll() is not None:
+                    raise RuntimeError(
+                        f"`{' '.join(command)}` exited with {server.returncode}: "
+                        + (logs / "serve.err").read_text(errors="replace")[-2000:]
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the API did not answer on {base}/api/health in 60 s")
+                time.sleep(0.1)
+            where = f"/api/sessions/{session_id}"
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            plan = _Plan(
+                port, f"{where}/projection?{PAGE_QUERY}", headers, args.pages,
+                args.pause_ms / 1000, args.duration,
+            )  # fmt: skip
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            started = time.perf_counter()
+            body = _get(conn, plan.first, headers)
+            first_ms = (time.perf_counter() - started) * 1000
+            conn.close()
+            total = json.loads(body)["total"]
+            started = time.perf_counter()  # the first turn loads the model client: untimed
+            warm = httpx.post(
+                f"{base}{where}/turns",
+                json={"kind": "say", "text": "I set out."},
+                headers={**headers, "Accept": "application/json"},
+                timeout=120,
+            )
+            if warm.status_code != 200:
+                raise RuntimeError(f"the first turn: {warm.status_code} {warm.text[:300]}")
+            first_turn_ms = (time.perf_counter() - started) * 1000
+            spy = None
+            if args.profile:  # every thread of the server, the idle ones left out
+                spy_command = [shutil.which("py-spy") or "py-spy", "record", "--pid"]
+                spy_command += [str(server.pid), "--format", "raw", "--rate", "200"]
+                spy_command += ["--threads", "--output", args.profile]
+                spy_command += ["--duration", str(int(args.duration) + 5)]
+                spy = subprocess.Popen(spy_command, stdout=subprocess.DEVNULL)
+            loaded = _phase(plan, args.clients, server.pid, (base, f"{where}/turns"))
+            if spy is not None:
+                spy.wait(timeout=120)
+            model.requests.clear()
+            alone = None
+            if args.alone > 0:
+                alone = _phase(replace(plan, duration_s=args.alone), 1, server.pid, None)
+            return Reading(first_ms, len(body), total, first_turn_ms, loaded, alone)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            out.close()
+            err.close()
+
+
+def _ms(values: Sequence[float]) -> str:
+    return (
+        f"p50 {_percentile(values, 0.50):.1f} ms, p99 {_percentile(values, 0.99):.1f} ms, "
+        f"mean {statistics.fmean(values):.1f} ms, max {max(values):.1f} ms"
+    )
+
+
+def print_reading(reading: Reading, args: argparse.Namespace, count: int) -> None:
+    loaded = reading.loaded
+    usage = loaded.usage
+    print(
+        f"\nGET /api/sessions/{{id}}/projection?{PAGE_QUERY} on the session of {count:,} "
+        f"messages (total {reading.total:,}): the first window ({reading.first_bytes:,} "
+        f"bytes) from a fresh `clotho serve` (plain uvicorn, one process) took "
+        f"{reading.first_ms:.1f} ms (it reads the path once); then one turn, untimed "
+        f"(the first loads the model client): {reading.first_turn_ms:.0f} ms"
+    )
+    print(
+        f"{args.clients} readers (processes of their own, one keep-alive http.client "
+        f"connection each) for {args.duration:g} s: the newest window, then {args.pages} "
+        f"back through `next`, {args.pause_ms:g} ms after each read, again and again "
+        f"({loaded.scrolls} scrolls); meanwhile a player played {len(loaded.turns_ms)} say "
+        f"turns one after another (p50 {_percentile(loaded.turns_ms or [0.0], 0.5):.0f} ms "
+        f"a turn, scripted model on loopback)"
+    )
+    print(f"every read, {len(loaded.every_ms)}: {_ms(loaded.every_ms)}")
+    print(f"  newest windows, {len(loaded.newest_ms)}: {_ms(loaded.newest_ms)}")
+    if loaded.back_ms:
+        print(f"  windows back, {len(loaded.back_ms)}: {_ms(loaded.back_ms)}")
+    reads = len(loaded.every_ms)
+    left = max(usage.cpus - usage.others_cores, 0.05)
+    print(
+        f"  CPU meanwhile ({usage.elapsed_s:.1f} s, {reads / usage.elapsed_s:.0f} reads/s): "
+        f"the server {usage.server_s:.1f} s ({usage.server_s / reads * 1000:.1f} ms a read, "
+        f"the turns' work included), the readers {usage.readers_s / reads * 1000:.1f} ms a "
+        f"read (reading and parsing the JSON); the machine's {usage.cpus} CPUs "
+        f"{usage.busy_cores:.2f} busy, {usage.others_cores:.2f} of them with other processes "
+        f"than this benchmark's ({left:.2f} left to it)"
+    )
+    print(
+        f"  windows checked (200 messages, or fewer at the root; each window's last message "
+        f"the parent of the first of the window after it): {loaded.checked}/{loaded.windows}"
+    )
+    if reading.alone is not None:
+        alone = reading.alone
+        print(
+            f"one reader alone, no turns, {args.alone:g} s, {len(alone.every_ms)} reads: "
+            f"{_ms(alone.every_ms)}; checked {alone.checked}/{alone.windows}"
+        )
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -800,79 +840,7 @@ def _mb(value: float) -> str:
     return f"{value / 1e6:,.1f} MB"
 
 
-_WAYS = {
-    "processes": "client processes of their own (multiprocessing's spawn: fresh "
-    "interpreters, not copies of this one)",
-    "threads": "client threads of this benchmark's process (sharing its GIL)",
-}
-
-
-def _cpu_line(usage: Usage, requests: int, clients: int) -> str:
-    """Where the CPU went while ``clients`` clients made ``requests`` timed requests."""
-    server = usage.server_s / requests * 1000
-    client = usage.clients_s / requests * 1000
-    left = max(usage.cpus - usage.others_cores, 0.05)
-    return (
-        f"  CPU meanwhile ({usage.elapsed_s:.1f} s, {requests / usage.elapsed_s:.0f} "
-        f"requests/s): server {server:.1f} ms a request ({usage.server_processes} "
-        f"process{'es' if usage.server_processes > 1 else ''}), clients {client:.1f} ms a "
-        f"request; the machine's {usage.cpus} CPUs {usage.busy_cores:.2f} busy, "
-        f"{usage.others_cores:.2f} of them with other processes than this benchmark's: "
-        f"{clients} requests in flight x {server + client:.1f} ms of CPU / {left:.2f} CPUs "
-        f"left = {clients * (server + client) / left:.0f} ms a request if CPU-bound"
-    )
-
-
-def print_latency(latency: Latency, args: argparse.Namespace, count: int, requests: int) -> None:
-    yes = lambda good: "yes" if good else "no"  # noqa: E731
-    workers = args.server_workers
-    server = (
-        f"`clotho serve --workers {workers}` ({workers} worker processes on the one SQLite "
-        "file, each with its own cache of rendered responses)"
-        if workers > 1
-        else "`clotho serve` (one process)"
-    )
-    print(
-        f"\nGET /api/sessions/{{id}}/projection at depth {count:,}: response "
-        f"{latency.response_bytes:,} bytes, {latency.nodes} nodes (total {latency.total}); "
-        f"first and last messages in it: {yes(latency.has_first)} / {yes(latency.has_last)}; "
-        f"the very first request (a fresh server renders the projection) took "
-        f"{latency.first_ms:.1f} ms"
-    )
-    print(
-        f"server: {server}, on the same machine as the clients; {args.clients} clients at "
-        f"once, each with one keep-alive {args.client} connection: {args.warmup} warm-up "
-        f"requests each (untimed), one more once all are warm, then {requests} timed "
-        f"requests each, all starting together; a latency is sending the request and "
-        f"reading the whole body"
-    )
-    print(
-        f"{args.clients} {_WAYS[args.clients_in]}, {latency.requests} timed: p50 "
-        f"{latency.p50_ms:.1f} ms, p99 {latency.p99_ms:.1f} ms, mean {latency.mean_ms:.1f} "
-        f"ms, max {latency.max_ms:.1f} ms"
-    )
-    print(_cpu_line(latency.phase, latency.requests, args.clients))
-    if latency.other is not None:
-        p50, p99, usage = latency.other
-        way = "threads" if args.clients_in == "processes" else "processes"
-        print(
-            f"for comparison, {args.clients} {_WAYS[way]}, {latency.requests} timed: p50 "
-            f"{p50:.1f} ms, p99 {p99:.1f} ms"
-        )
-        print(_cpu_line(usage, latency.requests, args.clients))
-    print(
-        f"one client alone ({'a process' if args.clients_in == 'processes' else 'a thread'})"
-        f", {requests} timed requests: p50 {latency.alone_p50_ms:.1f} ms, p99 "
-        f"{latency.alone_p99_ms:.1f} ms"
-    )
-    print(
-        f"every timed response read whole (its Content-Length) and holding the first and "
-        f"last messages (checked after the clock stopped): {latency.checked}/"
-        f"{latency.checked_of}"
-    )
-
-
-def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
+def run(args: argparse.Namespace, count: int, work: Path) -> int:
     from clotho.stchat import export_chat, parse_chat
     from mnemosyne import Store
 
@@ -915,10 +883,9 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
         f"field equal; byte-identical files: {'yes' if identical else 'no'})"
     )
 
-    latency = None
+    reading = None
     if not args.no_api:
-        texts = (messages[0]["mes"], messages[-1]["mes"])
-        latency = measure_api(db, ours.session_id, work, args, requests, texts)
+        reading = measure_pages(db, ours.session_id, work, args)
 
     computed = peer.saves - peer.real_saves
     print(
@@ -967,9 +934,10 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
     print(f"bytes ratio (wchar, peer / ours): {ratio:.1f}")
 
     p99 = "n/a"
-    if latency is not None:
-        p99 = f"{latency.p99_ms:.1f}"
-        print_latency(latency, args, count, requests)
+    if reading is not None:
+        p99_ms = _percentile(reading.loaded.every_ms, 0.99)
+        p99 = f"{p99_ms:.1f}"
+        print_reading(reading, args, count)
 
     ok = lambda good: "ok" if good else "MISSED"  # noqa: E731
     targets = (
@@ -977,11 +945,11 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
         f"{ok(ratio >= TARGET_RATIO)}; import_s {ours.import_s:.2f} < {TARGET_IMPORT_S:g} "
         f"{ok(ours.import_s < TARGET_IMPORT_S)}"
     )
-    if latency is not None:
-        targets += f"; p99_ms {p99} < {TARGET_P99_MS:g} {ok(latency.p99_ms < TARGET_P99_MS)}"
+    if reading is not None:
+        targets += f"; page_p99_ms {p99} < {TARGET_P99_MS:g} {ok(p99_ms < TARGET_P99_MS)}"
     print(targets)
     print(
-        f"ratio bytes_written={ratio:.1f} import_s={ours.import_s:.2f} p99_ms={p99} "
+        f"ratio bytes_written={ratio:.1f} import_s={ours.import_s:.2f} page_p99_ms={p99} "
         f"at {count} messages"
     )
     return 0
@@ -990,50 +958,42 @@ def run(args: argparse.Namespace, count: int, requests: int, work: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20000)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--requests", type=int, default=50, help="timed requests per client")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed requests per client")
-    parser.add_argument("--quick", action="store_true", help="2,000 messages, 20 requests")
+    parser.add_argument("--clients", type=int, default=8, help="readers (default 8)")
+    parser.add_argument(
+        "--pages", type=int, default=5, help="windows back after the newest (default 5)"
+    )
+    parser.add_argument(
+        "--pause-ms", type=float, default=100.0, help="after each read (default 100)"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=30.0, help="seconds of reading and playing"
+    )
+    parser.add_argument(
+        "--alone", type=float, default=10.0, help="seconds of one reader alone (0: none)"
+    )
+    parser.add_argument("--quick", action="store_true", help="2,000 messages, 10 s")
     parser.add_argument("--keep", action="store_true", help="keep the temporary files")
     parser.add_argument(
         "--peer-real-gb", type=float, default=4.0, help="the peer's saves written for real (GB)"
     )
     parser.add_argument("--peer-all", action="store_true", help="write every save of the peer")
     parser.add_argument("--peer-dir", help="where the peer writes (default: the temporary dir)")
-    parser.add_argument("--no-api", action="store_true", help="skip the API latency part")
+    parser.add_argument("--no-api", action="store_true", help="skip reading it as the page")
     parser.add_argument(
-        "--client",
-        choices=("http.client", "httpx"),
-        default="http.client",
-        help="the timed clients' HTTP library (default: the standard library's)",
-    )
-    parser.add_argument(
-        "--clients-in",
-        choices=("processes", "threads"),
-        default="processes",
-        help="run the clients as processes of their own (default) or threads of this one",
-    )
-    parser.add_argument(
-        "--server-workers",
-        type=int,
-        default=1,
-        help="`clotho serve --workers N` (default 1: one process)",
-    )
-    parser.add_argument(
-        "--no-compare",
-        dest="compare",
-        action="store_false",
-        help="skip the second concurrent run with the clients run the other way",
+        "--profile",
+        metavar="FILE",
+        help="record the server with py-spy (on PATH) while it is read and played: "
+        "collapsed stacks to FILE",
     )
     args = parser.parse_args(argv)
-    count, requests = (2000, 20) if args.quick else (args.messages, args.requests)
-    if count < 2 or args.clients < 1 or requests < 1 or args.server_workers < 1:
-        parser.error(
-            "--messages must be at least 2, --clients, --requests and --server-workers at least 1"
-        )
+    count = args.messages
+    if args.quick:
+        count, args.duration, args.alone = 2000, 10.0, 5.0
+    if count < 2 or args.clients < 1 or args.pages < 0 or args.duration <= 0:
+        parser.error("--messages must be at least 2, --clients 1, --pages 0, --duration > 0")
     work = Path(tempfile.mkdtemp(prefix="clotho-bench-import-chat-"))
     try:
-        return run(args, count, requests, work)
+        return run(args, count, work)
     finally:
         if args.keep:
             print(f"(files kept in {work})")
