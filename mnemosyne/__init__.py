@@ -8,6 +8,7 @@ the rest of Clotho.
 
 from ._bulk import NodeRecord, SessionDump, StoredTrace
 from ._checks import new_id
+from .database import SchemaStatus, schema_status, upgrade_schema
 from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
     AmbiguousIdError,
@@ -64,6 +65,7 @@ __all__ = [
     "NotFoundError",
     "Role",
     "SchemaError",
+    "SchemaStatus",
     "Session",
     "SessionDump",
     "SessionTransaction",
@@ -80,4 +82,6 @@ __all__ = [
     "WorldState",
     "new_id",
     "schema_from_mapping",
+    "schema_status",
+    "upgrade_schema",
 ]

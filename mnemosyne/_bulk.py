@@ -835,10 +835,10 @@ def dump(conn: Connection, record: q.SessionRecord) -> SessionDump:
         .where(nodes.c.session_pk == record.pk)
         .order_by(nodes.c.pk)
     ).all()
-    place = {node.id: i for i, node in enumerate(out)}
+    order = {node.id: i for i, node in enumerate(out)}
     found = sorted(
         (StoredTrace(row[0], json.loads(row[1]), row[2], json.loads(row[3])) for row in stored),
-        key=lambda trace: place[trace.node_id],
+        key=lambda trace: order[trace.node_id],
     )
     named: list[str] = []
     for trace in found:

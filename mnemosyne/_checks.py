@@ -31,9 +31,10 @@ def new_id() -> str:
 
 
 def check_role(role: str) -> Role:
-    if role not in ROLES:
-        raise InvalidOperationError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-    return role  # type: ignore[return-value]
+    match role:
+        case "system" | "user" | "assistant":
+            return role
+    raise InvalidOperationError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
 
 
 def check_content(content: object) -> str:

@@ -40,7 +40,8 @@ def timestamp(value: Any) -> datetime:
     """A stored time as an aware UTC datetime (SQLite: ISO text; PostgreSQL: datetime)."""
     if isinstance(value, str):
         return parse_utc(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    stored: datetime = value  # PostgreSQL's driver hands a datetime
+    return stored if stored.tzinfo is not None else stored.replace(tzinfo=UTC)
 
 
 def encode_json(value: Any) -> str:
@@ -50,7 +51,8 @@ def encode_json(value: Any) -> str:
 def decode_object(text: str | None) -> dict[str, Any]:
     if not text or text == "{}":
         return {}
-    return json.loads(text)
+    decoded: dict[str, Any] = json.loads(text)
+    return decoded
 
 
 def type_coerce_text(column: Any) -> Any:
@@ -262,7 +264,10 @@ def sibling_keys(conn: Connection, record: SessionRecord, parent_pk: int | None)
 
 
 def parent_key(conn: Connection, pk: int) -> int | None:
-    return conn.execute(select(nodes.c.parent_pk).where(nodes.c.pk == pk)).scalar_one()
+    parent: int | None = conn.execute(
+        select(nodes.c.parent_pk).where(nodes.c.pk == pk)
+    ).scalar_one()
+    return parent
 
 
 def sibling_lists(
@@ -412,15 +417,16 @@ def walk_up(
     cursor = conn.connection.cursor()
     try:
         cursor.execute(sql, (pk, *stops))
-        rows = cursor.fetchall()
+        # the driver's list, typed Sequence by SQLAlchemy's DBAPI protocol: sorted()
+        # copies the references only
+        return sorted(cursor.fetchall(), key=_depth, reverse=True)
     finally:
         cursor.close()
-    rows.sort(key=_depth, reverse=True)
-    return rows
 
 
 def _depth(row: Sequence[Any]) -> int:
-    return row[0]
+    depth: int = row[0]
+    return depth
 
 
 def path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
@@ -507,4 +513,5 @@ def descend(conn: Connection, pk: int) -> int:
     )
     down = down.union_all(step)
     query = select(down.c.pk).order_by(down.c.depth.desc()).limit(1)
-    return conn.execute(query).scalar_one()
+    leaf: int = conn.execute(query).scalar_one()
+    return leaf

@@ -65,10 +65,10 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
     cursor = conn.connection.cursor()
     try:
         cursor.execute(_walk_sql(conn.dialect.paramstyle), (pk,))
-        rows = cursor.fetchall()
+        # sorted(): SQLAlchemy's DBAPI protocol types the driver's list as a Sequence
+        rows = sorted(cursor.fetchall(), key=lambda row: row[0], reverse=True)
     finally:
         cursor.close()
-    rows.sort(key=lambda row: row[0], reverse=True)
     top = rows[0]
     if top[4] is not None:
         state, below, distance = json.loads(top[4]), rows[1:], len(rows) - 1
@@ -140,8 +140,7 @@ def subtree_rows(conn: Connection, pk: int, *columns: Any) -> list[Any]:
     query = select(down.c.depth, nodes.c.pk, *columns).join_from(
         down, nodes, nodes.c.pk == down.c.pk
     )
-    rows = conn.execute(query).all()
-    rows.sort(key=lambda row: (row[0], row[1]))
+    rows = sorted(conn.execute(query).all(), key=lambda row: (row[0], row[1]))
     return [row[2:] for row in rows]
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 
@@ -40,6 +40,7 @@ from . import _worldstate as ws
 from ._checks import check_content, check_delta, check_name, check_role, new_id
 from ._schema import journal, nodes, sessions
 from .errors import InvalidDeltaError, InvalidOperationError
+from .state.delta import State
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -72,6 +73,18 @@ IMAGE_COLUMNS = (
     "detached_at",
 )
 Place = Literal["fragment", "trash"]
+
+
+class NodePlace(NamedTuple):
+    """Where a node hangs, as :meth:`Editor.row` reads it."""
+
+    pk: int
+    id: str
+    parent_pk: int | None
+    active_child_pk: int | None
+    detached: Place | None
+    detached_from_pk: int | None
+    enabled: bool
 
 
 class JournalMismatchError(InvalidOperationError):
@@ -268,9 +281,10 @@ def clear_journal(conn: Connection, session_pk: int) -> None:
 
 
 def journal_position(conn: Connection, session_pk: int) -> int:
-    return conn.execute(
+    position: int = conn.execute(
         select(sessions.c.journal_position).where(sessions.c.pk == session_pk)
     ).scalar_one()
+    return position
 
 
 def set_position(conn: Connection, session_pk: int, position: int) -> None:
@@ -317,10 +331,10 @@ def history(conn: Connection, session_pk: int) -> list[JournalEntry]:
 
 def states_before(
     conn: Connection, schema: StateSchema, pks: Iterable[int]
-) -> dict[int, ws.State | None]:
+) -> dict[int, State | None]:
     """The states after existing nodes, before an edit changes anything (``None`` for
     one whose state cannot be computed where it is)."""
-    out: dict[int, ws.State | None] = {}
+    out: dict[int, State | None] = {}
     for pk in pks:
         try:
             out[pk] = ws.state_after(conn, schema, pk).state
@@ -330,7 +344,7 @@ def states_before(
 
 
 def settle_all(
-    conn: Connection, schema: StateSchema, before: dict[int, ws.State | None], every: int
+    conn: Connection, schema: StateSchema, before: dict[int, State | None], every: int
 ) -> None:
     """Settle every node of ``before`` that hangs in the tree, ancestors first (a node's
     new state is computed from its parent's, which must be right already). Detached
@@ -393,10 +407,10 @@ class Editor:
         """The (pk, id) of a node of the session, by id or unique prefix."""
         return q.resolve_node(self._state.conn, self._state.record, ref)
 
-    def row(self, pk: int) -> Any:
+    def row(self, pk: int) -> NodePlace:
         """A node's place: ``pk, id, parent_pk, active_child_pk, detached,
         detached_from_pk, enabled``."""
-        return self._state.conn.execute(
+        row = self._state.conn.execute(
             select(
                 nodes.c.pk,
                 nodes.c.id,
@@ -407,6 +421,7 @@ class Editor:
                 nodes.c.enabled,
             ).where(nodes.c.pk == pk)
         ).one()
+        return NodePlace._make(row)
 
     def children(self, pk: int) -> list[int]:
         """A node's children, in order."""
@@ -454,7 +469,7 @@ class Editor:
         """Row images of nodes (see :data:`IMAGE_COLUMNS`)."""
         return images(self._state.conn, pks)
 
-    def states_before(self, pks: Iterable[int]) -> dict[int, ws.State | None]:
+    def states_before(self, pks: Iterable[int]) -> dict[int, State | None]:
         """The states after nodes before the edit changes them (for :meth:`finish`)."""
         return states_before(self._state.conn, self._state.schema, pks)
 
@@ -577,7 +592,7 @@ class Editor:
         recorder: Recorder,
         action: str,
         node_id: str | None,
-        settle: dict[int, ws.State | None] | None = None,
+        settle: dict[int, State | None] | None = None,
         created: list[str] | None = None,
     ) -> EditResult:
         """The end of every edit: HEAD back into the tree if it left it, the active

@@ -380,7 +380,7 @@ EDITS: dict[str, type[EditCommand]] = {
     kind.model_fields["op"].default: kind for kind in get_args(get_args(Edit)[0])
 }
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(Edit)
+_ADAPTER: TypeAdapter[EditCommand] = TypeAdapter(Edit)
 
 
 def parse(data: Any) -> EditCommand:

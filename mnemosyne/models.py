@@ -167,9 +167,17 @@ class Message:
     same objects to every reader (see :mod:`mnemosyne._paths`).
     """
 
-    # _json: the canonical JSON of the message as a prompt sends it, kept by
-    # mnemosyne.traces the first time a trace hashes it.
     __slots__ = ("_json", "content", "id", "name", "role")
+
+    # Declared for the type checker (the slots hold them; __init__ sets them through
+    # object.__setattr__, since assignment is refused).
+    id: str
+    role: Role
+    name: str | None
+    content: str
+    _json: bytes
+    """The canonical JSON of the message as a prompt sends it, in UTF-8: unset until
+    :mod:`mnemosyne.traces` first hashes the message, then kept."""
 
     def __init__(self, id: str, role: Role, name: str | None, content: str) -> None:
         setattr_ = object.__setattr__

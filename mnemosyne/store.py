@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from . import _bulk as bulk
 from . import _documents as docs
@@ -51,7 +52,7 @@ from .models import (
     TurnView,
     WorldState,
 )
-from .state.delta import diff_states, value_at
+from .state.delta import apply_delta, diff_states, value_at
 from .state.schema import StateSchema
 
 __all__ = ["ProjectionPage", "SessionTransaction", "Store"]
@@ -230,7 +231,7 @@ class SessionTransaction:
             else None
         )
         base = parent.state if parent is not None else self._state.schema.initial_state()
-        after = ws.apply_delta(self._state.schema, base, node.delta)
+        after = apply_delta(self._state.schema, base, node.delta)
         pk = self._state.conn.execute(
             insert(nodes)
             .values(
@@ -1217,11 +1218,8 @@ class Store:
     def set_preference(self, key: str, value: str) -> None:
         """Store a preference, replacing any earlier value."""
         with self.write() as conn:
-            if conn.dialect.name == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert as upsert
-            else:
-                from sqlalchemy.dialects.sqlite import insert as upsert
-            statement = upsert(preferences).values(key=key, value=value)
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            statement = dialect.insert(preferences).values(key=key, value=value)
             conn.execute(
                 statement.on_conflict_do_update(index_elements=["key"], set_={"value": value})
             )

@@ -116,7 +116,7 @@ def _sent_json(message: Message) -> bytes:
     store hands the same read-only Message objects to every turn that reads the path
     (see mnemosyne._paths), so a deep history is encoded once, not once per turn."""
     try:
-        return message._json  # type: ignore[no-any-return]
+        return message._json
     except AttributeError:
         # canonical_json({"role": ..., "content": ...}) spelled out (keys sorted): the
         # same string encoder json.dumps uses without ensure_ascii, minus its set-up

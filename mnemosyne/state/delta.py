@@ -144,11 +144,11 @@ def _apply(schema: StateSchema, state: State, operation: Any) -> None:
     if parts[0] in ("active_lore_ids", "summary"):
         if len(parts) > 1:
             raise _Refused(f"{parts[0]} has no entries")
-        spec = _LORE if parts[0] == "active_lore_ids" else _SUMMARY
+        built_in = _LORE if parts[0] == "active_lore_ids" else _SUMMARY
         current = state[parts[0]]
         # built-ins have their types whatever the schema (the permissive one included)
-        result = _operate(_BUILT_IN_TYPES, state, op, value, spec, current, path)
-        state[parts[0]] = spec.initial() if result is _MISSING else result
+        result = _operate(_BUILT_IN_TYPES, state, op, value, built_in, current, path)
+        state[parts[0]] = built_in.initial() if result is _MISSING else result
         return
     variables: dict[str, Any] = state["variables"]
     name = parts[0]
