@@ -126,9 +126,10 @@ class JsonLimits:
 
     @cached_property
     def _long_number(self) -> re.Pattern[str]:
-        # From the start of a run of digits only: tried at every digit, a run just short
-        # of the limit would be read again from each of its digits.
-        return re.compile(f"(?<![0-9])[0-9]{{{self.max_digits + 1}}}")
+        # From the start of a run of digits only (a digit with none before it): tried
+        # at every digit, a run just short of the limit would be read again from each
+        # of its digits.
+        return re.compile(f"[0-9](?<![0-9]{{2}})[0-9]{{{self.max_digits}}}")
 
     @cached_property
     def _crowded(self) -> re.Pattern[str]:
@@ -149,7 +150,7 @@ and objects are held to :data:`MAX_DOCUMENT_ENTRIES`."""
 
 # A JSON string literal (escapes taken whole), so that what is left is the skeleton.
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
-_NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b"[]{},")
 _INNERMOST = re.compile(r"[\[{],*[\]}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _CONSTANT = re.compile(r"NaN|Infinity")
@@ -324,7 +325,9 @@ def _scan(text: str, limits: JsonLimits, before: int) -> _Scanned:
     """Check what the skeleton shows (nesting, number of values, long numbers, ``NaN``
     and ``Infinity``) before the text is parsed; ``before``: values of earlier lines."""
     skeleton = _STRING.sub('""', text)
-    structure = _NOT_STRUCTURE.sub("", skeleton)  # brackets and commas
+    # Its brackets and commas (all else deleted by bytes.translate: a regular expression
+    # would stop at every number and literal).
+    structure = skeleton.encode("ascii", "replace").translate(None, _NOT_STRUCTURE).decode()
     opening = structure.count("[") + structure.count("{")
     values = structure.count(",") + opening + 1
     if before + values > limits.max_values:
