@@ -337,4 +337,5 @@ def _index(item: Any) -> int:
 
 
 def _vector(item: Any) -> Sequence[float]:
-    return item["embedding"] if isinstance(item, dict) else item.embedding
+    vector: Sequence[float] = item["embedding"] if isinstance(item, dict) else item.embedding
+    return vector

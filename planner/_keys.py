@@ -82,9 +82,13 @@ def st_match_key(haystack: str, key: str, case_sensitive: bool, whole_words: boo
     return key in haystack
 
 
+_Trie = dict[str, "_Trie"]
+"""A trie of characters: each key a path of nested dicts, ``""`` marking its end."""
+
+
 def _trie(keys: Iterable[str]) -> str:
     """A regex matching exactly ``keys``, shaped as their trie (longest match first)."""
-    root: dict[str, dict] = {}
+    root: _Trie = {}
     for key in keys:
         node = root
         for char in key:
@@ -93,7 +97,7 @@ def _trie(keys: Iterable[str]) -> str:
     return _emit(root)
 
 
-def _emit(node: dict[str, dict]) -> str:
+def _emit(node: _Trie) -> str:
     parts = []
     for char in sorted(k for k in node if k):
         child = node[char]

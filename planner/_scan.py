@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._compile import (
     ALWAYS,
@@ -36,15 +36,12 @@ from ._haystack import FOUND_ELSEWHERE, Haystack, Label, Piece
 from ._jsregex import RegexClock, RegexKey, js_trim
 from ._keys import st_match_key
 from ._timed import TimedEffects
+from ._world import MAX_SCAN_DEPTH, CompiledWorld
 from .lorebook import Entry, SelectiveLogic
-
-if TYPE_CHECKING:
-    from .worldinfo import WorldInfo
 
 __all__ = ["Activation", "Scan", "ScanResult", "Skip"]
 
 NONE, INITIAL, RECURSION, MIN_ACTIVATIONS = 0, 1, 2, 3
-MAX_SCAN_DEPTH = 1000
 _FIELD_NAMES = {
     "persona": "the persona description",
     "description": "the character description",
@@ -119,7 +116,7 @@ class Scan:
 
     def __init__(
         self,
-        world: WorldInfo,
+        world: CompiledWorld,
         *,
         messages: Sequence[tuple[str, str]],
         chat_length: int,
@@ -420,18 +417,22 @@ class Scan:
         if level and not sticky:
             if state != RECURSION:
                 reason = f"delayed until recursion (level {level})"
-                return self._pre_skip(item, hay, "delay_until_recursion", reason)
+                self._pre_skip(item, hay, "delay_until_recursion", reason)
+                return None
             if level > self.level:
                 reason = f"delayed until recursion level {level} (the scan is at {self.level})"
-                return self._pre_skip(item, hay, "delay_until_recursion", reason)
+                self._pre_skip(item, hay, "delay_until_recursion", reason)
+                return None
         recursive = self.settings.recursive
         if state == RECURSION and recursive and entry.exclude_recursion and not sticky:
             reason = "excluded from recursion, and found only by a recursion pass"
-            return self._pre_skip(item, hay, "exclude_recursion", reason)
+            self._pre_skip(item, hay, "exclude_recursion", reason)
+            return None
         if "@@activate" in item.decorators:
             return "@@activate decorator", None
         if "@@dont_activate" in item.decorators:
-            return self._pre_skip(item, hay, "decorator", "@@dont_activate decorator")
+            self._pre_skip(item, hay, "decorator", "@@dont_activate decorator")
+            return None
         if item.id in self.forced:
             return self.forced[item.id], None
         if entry.constant:
@@ -610,8 +611,8 @@ class Scan:
         """SillyTavern's ``filterByInclusionGroups``: removes the losers from ``new``."""
         grouped: dict[str, list[Item]] = {}
         for item in new:
-            for group in item.groups:
-                grouped.setdefault(group, []).append(item)
+            for group_name in item.groups:
+                grouped.setdefault(group_name, []).append(item)
         notes: dict[int, list[str]] = {}
         if not grouped:
             return notes
@@ -665,6 +666,7 @@ class Scan:
             if len(group) <= 1:
                 continue
             first = [item for item in group if item.entry.group_override]
+            winner: Item | None
             if first:
                 first.sort(key=lambda item: -item.entry.order)
                 winner = first[0]

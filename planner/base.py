@@ -61,7 +61,11 @@ class Plan:
     """The model call that made the plan (strategy ``model``): messages, output, usage."""
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"strategy": self.strategy, "reasoning": self.reasoning, "queries": self.queries}
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "reasoning": self.reasoning,
+            "queries": self.queries,
+        }
         if self.call is not None:
             out["call"] = self.call
         return out

@@ -200,9 +200,9 @@ def png_card_text(data: bytes, name: str = "card") -> str:
         if len(found) > SHOWN_KEYWORDS:
             seen += f" and {len(found) - SHOWN_KEYWORDS:,} more"
         raise CardError(f"{name}: no 'chara' or 'ccv3' text chunk in the PNG (text chunks: {seen})")
-    kind, offset, payload = cards[chosen]
+    kind, offset, card_payload = cards[chosen]
     where = f"{name}: {chosen!r} {kind.decode()} chunk at byte {offset}"
-    text = "".join(_chunk_text(kind, payload, where).split())
+    text = "".join(_chunk_text(kind, card_payload, where).split())
     text = text.translate(str.maketrans("-_", "+/")) + "=" * (-len(text) % 4)
     try:
         decoded = base64.b64decode(text, validate=True)

@@ -34,7 +34,7 @@ import os
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,7 +333,9 @@ class LoreIndex:
                 name,
                 configuration={"hnsw": {"space": "cosine"}},
                 metadata={"book": book_name, "embedder": self.identity},
-                embedding_function=self.embedder,
+                # chromadb asks for an EmbeddingFunction[Documents | Images], which no
+                # text embedder is (its own default needs the same ignore there)
+                embedding_function=self.embedder,  # type: ignore[arg-type]
             )
         self._collections[name] = collection
         return collection, rebuilt
@@ -504,12 +506,19 @@ class LoreIndex:
                         best[id_] = VectorHit(
                             id=id_,
                             book=str((metadata or {}).get("book", name)),
-                            uid=int((metadata or {}).get("uid", id_.rpartition(":")[2])),
+                            uid=_uid(metadata, id_),
                             distance=float(distance),
                             query=text,
                         )
         ranked = sorted(best.values(), key=lambda hit: (hit.distance, hit.book, hit.uid))
         return ranked[:n]
+
+
+def _uid(metadata: Mapping[str, object] | None, id_: str) -> int:
+    """An indexed entry's uid: kept in its metadata (``uid``), else the tail of its id
+    (``book:uid``)."""
+    value = (metadata or {}).get("uid")
+    return int(value) if isinstance(value, int | str) else int(id_.rpartition(":")[2])
 
 
 def _parse_url(url: str) -> tuple[str, int, bool]:
