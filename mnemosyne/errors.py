@@ -7,6 +7,9 @@ that only know Python's own exceptions still catch it sensibly.
 
 from __future__ import annotations
 
+import json
+import re
+
 __all__ = [
     "AmbiguousIdError",
     "ConflictError",
@@ -211,8 +214,6 @@ class JsonTextError(MnemosyneError, ValueError):
         self.column = column
 
     def __str__(self) -> str:
-        from .jsontext import path_text
-
         parts = []
         if self.line is not None and self.column is None:
             parts.append(f"line {self.line}")
@@ -228,3 +229,29 @@ class JsonTextError(MnemosyneError, ValueError):
         """The text is not JSON (``problem`` is the decoder's message; ``line`` and
         ``column`` say where), rather than JSON past a limit."""
         return self.column is not None
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+NAME_SHOWN = 40
+"""Characters of a key shown in a JSON path (a key can be megabytes long)."""
+PATH_PARTS = 12
+"""Parts of a JSON path shown in a message (a path into deep nesting is cut after them)."""
+
+
+def path_text(path: tuple[str | int, ...]) -> str:
+    """A JSON path as text: ``entries.0.key``, ``nodes[3].metadata``; ``(top)`` for none.
+
+    A path of more than :data:`PATH_PARTS` parts is cut (``a.b.c…`` and how deep).
+    """
+    parts: list[str] = []
+    if len(path) > PATH_PARTS:
+        return f"{path_text(path[:PATH_PARTS])}… ({len(path)} levels down)"
+    for part in path:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif len(part) <= NAME_SHOWN and _NAME.match(part):
+            parts.append(f".{part}" if parts else part)
+        else:
+            cut = part[:NAME_SHOWN] + ("…" if len(part) > NAME_SHOWN else "")
+            parts.append(f"[{json.dumps(cut, ensure_ascii=False)}]")
+    return "".join(parts) or "(top)"

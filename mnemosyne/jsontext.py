@@ -33,7 +33,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any, NoReturn
 
-from .errors import JsonTextError
+from .errors import JsonTextError, path_text
 
 __all__ = [
     "CHAT",
@@ -173,7 +173,6 @@ _TOKEN = re.compile(
     """,
     re.DOTALL | re.VERBOSE,
 )
-_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 PREVIEW = 60
 """Characters of a value shown in an error message (a refusal names, it does not echo)."""
 
@@ -191,31 +190,6 @@ def preview(value: Any, width: int = PREVIEW) -> str:
         return f"a {kind} of {len(value)} entries"
     shown = repr(value)
     return shown if len(shown) <= width else f"{shown[:width]}… ({len(shown)} characters)"
-
-
-NAME_SHOWN = 40
-"""Characters of a key shown in a JSON path (a key can be megabytes long)."""
-PATH_PARTS = 12
-"""Parts of a JSON path shown in a message (a path into deep nesting is cut after them)."""
-
-
-def path_text(path: tuple[str | int, ...]) -> str:
-    """A JSON path as text: ``entries.0.key``, ``nodes[3].metadata``; ``(top)`` for none.
-
-    A path of more than :data:`PATH_PARTS` parts is cut (``a.b.c…`` and how deep).
-    """
-    parts: list[str] = []
-    if len(path) > PATH_PARTS:
-        return f"{path_text(path[:PATH_PARTS])}… ({len(path)} levels down)"
-    for part in path:
-        if isinstance(part, int):
-            parts.append(f"[{part}]")
-        elif len(part) <= NAME_SHOWN and _NAME.match(part):
-            parts.append(f".{part}" if parts else part)
-        else:
-            cut = part[:NAME_SHOWN] + ("…" if len(part) > NAME_SHOWN else "")
-            parts.append(f"[{json.dumps(cut, ensure_ascii=False)}]")
-    return "".join(parts) or "(top)"
 
 
 class _Refused(Exception):
