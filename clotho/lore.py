@@ -36,7 +36,6 @@ __all__ = [
     "import_lorebook",
     "lore_index",
     "lorebooks_document",
-    "preview_lore",
     "read_upload",
     "session_books",
     "session_card",
@@ -261,26 +260,3 @@ def lorebooks_document(books: list[Lorebook]) -> list[dict[str, Any]]:
         }
         for book in books
     ]
-
-
-def preview_lore(settings: Settings, store: Store, session_id: str, text: str) -> dict[str, Any]:
-    """Which entries would fire if ``text`` were the next message at HEAD, and why:
-    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
-    (nothing is generated or stored)."""
-    import asyncio
-
-    from clotho.wiring import session_engine
-
-    engine = session_engine(settings, store, session_id, require_model=False)
-    plan, retrieval = asyncio.run(engine.preview_lore(session_id, text))
-    fired = [
-        {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
-        for hit in retrieval.hits
-    ]
-    skipped = []
-    for item in retrieval.skipped:
-        book, _, uid = item["id"].rpartition(":")
-        skipped.append(
-            {"book": book, "uid": int(uid) if uid.isdigit() else uid, "reason": item["reason"]}
-        )
-    return {"fired": fired, "skipped": skipped, "reasoning": plan.reasoning}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clotho.campaign import Campaign, load_campaign
 from clotho.errors import ClothoError
@@ -14,7 +14,13 @@ if TYPE_CHECKING:
     from orchestrator import Engine, TurnSetup
     from planner.cards import Card
 
-__all__ = ["NoModelError", "session_campaign", "session_engine", "turn_setup"]
+__all__ = [
+    "NoModelError",
+    "preview_lore",
+    "session_campaign",
+    "session_engine",
+    "turn_setup",
+]
 
 
 class NoModelError(ClothoError, LookupError):
@@ -111,3 +117,24 @@ def turn_setup(
         title=campaign.title if campaign else None,
         extract=bool(table.get("extract", True)),
     )
+
+
+def preview_lore(settings: Settings, store: Store, session_id: str, text: str) -> dict[str, Any]:
+    """Which entries would fire if ``text`` were the next message at HEAD, and why:
+    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
+    (nothing is generated or stored)."""
+    import asyncio
+
+    engine = session_engine(settings, store, session_id, require_model=False)
+    plan, retrieval = asyncio.run(engine.preview_lore(session_id, text))
+    fired = [
+        {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
+        for hit in retrieval.hits
+    ]
+    skipped = []
+    for item in retrieval.skipped:
+        book, _, uid = item["id"].rpartition(":")
+        skipped.append(
+            {"book": book, "uid": int(uid) if uid.isdigit() else uid, "reason": item["reason"]}
+        )
+    return {"fired": fired, "skipped": skipped, "reasoning": plan.reasoning}

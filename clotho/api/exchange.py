@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clotho import lore
 from clotho.stchat import export_chat, import_chat
+from clotho.wiring import preview_lore
 
 from ._common import context, document, read_body
 from .context import etag, expected_version
@@ -205,7 +206,7 @@ def lore_test(
     why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
     ctx = context(request)
     session = ctx.store.session(session_id)
-    preview = lore.preview_lore(ctx.settings, ctx.store, session.id, body.text)
+    preview = preview_lore(ctx.settings, ctx.store, session.id, body.text)
     if skipped:
         return document({"fired": preview["fired"], "skipped": preview["skipped"]}, session)
     return document(preview["fired"], session)

@@ -12,10 +12,10 @@ from clotho.lore import (
     import_lorebook,
     lore_index,
     lorebooks_document,
-    preview_lore,
     read_upload,
     session_books,
 )
+from clotho.wiring import preview_lore
 
 from . import render
 from ._app import Cli, command, import_app, lore_app
