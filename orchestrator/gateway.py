@@ -276,6 +276,20 @@ class Gateway:
         task.cancel()
         return True
 
+    async def warm(self, config: ModelConfig) -> None:
+        """Load what the first call to ``config``'s model needs (litellm, its route's
+        modules, the tokenizer, the model's window) without calling it: a streamed call
+        answered by litellm itself (``mock_response``) goes the same way through litellm.
+        The first turn of a process then starts at once."""
+        litellm = litellm_module()
+        arguments = _arguments(config, [{"role": "user", "content": "warm"}], stream=True)
+        arguments.pop("max_retries", None)
+        response = await litellm.acompletion(**arguments, mock_response="warm")
+        async for _chunk in response:
+            pass
+        self.counter(config)("warm")
+        self.context_window(config)
+
     async def _call(
         self,
         config: ModelConfig,
@@ -285,29 +299,10 @@ class Gateway:
         **extra: Any,
     ) -> Any:
         litellm = litellm_module()
-        arguments: dict[str, Any] = {
-            **config.params,
-            **extra,
-            "messages": messages if isinstance(messages, list) else list(messages),
-            "stream": stream,
-            "timeout": config.timeout,
-        }
-        if stream:
-            arguments["stream_options"] = {"include_usage": True}
-        if config.api_base:
-            arguments["api_base"] = config.api_base
-        if config.api_key:
-            arguments["api_key"] = config.api_key
-        elif config.api_base:
-            # a local OpenAI-compatible server needs no key, but the client wants one
-            arguments["api_key"] = os.environ.get("OPENAI_API_KEY") or "no-key"
-        routed = route(config)
-        arguments.update(routed)
+        arguments = _arguments(config, messages, stream=stream, **extra)
         # the openai SDK retries on litellm's routes through it; litellm's own HTTP
         # handlers do not, so this loop does
-        ours = "custom_llm_provider" in routed
-        arguments["max_retries"] = 0 if ours else config.retries
-        attempts = config.retries + 1 if ours else 1
+        attempts = config.retries + 1 if "custom_llm_provider" in arguments else 1
         for attempt in range(1, attempts + 1):
             try:
                 return await litellm.acompletion(**arguments)
@@ -346,6 +341,34 @@ def _listed_window(model: str) -> int:
     except Exception:  # noqa: BLE001 - litellm raises bare Exception for unknown models
         return DEFAULT_CONTEXT_WINDOW
     return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+
+def _arguments(
+    config: ModelConfig, messages: Sequence[Mapping[str, Any]], *, stream: bool, **extra: Any
+) -> dict[str, Any]:
+    """What ``litellm.acompletion`` is given for a call (the messages as they are: the
+    prompt's own list, not a copy)."""
+    arguments: dict[str, Any] = {
+        **config.params,
+        **extra,
+        "messages": messages if isinstance(messages, list) else list(messages),
+        "stream": stream,
+        "timeout": config.timeout,
+    }
+    if stream:
+        arguments["stream_options"] = {"include_usage": True}
+    if config.api_base:
+        arguments["api_base"] = config.api_base
+    if config.api_key:
+        arguments["api_key"] = config.api_key
+    elif config.api_base:
+        # a local OpenAI-compatible server needs no key, but the client wants one
+        arguments["api_key"] = os.environ.get("OPENAI_API_KEY") or "no-key"
+    routed = route(config)
+    arguments.update(routed)
+    # the SDK's own retries where litellm goes through it; Gateway._call's loop elsewhere
+    arguments["max_retries"] = 0 if "custom_llm_provider" in routed else config.retries
+    return arguments
 
 
 def _retryable(error: BaseException) -> bool:

@@ -25,7 +25,16 @@ from typing import Any, Literal, NoReturn, TypedDict, TypeVar
 from mnemosyne import Message, Node, Session, SessionTransaction, StateSchema, Store
 from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
-from prompts import FRAMING, Injection, Prompt, assemble, fit, macros, render_parts
+from prompts import (
+    FRAMING,
+    TOKEN_COUNTS,
+    Injection,
+    Prompt,
+    assemble,
+    fit,
+    macros,
+    render_parts,
+)
 
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
@@ -46,8 +55,17 @@ TRIGGERS = {
 }
 
 #: Receives the turn's events: ``token``/``reasoning`` (text as it streams),
-#: ``status`` (what the engine is doing), ``warning``.
+#: ``status`` (what the engine is doing that takes a while: a summary, the extraction),
+#: ``progress`` (the step the turn is in, until the reply begins), ``warning``.
 OnEvent = Callable[[str, str], None]
+
+#: The ``progress`` event each step sends as it begins (the steps before the reply).
+PROGRESS = {
+    "load": "reading the story",
+    "plan": "choosing the lore",
+    "build": "building the prompt",
+    "generate": "waiting for the model",
+}
 
 
 @dataclass(frozen=True)
@@ -279,8 +297,11 @@ class Engine:
 
     @staticmethod
     def _enter(state: TurnState, phase: str) -> _Running | None:
-        """Mark the step the turn is in; before the reply exists, a turn already
-        interrupted goes no further."""
+        """Mark the step the turn is in (a ``progress`` event says which); before the
+        reply exists, a turn already interrupted goes no further."""
+        callback = state.get("on_event")
+        if callback is not None and phase in PROGRESS:
+            callback("progress", PROGRESS[phase])
         running = state.get("running")
         if running is None:
             return None
@@ -421,7 +442,7 @@ class Engine:
 
     def _fit(
         self, anchor: Anchor, parts: list[tuple[str, str]], tail: list[dict[str, Any]]
-    ) -> tuple[int, int, int, Callable[[str], int]]:
+    ) -> tuple[int, int, int, Callable[[Message], int]]:
         model = self.setup.model
         window = self.gateway.context_window(model)
         count = self.gateway.counter(model)
@@ -429,14 +450,15 @@ class Engine:
         fixed = sum(count(text) + FRAMING for _, text in parts)
         fixed += sum(count(message["content"]) + FRAMING for message in tail)
         budget = window - reserve - fixed
-        return fit(anchor.history, budget, count), budget, window, count
+        counted = TOKEN_COUNTS.counter(model.model, count)  # each message once, kept
+        return fit(anchor.history, budget, counted), budget, window, counted
 
     async def _summary(
         self,
         anchor: Anchor,
         first_kept: int,
         window: int,
-        count: Callable[[str], int],
+        count: Callable[[Message], int],
         trace: TraceBuilder,
     ) -> tuple[str, int, dict[str, Any]]:
         """A summary of ``history[:first_kept]`` at least: the one at the anchor if it
@@ -450,16 +472,16 @@ class Engine:
         target = first_kept
         slack, spent = window // 4, 0
         while target < len(history) - 1 and spent < slack:
-            spent += count(history[target].content) + FRAMING
+            spent += count(history[target]) + FRAMING
             target += 1
         model = self.setup.summarizer
         calls = []
         limit = max(window // 2, 256)
         start = covered
         while start < target:
-            end, size = start, count(summary)
+            end, size = start, count(Message("", "system", None, summary))
             while end < target and (end == start or size < limit):
-                size += count(history[end].content) + FRAMING
+                size += count(history[end]) + FRAMING
                 end += 1
             messages = [
                 {
@@ -585,7 +607,7 @@ class Engine:
             warnings.append(f"the reply is incomplete ({completion.stopped_by})")
         if extraction is not None and not extraction.ok:
             warnings.append(describe_failure(extraction))
-        history = list(anchor.history)
+        history = anchor.history  # the turn's own list: the trace refers to it, no copy
         sid = state["session_id"]
         with self.store.transaction(sid) as tx:
             user_node = _place_players_message(tx, request, anchor)

@@ -29,6 +29,7 @@ __all__ = [
     "PART_TEMPLATES",
     "Injection",
     "Prompt",
+    "TokenCounts",
     "fit",
     "history_message",
     "macros",
@@ -126,14 +127,56 @@ def assemble(
     return Prompt(messages, sources, [name for name, _ in parts], first_kept)
 
 
-def fit(history: Sequence[Message], budget: int, count: Callable[[str], int]) -> int:
+class TokenCounts:
+    """The token count of each history message, computed once per tokenizer and kept.
+
+    Keyed by tokenizer (a name) and node id, with the text's hash and length, so an
+    edit in place is counted again. A message with no id yet (the player's, before the
+    commit) is counted each time. One per process is enough (:data:`TOKEN_COUNTS`):
+    every engine that plays a session's turns reads the same messages. Bounded: past
+    ``limit`` entries, the older half is forgotten.
+    """
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self._counts: dict[tuple[str, str], tuple[int, int, int]] = {}
+
+    def counter(self, tokenizer: str, count: Callable[[str], int]) -> Callable[[Message], int]:
+        """Counts a message's text with ``count`` (the tokenizer named ``tokenizer``),
+        once per message and text."""
+        counts = self._counts
+
+        def count_message(message: Message) -> int:
+            text = message.content
+            if not message.id:
+                return count(text)
+            key = (tokenizer, message.id)
+            kept = counts.get(key)
+            if kept is not None and kept[0] == hash(text) and kept[1] == len(text):
+                return kept[2]
+            tokens = count(text)
+            if len(counts) >= self.limit:
+                for old in list(counts)[: self.limit // 2]:
+                    del counts[old]
+            counts[key] = (hash(text), len(text), tokens)
+            return tokens
+
+        return count_message
+
+
+#: The counts kept in this process.
+TOKEN_COUNTS = TokenCounts()
+
+
+def fit(history: Sequence[Message], budget: int, count: Callable[[Message], int]) -> int:
     """The index of the oldest history message that can be kept: the newest messages
-    whose tokens add up to at most ``budget`` (each message costs its text's tokens
-    plus a few for its framing).
+    whose tokens add up to at most ``budget`` (each message costs its text's tokens,
+    ``count(message)``, plus a few for its framing).
 
     Counting stops as soon as the budget is spent, and a history whose UTF-8 size is
     within the budget is not counted at all (a token is at least one byte), so the
-    cost follows the window, not the length of the campaign.
+    cost follows the window, not the length of the campaign; with a
+    :class:`TokenCounts` counter, a message is tokenized once, not every turn.
     """
     if budget <= 0:
         return len(history)
@@ -141,7 +184,7 @@ def fit(history: Sequence[Message], budget: int, count: Callable[[str], int]) ->
         return 0
     spent = 0
     for index in range(len(history) - 1, -1, -1):
-        spent += count(history[index].content) + FRAMING
+        spent += count(history[index]) + FRAMING
         if spent > budget:
             return index + 1
     return 0
