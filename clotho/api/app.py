@@ -21,6 +21,7 @@ from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, s
 from .context import ApiContext
 from .problems import ApiError, install, problem_response
 from .schemas import HealthOut
+from .warm import Warmup
 
 __all__ = ["app_from_env", "create_app"]
 
@@ -85,13 +86,16 @@ def create_app(
     store: Store | None = None,
     token: str | None = None,
     hosts: Sequence[str] | None = None,
+    warm: bool | None = None,
 ) -> FastAPI:
     """The API over ``store`` (default: the settings' database, opened here and closed
     at shutdown). ``token``: the bearer token (default: :func:`resolve_token`).
     ``hosts``: the ``Host`` names it answers, any other refused before anything else
     sees the request (default: those of a server on loopback, :func:`served_hosts`).
     Browsers may call it from other origins only if ``settings.cors_origins`` lists
-    them: with none, it sends no CORS header at all."""
+    them: with none, it sends no CORS header at all. ``warm``: load what the first turn
+    needs in the background at start-up (default: when the app opens its own store, as a
+    server does; see :mod:`clotho.api.warm`)."""
     from clotho import __version__
 
     settings = settings or Settings()
@@ -103,6 +107,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = store or Store.open(settings.resolved_database_url)
         app.state.clotho = ApiContext(settings, opened, token)
+        if own_store if warm is None else warm:
+            app.state.warmup.start(app.state.clotho)
         try:
             yield
         finally:
@@ -118,6 +124,7 @@ def create_app(
         docs_url="/docs",
         redoc_url=None,
     )
+    app.state.warmup = Warmup()
     if store is not None:  # usable before the lifespan runs (tests without a server)
         app.state.clotho = ApiContext(settings, store, token)
     install(app)
@@ -128,9 +135,15 @@ def create_app(
 
     @app.get("/api/health", tags=["server"], summary="Is the server up", response_model=HealthOut)
     def health(request: Request) -> Response:
-        """Needs no token."""
+        """Needs no token. ``warm``: ``warming`` while the server loads what the first
+        turn needs (a turn then waits for it), ``ready`` after."""
         return document(
-            {"status": "ok", "version": __version__, "database": context(request).store.dialect}
+            {
+                "status": "ok",
+                "version": __version__,
+                "database": context(request).store.dialect,
+                "warm": request.app.state.warmup.state,
+            }
         )
 
     mount_page(app)

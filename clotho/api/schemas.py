@@ -329,3 +329,4 @@ class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
     database: str
+    warm: Literal["warming", "ready"]

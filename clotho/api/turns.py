@@ -3,7 +3,9 @@ events.
 
 Events, each a JSON object in ``data``:
 
-- ``status`` ``{"text"}``: what the engine is doing (planning, summarising...);
+- ``status`` ``{"text"}``: what the engine is doing: each step until the reply begins
+  (reading the story, choosing the lore, building the prompt, waiting for the model),
+  then anything that takes a while (summarising, updating the world state);
 - ``token`` / ``reasoning`` ``{"text"}``: the reply (or the model's reasoning) as it
   is written;
 - ``warning`` ``{"text"}``: something the player should know (an incomplete reply, a
@@ -123,7 +125,8 @@ async def play_turn(request: Request, session_id: str, body: TurnBody) -> Respon
     queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
 
     def on_event(kind: str, text: str) -> None:
-        queue.put_nowait((kind, {"text": text}))
+        # the engine's progress through its steps is a status to the page
+        queue.put_nowait(("status" if kind == "progress" else kind, {"text": text}))
 
     started = asyncio.Event()  # this turn holds the session's lock (is the engine's)
 

@@ -218,9 +218,11 @@ export class ChatView {
         signal: this.running.signal,
         onEvent: (kind, data) => {
           if (kind === "token") {
+            if (!content.childNodes.length) this.setStatus(""); // the reply has begun
             content.append(data.text);
             this.list.scrollTop = this.list.scrollHeight;
           } else if (kind === "status") this.setStatus(data.text);
+          else if (kind === "reasoning") this.setStatus("thinking");
           else if (kind === "warning") app.notify("Warning", data.text);
           else if (kind === "error") app.problem(data, "The turn failed");
         },
