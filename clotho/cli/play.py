@@ -45,16 +45,37 @@ def _engine(cli: Cli, session_id: str) -> Engine:
 
 
 class _Stream:
-    """Writes a turn's events to the terminal (nothing but the result with --json)."""
+    """Writes a turn's events to the terminal (nothing but the result with --json).
+
+    Until the reply begins, a line on a terminal's stderr says what the turn is doing
+    (``progress``: starting the model client, reading the story, waiting for the
+    model...), each replacing the one before; the reply or any other line erases it.
+    Off a terminal (a pipe, a file) it is not written."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.thinking = False
         self.midline = False  # the text so far (reply or reasoning) does not end a line
+        self.live = not quiet and sys.stderr.isatty()
+        self.shown = False  # a progress line is on the screen
+
+    def clear(self) -> None:
+        """Erase the progress line, if one is shown."""
+        if self.shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self.shown = False
 
     def __call__(self, kind: str, text: str) -> None:
         if self.quiet:
             return
+        if kind == "progress":
+            if self.live:
+                sys.stderr.write("\r\x1b[2K" + paint(f"… {text}", "dim"))
+                sys.stderr.flush()
+                self.shown = True
+            return
+        self.clear()
         if kind == "token":
             if self.thinking:
                 sys.stdout.write("\n")
@@ -120,16 +141,28 @@ def run_turn(
     continue_hint: str = "`clotho continue`",
 ) -> TurnResult:
     """Play one turn from the command line and report it."""
+    stream = _Stream(cli.json)
+    if engine is None:
+        stream("progress", "starting the model client")  # the model side loads in seconds
     from orchestrator import ModelError, OrchestratorError, TurnInterrupted, TurnRequest
     from prompts import PromptError
 
-    engine = engine or _engine(cli, session_id)
+    if engine is None:
+        try:
+            engine = _engine(cli, session_id)
+            from orchestrator.gateway import litellm_module
+
+            litellm_module()  # the seconds it takes are spent under the line above
+        finally:
+            stream.clear()  # an error is one line of its own
     before = cli.store.state(session_id).variables if not cli.json else None
-    stream = _Stream(cli.json)
     request = TurnRequest(kind, text=text, node=node)  # type: ignore[arg-type]
     work = _interruptible(engine, engine.run(session_id, request, stream), keep_open=bool(runner))
     try:
-        result = (runner or asyncio.run)(work)
+        try:
+            result = (runner or asyncio.run)(work)
+        finally:
+            stream.clear()  # before an error's or an interrupt's own line
     except asyncio.CancelledError:
         sys.stderr.write("\ninterrupted: the turn was abandoned, nothing was stored\n")
         raise typer.Exit(130) from None
