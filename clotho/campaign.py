@@ -144,15 +144,19 @@ def load_campaign(folder: Path) -> Campaign:
     title = data.get("title")
     if title is not None and not isinstance(title, str):
         raise CampaignError(f"{path}: title: expected text, got {title!r}")
-    extras = {
-        "model": _model_table(path, data.get("model", {})),
-        "character": _text_table(path, "character", data.get("character", {}), CHARACTER_KEYS),
-        "player": _text(path, "player", data.get("player")),
-        "lore": _lore_table(path, folder, data.get("lore", {})),
-    }
+    model = _model_table(path, data.get("model", {}))
+    character = _text_table(path, "character", data.get("character", {}), CHARACTER_KEYS)
+    player = _text(path, "player", data.get("player"))
+    lore = _lore_table(path, folder, data.get("lore", {}))
     state = data.get("state")
-    if state is None:
-        return Campaign(folder.resolve(), title, PERMISSIVE, **extras)
+    schema = PERMISSIVE if state is None else _state_schema(path, folder, state)
+    return Campaign(
+        folder.resolve(), title, schema, model=model, character=character, player=player, lore=lore
+    )
+
+
+def _state_schema(path: Path, folder: Path, state: object) -> StateSchema:
+    """The schema ``state =`` gives: a TOML file of the folder, or a table in place."""
     if isinstance(state, str):
         schema_path = (folder / state).resolve()
         if folder.resolve() not in schema_path.parents:
@@ -163,14 +167,13 @@ def load_campaign(folder: Path) -> Campaign:
     else:
         raise CampaignError(f"{path}: state: a table, or the name of a TOML file, not {state!r}")
     try:
-        schema = schema_from_mapping(mapping, source=source)
+        return schema_from_mapping(mapping, source=source)
     except SchemaError as error:
         raise CampaignError("; ".join(error.problems)) from error
-    return Campaign(folder.resolve(), title, schema, **extras)
 
 
 CHARACTER_KEYS = ("name", "description", "personality", "scenario")
-MODEL_KEYS = {
+MODEL_KEYS: dict[str, type | tuple[type, ...]] = {
     "model": str,
     "api_base": str,
     "extraction_model": str,

@@ -486,9 +486,9 @@ def _check_traces(
         if not isinstance(parts, list):
             raise c.fail(f"{where}.parts", f"expected a list, got {_kind(parts)}")
         for n, part in enumerate(parts):
-            digest = part.get("blob") if isinstance(part, dict) else None
-            if isinstance(digest, str) and digest not in texts:
-                raise c.fail(f"{where}.parts[{n}].blob", f"{digest!r} is not in blobs")
+            named = part.get("blob") if isinstance(part, dict) else None
+            if isinstance(named, str) and named not in texts:
+                raise c.fail(f"{where}.parts[{n}].blob", f"{named!r} is not in blobs")
         c.text(item["messages_hash"], f"{where}.messages_hash")
         c.mapping(item["document"], f"{where}.document")
         stored.append(StoredTrace(node_id, parts, item["messages_hash"], item["document"]))
