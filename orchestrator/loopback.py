@@ -78,7 +78,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-Script = Callable[[dict], Reply | str]
+Script = Callable[[dict[str, Any]], Reply | str]
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,13 @@ class Received:
 
     path: str
     body: bytes  # byte for byte
-    json: dict  # parsed ({} if the body is not a JSON object; the reply was then a 400)
+    json: dict[str, Any]  # parsed ({} if the body is not a JSON object; the reply was then a 400)
     headers: dict[str, str]  # names lower-cased
 
     @property
-    def messages(self) -> list[dict]:
-        return self.json.get("messages", [])
+    def messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.json.get("messages", [])
+        return messages
 
 
 _WORD = re.compile(r"\S+\s*")
@@ -111,7 +112,7 @@ def split_chunks(text: str) -> list[str]:
     return chunks
 
 
-def prompt_size(request: dict) -> int:
+def prompt_size(request: dict[str, Any]) -> int:
     """A rough token count of a request's messages: their characters // 4, at least 1."""
     total = 0
     for message in request.get("messages") or []:
@@ -136,7 +137,9 @@ _ERROR_DEFAULTS: dict[int, tuple[str, str | None]] = {
 }
 
 
-def error_body(status: int, message: str, kind: str | None = None, code: str | None = None) -> dict:
+def error_body(
+    status: int, message: str, kind: str | None = None, code: str | None = None
+) -> dict[str, Any]:
     """An OpenAI-style error body; ``kind`` (its "type") and ``code`` default by status.
 
     litellm picks its exception from this text before it looks at the status, so the
@@ -309,7 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": "0"} if reply.status == 429 else {}
         self._send_json(reply.status, body, {**headers, **reply.headers})
 
-    def _send_completion(self, reply: Reply, request: dict, number: int) -> None:
+    def _send_completion(self, reply: Reply, request: dict[str, Any], number: int) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.reasoning is not None:
             message["reasoning_content"] = reply.reasoning
@@ -320,7 +323,7 @@ class _Handler(BaseHTTPRequestHandler):
         completion["usage"] = _usage(reply, request, len(split_chunks(reply.content)))
         self._send_json(200, completion, reply.headers)
 
-    def _send_stream(self, reply: Reply, request: dict, number: int) -> None:
+    def _send_stream(self, reply: Reply, request: dict[str, Any], number: int) -> None:
         events = _stream_events(reply, request, number, self.server.owner.model)
         try:
             self.send_response(200)
@@ -344,7 +347,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.cut_after is not None:
             self.close_connection = True  # the connection ends mid-body: no terminating chunk
 
-    def _send_json(self, status: int, payload: dict, headers: Mapping[str, str] = {}) -> None:
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: Mapping[str, str] = {}
+    ) -> None:
         data = json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -359,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def _header(request: dict, number: int, model: str, kind: str) -> dict[str, Any]:
+def _header(request: dict[str, Any], number: int, model: str, kind: str) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{number}",
         "object": kind,
@@ -368,7 +373,7 @@ def _header(request: dict, number: int, model: str, kind: str) -> dict[str, Any]
     }
 
 
-def _usage(reply: Reply, request: dict, chunks: int) -> dict[str, int]:
+def _usage(reply: Reply, request: dict[str, Any], chunks: int) -> dict[str, int]:
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_size(request)
     completion = reply.completion_tokens if reply.completion_tokens is not None else chunks
     return {
@@ -384,7 +389,9 @@ def _sse(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
-def _stream_events(reply: Reply, request: dict, number: int, model: str) -> Iterator[bytes]:
+def _stream_events(
+    reply: Reply, request: dict[str, Any], number: int, model: str
+) -> Iterator[bytes]:
     """The stream's HTTP chunks, one per event (cut short if the reply says so)."""
     header = json.dumps(_header(request, number, model, "chat.completion.chunk"))[:-1]
     prefix = header.encode() + b', "choices": [{"index": 0, "delta": '
