@@ -232,7 +232,8 @@ class Engine:
         finally:
             if self._running is running:
                 self._running = None
-        return final["result"]
+        result: TurnResult = final["result"]
+        return result
 
     async def preview_lore(self, session_id: str, text: str) -> tuple[Plan, Retrieval]:
         """The lore a turn would use if ``text`` were the player's next message at HEAD
@@ -613,12 +614,15 @@ class Engine:
             user_node = _place_players_message(tx, request, anchor)
             if user_node is not None:
                 history[-1] = Message(user_node.id, "user", None, user_node.content)
-            arguments = {"metadata": metadata, "delta": delta or None}
             if request.kind == "reroll":
                 assert anchor.sibling_of is not None
-                reply = tx.add_sibling(anchor.sibling_of, completion.content, **arguments)
+                reply = tx.add_sibling(
+                    anchor.sibling_of, completion.content, metadata=metadata, delta=delta or None
+                )
             else:
-                reply = tx.append(anchor.reply_role, completion.content, **arguments)
+                reply = tx.append(
+                    anchor.reply_role, completion.content, metadata=metadata, delta=delta or None
+                )
             document = trace.document(
                 tx.put_blob,
                 plan=state["plan"],
@@ -669,7 +673,8 @@ def _place_players_message(
 
 
 def _summary_of(summary: dict[str, Any]) -> str:
-    return summary["calls"][-1]["output"]
+    output: str = summary["calls"][-1]["output"]
+    return output
 
 
 def _last_user_text(history: list[Message]) -> str | None:

@@ -125,7 +125,7 @@ def parse_delta(text: str, schema: StateSchema, state: Mapping[str, Any]) -> lis
         if isinstance(path, str) and path.split(".")[0] in BUILT_INS:
             raise ValueError(f"operation {index}: {path!r} is kept by the engine, not by the story")
     try:
-        apply_delta(schema, dict(state), operations)  # type: ignore[arg-type]
+        apply_delta(schema, dict(state), operations)
     except InvalidDeltaError as error:
         raise ValueError("; ".join(str(problem) for problem in error.problems)) from None
     return operations

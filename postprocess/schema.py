@@ -36,7 +36,9 @@ def _value(spec: Variable) -> dict[str, Any]:
     return dict(_JSON_TYPES[spec.type])
 
 
-def _operation(ops: list[str], path: dict[str, Any], value: dict[str, Any] | None) -> dict:
+def _operation(
+    ops: list[str], path: dict[str, Any], value: dict[str, Any] | None
+) -> dict[str, Any]:
     properties: dict[str, Any] = {"op": {"type": "string", "enum": ops}, "path": path}
     required = ["op", "path"]
     if value is not None:
