@@ -16,6 +16,7 @@ from clotho.wiring import preview_lore
 from ._common import context, document, read_body
 from .context import etag, expected_version
 from .schemas import CardOut, ChatImportOut, LorebookOut, LoreHitOut, LoreTestBody
+from .worker import import_chat_at, import_tree_at, importing
 
 __all__ = ["router"]
 
@@ -53,12 +54,17 @@ async def import_chat_file(
     data = await read_body(request)
     store = context(request).store
 
-    def work() -> Response:
-        session = import_chat(store, data, filename, title=title)
+    def inline() -> str:
+        return import_chat(store, data, filename, title=title).id
+
+    session_id = await importing(store, data, inline, import_chat_at, filename, title)
+
+    def answer() -> Response:
+        session = store.session(session_id)
         nodes = len(store.tree(session.id).nodes)
         return document({"session": session.as_dict(), "nodes": nodes}, session, 201)
 
-    return await run_in_threadpool(work)
+    return await run_in_threadpool(answer)
 
 
 @router.get(
@@ -109,11 +115,12 @@ async def import_tree_file(
     data = await read_body(request)
     store = context(request).store
 
-    def work() -> Response:
-        session = import_tree(store, data, filename, new_ids=new_ids)
-        return document(session.as_dict(), session, 201)
+    def inline() -> str:
+        return import_tree(store, data, filename, new_ids=new_ids).id
 
-    return await run_in_threadpool(work)
+    session_id = await importing(store, data, inline, import_tree_at, filename, new_ids)
+    session = await run_in_threadpool(store.session, session_id)
+    return document(session.as_dict(), session, 201)
 
 
 @router.get("/sessions/{session_id}/exports/tree", summary="The whole session, lossless")
