@@ -103,8 +103,17 @@ def turn_setup(
         from clotho.lore import card_character
 
         character = card_character(card)
+    elif campaign is not None:
+        table = campaign.character  # [character]: the texts it names (checked when read)
+        default = Character()
+        character = Character(
+            name=table.get("name", default.name),
+            description=table.get("description", default.description),
+            personality=table.get("personality", default.personality),
+            scenario=table.get("scenario", default.scenario),
+        )
     else:
-        character = Character(**campaign.character) if campaign else Character()
+        character = Character()
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
