@@ -54,8 +54,11 @@ OnEvent = Callable[[str, str], None]
 
 @cache
 def litellm_module() -> ModuleType:
-    """litellm, imported once, offline."""
+    """litellm, imported once, offline, and without the copy of every call's messages
+    its success logging makes to shorten base64 images in them (nothing here logs
+    messages; the copy grows with the history)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("MAX_BASE64_LENGTH_FOR_LOGGING", "0")
     import litellm
 
     litellm.suppress_debug_info = True
