@@ -116,6 +116,7 @@ async def play_turn(request: Request, session_id: str, body: TurnBody) -> Respon
     reply), impersonate (the model writes the player's next message)."""
     ctx = context(request)
     expected = expected_version(request)
+    await request.app.state.warmup.wait()  # a server just started: what it is loading
     session, turn, engine = await run_in_threadpool(_prepare, ctx, session_id, body, expected)
     accept = request.headers.get("accept", "")
     if "application/json" in accept and "text/event-stream" not in accept:

@@ -42,6 +42,12 @@ class Warmup:
     def state(self) -> WarmState:
         return "ready" if self._done.is_set() else "warming"
 
+    async def wait(self) -> None:
+        """Until the warm-up is done (at once if it is): a turn that comes sooner uses
+        what it loads instead of loading the same things beside it."""
+        if not self._done.is_set():
+            await asyncio.to_thread(self._done.wait)
+
     def start(self, ctx: ApiContext) -> None:
         """Begin warming the server of ``ctx`` (returns at once)."""
         self._done.clear()
