@@ -80,7 +80,7 @@ def _setup(cli: Cli, stack: contextlib.ExitStack) -> tuple[Any, str]:
 
 
 def _play_demo(cli: Cli, store: Store, stack: contextlib.ExitStack, url: str) -> dict[str, Any]:
-    from orchestrator import Engine, TurnRequest
+    from orchestrator import Engine, TurnKind, TurnRequest
 
     quiet = cli.json
     setup, who = _setup(cli, stack)
@@ -107,7 +107,7 @@ def _play_demo(cli: Cli, store: Store, stack: contextlib.ExitStack, url: str) ->
             sys.stdout.write(text)
             sys.stdout.flush()
 
-    def turn(kind: str, **kwargs: Any) -> Any:
+    def turn(kind: TurnKind, **kwargs: Any) -> Any:
         if not quiet:
             sys.stdout.write(paint("   GM: ", "cyan"))
         result = runner.run(engine.run(sid, TurnRequest(kind, **kwargs), on_event))

@@ -21,7 +21,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -470,7 +470,7 @@ def _play_line(
         else:
             turn("edit", node=last.id, text=rest)
     elif word == "swipe":
-        direction = "prev" if rest in ("<", "prev", "left") else "next"
+        direction: Literal["prev", "next"] = "prev" if rest in ("<", "prev", "left") else "next"
         node, _ = cli.store.switch_sibling(session_id, direction)
         turn_view = cli.store.turn(session_id, node.id)
         out(render.node_line(node, head_id=node.id, alternatives=render.alternatives(turn_view)))
