@@ -148,18 +148,18 @@ def create_app(
 
     mount_page(app)
     # Each layer added goes outside the ones before: the Host check is the outermost.
-    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)
     origins = allowed_origins(settings)
     if origins:  # outside the 413s, so that they carry CORS too
         app.add_middleware(
-            CORSMiddleware,  # type: ignore[arg-type]
+            CORSMiddleware,
             allow_origins=origins,
             allow_methods=CORS_METHODS,
             allow_headers=CORS_HEADERS,
             expose_headers=CORS_EXPOSED,
         )
     served = served_hosts("127.0.0.1", settings) if hosts is None else list(hosts)
-    app.add_middleware(TrustedHosts, allowed_hosts=served)  # type: ignore[arg-type]
+    app.add_middleware(TrustedHosts, allowed_hosts=served)
     return app
 
 

@@ -48,7 +48,7 @@ def tree(request: Request, session_id: str) -> Response:
 
 def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
     node = turn.node
-    out = {
+    out: dict[str, Any] = {
         "id": node.id,
         "parent_id": node.parent_id,
         "role": node.role,
