@@ -37,6 +37,20 @@ class MnemosyneError(Exception):
     #: record in the list given; ``None`` otherwise.
     record_index: int | None = None
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled as it is (an import in a worker process raises it in the server):
+        # the default rebuilds it by calling __init__ with the message alone.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(
+    cls: type[MnemosyneError], args: tuple[object, ...], state: dict[str, object]
+) -> MnemosyneError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class NotFoundError(MnemosyneError, LookupError):
     """Something named by id does not exist."""

@@ -12,11 +12,20 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.stchat import export_chat, import_chat
 from clotho.wiring import preview_lore
+from mnemosyne import Node, Session
+from planner.cards import Card
+from planner.lorebook import Lorebook
 
 from ._common import context, document, read_body
 from .context import etag, expected_version
 from .schemas import CardOut, ChatImportOut, LorebookOut, LoreHitOut, LoreTestBody
-from .worker import import_chat_at, import_tree_at, importing
+from .worker import (
+    import_card_at,
+    import_chat_at,
+    import_lorebook_at,
+    import_tree_at,
+    importing,
+)
 
 __all__ = ["router"]
 
@@ -146,10 +155,18 @@ async def import_lorebook_file(request: Request, session_id: str, name: FileName
     ctx = context(request)
     expected = expected_version(request)
 
-    def work() -> Response:
-        book, session = lore.import_lorebook(
-            ctx.store, session_id, data, name.removesuffix(".json"), expected_version=expected
+    book_name = name.removesuffix(".json")
+
+    def inline() -> tuple[Lorebook, Session]:
+        return lore.import_lorebook(
+            ctx.store, session_id, data, book_name, expected_version=expected
         )
+
+    book, session = await importing(
+        ctx.store, data, inline, import_lorebook_at, session_id, book_name, expected
+    )
+
+    def work() -> Response:
         if ctx.settings.vectors:
             lore.lore_index(ctx.settings, [book])
         enabled = sum(1 for entry in book.entries if not entry.disable)
@@ -172,10 +189,14 @@ async def import_card_file(request: Request, session_id: str, filename: FileName
     ctx = context(request)
     expected = expected_version(request)
 
+    def inline() -> tuple[Card, list[Node], Session]:
+        return lore.import_card(ctx.store, session_id, data, filename, expected_version=expected)
+
+    card, greetings, session = await importing(
+        ctx.store, data, inline, import_card_at, session_id, filename, expected
+    )
+
     def work() -> Response:
-        card, greetings, session = lore.import_card(
-            ctx.store, session_id, data, filename, expected_version=expected
-        )
         if card.book is not None and ctx.settings.vectors:
             lore.lore_index(ctx.settings, [card.book])
         body = {

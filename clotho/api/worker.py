@@ -1,6 +1,6 @@
 """Large imports in a worker process, so that one upload cannot stall or swell the server.
 
-Reading a tree file or a chat of tens of megabytes is mostly C code that holds the
+Reading a tree file, a chat, a lorebook or a card of megabytes is mostly C code that holds the
 interpreter (``json`` decoding, the limit checks of :mod:`mnemosyne.jsontext`) for a
 second or more at a time, and builds Python objects several times the file's size that
 the allocator keeps after the import. In the server's process that means every other
@@ -23,9 +23,18 @@ import anyio
 from anyio import to_process
 from starlette.concurrency import run_in_threadpool
 
-from mnemosyne import Store
+from mnemosyne import Node, Session, Store
+from planner.cards import Card
+from planner.lorebook import Lorebook
 
-__all__ = ["LARGE_IMPORT_BYTES", "import_chat_at", "import_tree_at", "importing"]
+__all__ = [
+    "LARGE_IMPORT_BYTES",
+    "import_card_at",
+    "import_chat_at",
+    "import_lorebook_at",
+    "import_tree_at",
+    "importing",
+]
 
 LARGE_IMPORT_BYTES = 4 * 1024 * 1024
 """From this size on a file is imported in a worker process: a file this size holds the
@@ -61,9 +70,35 @@ async def importing(
     with tempfile.NamedTemporaryFile(prefix="clotho-import-") as file:
         await run_in_threadpool(file.write, data)
         await run_in_threadpool(file.flush)
-        return await to_process.run_sync(
-            worker, url, file.name, *args, cancellable=True, limiter=_ONE_AT_A_TIME
-        )
+        try:
+            return await to_process.run_sync(
+                _carrying_causes,
+                worker,
+                url,
+                file.name,
+                *args,
+                cancellable=True,
+                limiter=_ONE_AT_A_TIME,
+            )
+        except Exception as error:
+            cause = error.__dict__.pop(_CAUSE, None)
+            if isinstance(cause, BaseException):
+                raise error from cause
+            raise
+
+
+_CAUSE = "_clotho_cause"
+
+
+def _carrying_causes(worker: Callable[..., T], *args: object) -> T:
+    """``worker(*args)``, an error raised keeping its cause (the limit a file passed, which
+    the problem document names): pickling an exception leaves ``__cause__`` out."""
+    try:
+        return worker(*args)
+    except Exception as error:
+        if error.__cause__ is not None:
+            error.__dict__[_CAUSE] = error.__cause__
+        raise
 
 
 def import_tree_at(url: str, path: str, name: str, new_ids: bool) -> str:
@@ -82,3 +117,27 @@ def import_chat_at(url: str, path: str, name: str, title: str | None) -> str:
 
     with Store.open(url, migrate=False) as store:
         return import_chat(store, Path(path).read_bytes(), name, title=title).id
+
+
+def import_lorebook_at(
+    url: str, path: str, session_id: str, name: str, expected: int | None
+) -> tuple[Lorebook, Session]:
+    """In the worker: :func:`clotho.lore.import_lorebook` into the database at ``url``."""
+    from clotho.lore import import_lorebook
+
+    with Store.open(url, migrate=False) as store:
+        return import_lorebook(
+            store, session_id, Path(path).read_bytes(), name, expected_version=expected
+        )
+
+
+def import_card_at(
+    url: str, path: str, session_id: str, filename: str, expected: int | None
+) -> tuple[Card, list[Node], Session]:
+    """In the worker: :func:`clotho.lore.import_card` into the database at ``url``."""
+    from clotho.lore import import_card
+
+    with Store.open(url, migrate=False) as store:
+        return import_card(
+            store, session_id, Path(path).read_bytes(), filename, expected_version=expected
+        )

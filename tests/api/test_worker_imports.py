@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import clotho.lore
 import clotho.stchat
 import clotho.treefile
 from clotho.api import exchange, worker
 from mnemosyne import Store
 
-CHAT = Path(__file__).resolve().parents[1] / "fixtures" / "sillytavern_chat_seraphina.jsonl"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CHAT = FIXTURES / "sillytavern_chat_seraphina.jsonl"
+BOOK = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
+CARD = FIXTURES / "sillytavern_default_Seraphina.png"
 
 
 @pytest.fixture
@@ -29,6 +33,8 @@ def in_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clotho.treefile, "import_tree", not_here)
     monkeypatch.setattr(clotho.stchat, "import_chat", not_here)
     monkeypatch.setattr(exchange, "import_chat", not_here)
+    monkeypatch.setattr(clotho.lore, "import_lorebook", not_here)
+    monkeypatch.setattr(clotho.lore, "import_card", not_here)
 
 
 @pytest.mark.usefixtures("in_worker")
@@ -65,3 +71,34 @@ def test_a_refused_large_import_is_the_same_problem_and_stores_nothing(
     assert tree.status_code == 422
     assert tree.json()["code"] == "invalid_tree"
     assert [s.id for s in store.sessions()] == before
+
+
+@pytest.mark.usefixtures("in_worker")
+def test_a_large_lorebook_and_card_are_imported_by_a_worker(client: TestClient) -> None:
+    sid = client.post("/api/sessions", json={"title": "lore"}).json()["id"]
+    card = client.post(
+        f"/api/sessions/{sid}/imports/card", content=CARD.read_bytes(), params={"filename": "s.png"}
+    )
+    assert card.status_code == 200, card.text
+    assert card.json()["name"] == "Seraphina"
+    assert len(card.json()["greetings"]) >= 1
+    version = card.json()["session"]["version"]
+    book = client.post(
+        f"/api/sessions/{sid}/imports/lorebook",
+        content=BOOK.read_bytes(),
+        params={"name": "eldoria.json"},
+        headers={"If-Match": f'"{version}"'},
+    )
+    assert book.status_code == 200, book.text
+    assert book.json()["book"] == "eldoria"
+    assert book.json()["entries"] > 0
+    names = [b["book"] for b in client.get(f"/api/sessions/{sid}/lore").json()]
+    assert "eldoria" in names
+    stale = client.post(
+        f"/api/sessions/{sid}/imports/lorebook",
+        content=BOOK.read_bytes(),
+        params={"name": "again.json"},
+        headers={"If-Match": f'"{version}"'},
+    )
+    assert stale.status_code == 412, stale.text
+    assert stale.headers["content-type"].startswith("application/problem+json")
