@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import DeltaProblem, InvalidDeltaError, InvalidOperationError
 from .models import ROLES, Role
-from .state.delta import finite
+from .state.delta import unstorable
 
 __all__ = [
     "check_content",
@@ -60,6 +60,9 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidOperationError(f"metadata must be a mapping, not {type(metadata).__name__}")
+    reason = unstorable(metadata)
+    if reason is not None:
+        raise InvalidOperationError(f"metadata: {reason}")
     return dict(metadata)
 
 
@@ -72,8 +75,8 @@ def check_delta(delta: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any
     for i, op in enumerate(delta):
         if not isinstance(op, Mapping):
             raise InvalidOperationError(f"delta operation {i} must be an object, not {op!r}")
-        if not finite(op.get("value")):
-            reason = "numbers must be finite (JSON has no NaN or Infinity)"
+        reason = unstorable(op.get("value"))
+        if reason is not None:
             raise InvalidDeltaError([DeltaProblem(i, op, reason)])
         out.append(dict(op))
     return out

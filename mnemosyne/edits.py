@@ -37,7 +37,7 @@ from ._checks import check_content, check_name
 from .editor import IMAGE_COLUMNS, Editor, EditResult
 from .errors import InvalidOperationError
 from .models import Role
-from .state.delta import OPS, finite
+from .state.delta import OPS, unstorable
 
 __all__ = [
     "EDITS",
@@ -89,8 +89,9 @@ class DeltaOperation(BaseModel):
     @field_validator("value")
     @classmethod
     def _finite(cls, value: Any) -> Any:
-        if not finite(value):
-            raise ValueError("numbers must be finite (JSON has no NaN or Infinity)")
+        reason = unstorable(value)
+        if reason is not None:
+            raise ValueError(reason)
         return value
 
     def as_dict(self) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import DeltaProblem, InvalidDeltaError
+from ..jsontext import MAX_DEPTH
 from .schema import NUMBERS, PERMISSIVE, StateSchema, Variable, check_value, normalise, type_of
 
 __all__ = [
@@ -44,9 +45,9 @@ __all__ = [
     "State",
     "apply_delta",
     "diff_states",
-    "finite",
     "flatten",
     "touches",
+    "unstorable",
     "value_at",
 ]
 
@@ -66,20 +67,26 @@ class _Refused(Exception):
     """One operation cannot be applied (its reason is the message)."""
 
 
-def finite(value: Any) -> bool:
-    """Whether every number in ``value`` is finite. Python's JSON reads NaN and Infinity,
-    which no JSON document can hold: stored, they would break every reader. (A loop, not
-    recursion: values may nest deep.)"""
-    stack = [value]
+NON_FINITE = "numbers must be finite (JSON has no NaN or Infinity)"
+TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep (a file could not take it back)"
+
+
+def unstorable(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON that every reader (an exported tree file
+    among them) takes back, or ``None``: a number that is not finite, or nesting deeper
+    than :data:`mnemosyne.jsontext.MAX_DEPTH`. (A loop, not recursion: values may nest
+    deep.)"""
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, float) and not math.isfinite(item):
-            return False
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return True
+            return NON_FINITE
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth >= MAX_DEPTH:
+                return TOO_DEEP
+            items = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in items)
+    return None
 
 
 def apply_delta(

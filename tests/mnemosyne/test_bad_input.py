@@ -138,3 +138,25 @@ def test_a_delta_with_a_number_json_cannot_hold_is_refused(store: Store, number:
             sid, "user", "x", delta=[{"op": "set", "path": "hp", "value": [1, {"a": number}]}]
         )
     assert store.tree(sid).nodes == []
+
+
+def test_values_nested_deeper_than_a_file_can_take_back_are_refused(store: Store) -> None:
+    """A delta value or metadata nested past jsontext's limit would be stored, exported
+    and then refused by the tree file's reader: refused when it is written instead."""
+    from mnemosyne.errors import InvalidOperationError
+    from mnemosyne.jsontext import MAX_DEPTH
+
+    def nested(levels: int) -> object:
+        value: object = 1
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    sid = store.create_session().id
+    within = [{"op": "set", "path": "hp", "value": nested(MAX_DEPTH - 1)}]
+    assert store.append(sid, "user", "x", delta=within)[0].id
+    with pytest.raises(InvalidDeltaError, match="nested more than"):
+        store.append(sid, "user", "y", delta=[{"op": "set", "path": "hp", "value": nested(500)}])
+    with pytest.raises(InvalidOperationError, match="metadata: nested more than"):
+        store.append(sid, "user", "z", metadata={"deep": nested(MAX_DEPTH)})
+    assert [n.content for n in store.tree(sid).nodes] == ["x"]
