@@ -102,19 +102,33 @@ def _plain_openai_chat(name: str) -> bool:
 def route(config: ModelConfig) -> dict[str, Any]:
     """How litellm is asked to call ``config``'s model: ``model`` and, for an
     OpenAI-compatible server litellm would otherwise reach through the openai SDK, its
-    own HTTP route (``custom_llm_provider``, ``api_base``, ``api_key``). Empty extras
-    mean litellm's usual route."""
-    provider, _, name = config.model.partition("/")
+    own HTTP route (``custom_llm_provider``, ``api_base``, ``api_key``). Only ``model``:
+    litellm's usual route."""
+    return dict(_route(config.model, config.api_base, config.api_key))
+
+
+@cache
+def _route(model: str, api_base: str | None, api_key: str | None) -> tuple[tuple[str, Any], ...]:
+    """:func:`route`, worked out once per model and server (the server's address and
+    key as litellm finds them for the provider: ``LM_STUDIO_API_BASE``, llamafile's
+    default, ``OPENAI_BASE_URL``...)."""
+    provider, _, name = model.partition("/")
     if provider not in _SDK_ROUTED or not name:
-        return {"model": config.model}
-    base = config.api_base
+        return (("model", model),)
+    litellm = litellm_module()
+    name, _provider, key, base = litellm.get_llm_provider(model, api_base=api_base)
     if base is None and provider == "openai":
         environ = os.environ
         base = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE") or _OPENAI_BASE
     if base is None or not _plain_openai_chat(name):
-        return {"model": config.model}
-    key = config.api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
-    return {"model": name, "custom_llm_provider": _HTTP_ROUTE, "api_base": base, "api_key": key}
+        return (("model", model),)
+    key = api_key or key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    return (
+        ("model", name),
+        ("custom_llm_provider", _HTTP_ROUTE),
+        ("api_base", base),
+        ("api_key", key),
+    )
 
 
 @dataclass
