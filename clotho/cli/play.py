@@ -20,6 +20,7 @@ import json
 import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -397,11 +398,19 @@ class LineReader:
         return clean_line(line)
 
 
+def _load_model_client() -> None:
+    from orchestrator.gateway import litellm_module
+
+    litellm_module()
+
+
 @command(app, "play")
 def play(cli: Cli) -> None:
     """An interactive session: type to speak, /commands for the rest."""
     session_id = cli.session_id()
     engine = _engine(cli, session_id)
+    # the model client loads while the player types the first line, not after it
+    threading.Thread(target=_load_model_client, name="model-client", daemon=True).start()
     out(paint(PLAY_HELP, "dim"))
     with asyncio.Runner() as runner:
         try:
