@@ -465,7 +465,9 @@ class Engine:
         """A summary of ``history[:first_kept]`` at least: the one at the anchor if it
         covers enough, else a new one (a model call per chunk that fits)."""
         history = anchor.history
-        covered, summary = self._covered(anchor)
+        # A walk of the path to the node that wrote the summary: in a worker thread, so
+        # that a long story does not hold the event loop (other sessions, reads) meanwhile.
+        covered, summary = await asyncio.to_thread(self._covered, anchor)
         if covered >= first_kept:
             return summary, covered, {"reused": True, "covers_through": history[covered - 1].id}
         # Drop a quarter of the window more than needed, so that the next turns can
