@@ -11,26 +11,19 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mnemosyne import jsontext
-from planner.cards import MAX_CHUNK_TEXT, PNG_SIGNATURE, png_card_text
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-CARD = SHARED / "real" / "sillytavern_default_Seraphina.png"
-BOOK = SHARED / "real" / "sillytavern_Eldoria_worldinfo.json"
-CHAT = SHARED / "constructed" / "sillytavern_chat_seraphina.jsonl"
-MISSING = [path for path in (CARD, BOOK, CHAT) if not path.is_file()]
+from planner.cards import MAX_CHUNK_TEXT, png_card_text
+from tests.fuzz._hostile import CARD_PNG as CARD
+from tests.fuzz._hostile import CHAT, chunk, deflate_repeated, png_with, replaced
+from tests.fuzz._hostile import LOREBOOK as BOOK
 
 DIGITS = "9" * 5000
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = json.dumps("x" * (jsontext.MAX_STRING + 1))
-_HOLE = "\x00hostile\x00"
 
 #: What each refusal says, by case (each importer adds the place).
 SAYS = {
@@ -52,16 +45,6 @@ class Hostile:
     """What the one-line refusal names first: the file, the line, the field."""
     says: str
     """What it says after: the problem and the limit."""
-
-
-def replaced(document: Any, path: tuple[Any, ...], raw: str) -> str:
-    """``document`` as JSON text with the value at ``path`` replaced by raw JSON text."""
-    copy = json.loads(json.dumps(document))
-    at = copy
-    for key in path[:-1]:
-        at = at[key]
-    at[path[-1]] = _HOLE
-    return json.dumps(copy, ensure_ascii=False).replace(json.dumps(_HOLE), raw, 1)
 
 
 def _cases(document: Any, fields: dict[str, tuple[Any, ...]]) -> dict[str, tuple[str, str]]:
@@ -126,34 +109,6 @@ def cards_json() -> dict[str, Hostile]:
     }
 
 
-def chunk(kind: bytes, payload: bytes) -> bytes:
-    """One PNG chunk, its length and CRC right."""
-    body = kind + payload
-    return struct.pack(">I", len(payload)) + body + struct.pack(">I", zlib.crc32(body))
-
-
-def png_with(text_chunks: list[bytes]) -> bytes:
-    """The real card PNG with its text chunks replaced by ``text_chunks``."""
-    data, offset, kept = CARD.read_bytes(), len(PNG_SIGNATURE), []
-    while True:
-        (length,) = struct.unpack_from(">I", data, offset)
-        kind = data[offset + 4 : offset + 8]
-        if kind == b"IEND":
-            break
-        if kind not in (b"tEXt", b"zTXt", b"iTXt"):
-            kept.append(data[offset : offset + 12 + length])
-        offset += 12 + length
-    return PNG_SIGNATURE + b"".join(kept) + b"".join(text_chunks) + chunk(b"IEND", b"")
-
-
-def deflated_a(size: int) -> bytes:
-    """``size`` bytes of base64 ``A`` deflated (about a thousandth of the size)."""
-    compressor = zlib.compressobj(9)
-    block = b"A" * (1 << 20)
-    parts = [compressor.compress(block) for _ in range(size // len(block))]
-    return b"".join(parts) + compressor.flush()
-
-
 def cards_png() -> dict[str, Hostile]:
     out = {}
     for case, (text, place) in _card_cases().items():
@@ -164,7 +119,9 @@ def cards_png() -> dict[str, Hostile]:
             f"card.png: the card text in the PNG: {place}",
             SAYS[case],
         )
-    bomb = deflated_a(MAX_CHUNK_TEXT + (1 << 20))  # a few tens of KB, past the cap inflated
+    bomb = deflate_repeated(
+        b"A", MAX_CHUNK_TEXT + (1 << 20)
+    )  # a few tens of KB, past the cap inflated
     out["ztxt_bomb"] = Hostile(
         png_with([chunk(b"zTXt", b"chara\0\0" + bomb)]),
         "card.png",

@@ -19,8 +19,6 @@ from tests import _hostile_files as h
 
 from .test_api import new_session, problem
 
-pytestmark = pytest.mark.skipif(bool(h.MISSING), reason=f"no fixtures at {h.MISSING}")
-
 MAX_DETAIL = 400
 #: The limit a problem names, by case (NaN and a bomb pass no limit of the JSON reader).
 LIMITS = {

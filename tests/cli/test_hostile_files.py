@@ -19,8 +19,6 @@ from tests import _hostile_files as h
 
 from .test_cli import Run
 
-pytestmark = pytest.mark.skipif(bool(h.MISSING), reason=f"no fixtures at {h.MISSING}")
-
 COMMANDS = {
     "lorebook": ("import", "lorebook", "--name", "book"),
     "card_json": ("import", "card"),

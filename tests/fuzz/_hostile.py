@@ -186,15 +186,16 @@ def card_chunk(card_json: str) -> bytes:
 def ztxt_bomb(inflated: int = 512 * 1024 * 1024) -> bytes:
     """A ``zTXt`` ``chara`` chunk of about ``inflated/1000`` bytes that inflates to
     ``inflated`` bytes of base64 ``A``s (a valid start of a card's base64)."""
-    return chunk(b"zTXt", b"chara\0\0" + _deflate_repeated(b"A", inflated))
+    return chunk(b"zTXt", b"chara\0\0" + deflate_repeated(b"A", inflated))
 
 
 def itxt_bomb(inflated: int = 512 * 1024 * 1024) -> bytes:
     """The same bomb in a compressed ``iTXt`` chunk."""
-    return chunk(b"iTXt", b"chara\0\1\0\0\0" + _deflate_repeated(b"A", inflated))
+    return chunk(b"iTXt", b"chara\0\1\0\0\0" + deflate_repeated(b"A", inflated))
 
 
-def _deflate_repeated(byte: bytes, size: int) -> bytes:
+def deflate_repeated(byte: bytes, size: int) -> bytes:
+    """``size`` bytes of ``byte`` deflated (about a thousandth of the size)."""
     compressor = zlib.compressobj(9)
     block = byte * (1024 * 1024)
     parts = [compressor.compress(block) for _ in range(size // len(block))]
