@@ -523,7 +523,10 @@ class Server:
                     "clotho serve exited: " + (folder / "serve.log").read_text()[-2000:]
                 )
             try:
-                if self.client.get("/api/health", timeout=1).status_code == 200:
+                health = self.client.get("/api/health", timeout=1)
+                # Ready, and done warming up (loading the model client takes the
+                # interpreter and memory: it is not what a case costs).
+                if health.status_code == 200 and health.json().get("warm") != "warming":
                     break
             except httpx.HTTPError:
                 pass
@@ -633,8 +636,11 @@ def api_case(server: Server, case: Case, timeout: float) -> tuple[str, str, floa
     return "crashed", f"{response.status_code} {kind} {detail or response.text[:150]}", ms, mb
 
 
-def health_under(case: Case, model: ModelServer, timeout: float) -> tuple[float, str]:
-    """The worst ``GET /api/health`` latency while ``case`` runs on a fresh server."""
+def health_under(
+    case: Case, model: ModelServer, timeout: float
+) -> tuple[float, tuple[str, str, float, float]]:
+    """The worst ``GET /api/health`` latency while ``case`` runs on a fresh server, and
+    the case's outcome there (as :func:`api_case`)."""
     with tempfile.TemporaryDirectory() as name:
         server = Server(Path(name), model)
         worst, stop = [0.0], threading.Event()
@@ -651,7 +657,7 @@ def health_under(case: Case, model: ModelServer, timeout: float) -> tuple[float,
         poller = threading.Thread(target=poll, daemon=True)
         poller.start()
         try:
-            outcome, _, _, _ = api_case(server, case, timeout)
+            outcome = api_case(server, case, timeout)
         finally:
             stop.set()
             poller.join(timeout + 5)
@@ -671,13 +677,7 @@ def tree_of_nodes(count: int) -> Case:
 def large_file(case: Case, model: ModelServer, timeout: float) -> None:
     """A large valid file (not hostile, not counted in the last line): how long its
     import takes, what it costs the server, and whether the server stays responsive."""
-    with tempfile.TemporaryDirectory() as name:
-        server = Server(Path(name), model)
-        try:
-            outcome, said, ms, mb = api_case(server, case, max(timeout, 120.0))
-        finally:
-            server.stop()
-    worst_health, _ = health_under(case, model, max(timeout, 120.0))
+    worst_health, (outcome, said, ms, mb) = health_under(case, model, max(timeout, 120.0))
     print(
         f"large valid file (not counted above): api {case.name} {len(case.data) / 1e6:.0f} MB "
         f"{outcome} ({said[:60]}) in {ms:.0f} ms, server +{mb:.0f} MB, worst GET /api/health "
@@ -770,7 +770,7 @@ def main() -> None:
             if api:
                 slowest = max(api, key=lambda r: r.ms)
                 case = next(c for c in cases if c.name == slowest.case)
-                worst_health, outcome = health_under(case, model, args.timeout)
+                worst_health, (outcome, _, _, _) = health_under(case, model, args.timeout)
                 print(
                     f"health while {case.name} ran ({outcome}): worst GET /api/health "
                     f"{worst_health:.0f} ms",
