@@ -211,6 +211,20 @@ class Touch:
     value: Any
 
 
+def last_writer(conn: Connection, pk: int, path: str, chunk: int = 256) -> str | None:
+    """The id of the nearest enabled node at or above ``pk`` whose delta writes
+    ``path``, or ``None``: the path is read upwards a chunk at a time, and nothing is
+    replayed, so a variable written recently costs a few rows however long the story."""
+    at: int | None = pk
+    while at is not None:
+        rows = walk_up(conn, at, "n.id, n.enabled, n.delta, n.parent_pk", limit=chunk)
+        for _, node_id, enabled, delta, _ in reversed(rows):
+            if enabled and delta and any(touches(op, path) for op in json.loads(delta)):
+                return str(node_id)
+        at = rows[0][4] if rows else None
+    return None
+
+
 def touches_along(
     conn: Connection, schema: StateSchema, pk: int, path: str
 ) -> tuple[Any, list[Touch]]:

@@ -1024,11 +1024,18 @@ class Store:
             return diff_states(self._state(conn, record, a), self._state(conn, record, b))
 
     def blame(self, session_id: str, path: str, at: str | None = None) -> Blame:
-        """The node on the path to HEAD (or ``at``) that last wrote ``path``."""
-        start, found = self._touches(session_id, path, at)
-        if not found:
-            return Blame(path, start, None)
-        return Blame(path, found[-1].value, found[-1].node_id)
+        """The node on the path to HEAD (or ``at``) that last wrote ``path``, and the
+        value it left (the value at that point). Costs the rows up to that node and the
+        state there (a keyframe and a few deltas), not a replay of the whole path."""
+        _check_variable_path(path)
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            schema = ws.parse_schema(record.schema_json)
+            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            writer = None if pk is None else ws.last_writer(conn, pk, path)
+            if pk is None or writer is None:
+                return Blame(path, value_at(schema.initial_state(), path), None)
+            return Blame(path, value_at(ws.state_after(conn, schema, pk).state, path), writer)
 
     def changes(
         self, session_id: str, path: str, at: str | None = None
@@ -1039,10 +1046,7 @@ class Store:
         return start, [Change(t.node_id, t.operations, t.value) for t in found]
 
     def _touches(self, session_id: str, path: str, at: str | None) -> tuple[Any, list[ws.Touch]]:
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidOperationError(
-                "a variable path is needed, such as 'hp' or 'affinity.marla'"
-            )
+        _check_variable_path(path)
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             schema = ws.parse_schema(record.schema_json)
@@ -1247,3 +1251,8 @@ def _stamp(session: Session) -> paths.Stamp:
 
 def _storage_error(error: exc.DBAPIError) -> MnemosyneError:
     return StorageError(f"database error: {_reason(error)}")
+
+
+def _check_variable_path(path: object) -> None:
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidOperationError("a variable path is needed, such as 'hp' or 'affinity.marla'")

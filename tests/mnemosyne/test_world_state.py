@@ -223,6 +223,15 @@ def test_the_state_at_every_node_is_a_replay_from_the_root(
     def check() -> None:
         for node_id in made:
             assert sized.state(sid, node_id).as_dict() == _replay(path_of(node_id)), node_id
+            # blame reads upwards to the nearest writer; changes replays the whole path
+            for variable in ("hp", "gold", "affinity", "flags"):
+                start, found = sized.changes(sid, variable, node_id)
+                expected = (found[-1].value, found[-1].node_id) if found else (start, None)
+                blamed = sized.blame(sid, variable, node_id)
+                assert (blamed.value, blamed.node_id) == expected, (node_id, variable)
+                with sized.read() as conn:  # chunks of two rows: every chunk border met
+                    pk = q.resolve_node(conn, q.session_record(conn, sid), node_id)[0]
+                    assert ws.last_writer(conn, pk, variable, chunk=2) == expected[1]
 
     check()
     with sized.read() as conn:  # the spacing: fewer than `every` deltas past a keyframe
