@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
 from mnemosyne.edits import EDITS
+from tests._fixtures import CHAT
+from tests._fixtures import ELDORIA as WORLD
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-CHAT = FIXTURES / "constructed" / "sillytavern_chat_seraphina.jsonl"
-WORLD = FIXTURES / "real" / "sillytavern_Eldoria_worldinfo.json"
 PROBLEM = "application/problem+json"
 
 
@@ -381,7 +378,6 @@ def test_delete_restore_and_purge_nodes(client: TestClient) -> None:
 # -- uploads --
 
 
-@pytest.mark.skipif(not CHAT.is_file(), reason=f"no fixture at {CHAT}")
 def test_a_sillytavern_chat_goes_in_and_comes_back_out_unchanged(client: TestClient) -> None:
     data = CHAT.read_bytes()
     response = client.post(
@@ -413,7 +409,6 @@ def test_uploads_past_the_limit_are_413(make_client: Callable[..., TestClient]) 
     assert client.get("/api/sessions").json() == []
 
 
-@pytest.mark.skipif(not WORLD.is_file(), reason=f"no fixture at {WORLD}")
 def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> None:
     sid = new_session(client)["id"]
     book = client.post(

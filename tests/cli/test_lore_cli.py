@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._fixtures import ELDORIA as BOOK
+from tests._fixtures import SERAPHINA as CARD
+
 from .test_cli import Run
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
-CARD = FIXTURES / "sillytavern_default_Seraphina.png"
-BOOK = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
-
-pytestmark = pytest.mark.skipif(
-    not CARD.is_file() or not BOOK.is_file(), reason=f"the fixtures are not in {FIXTURES}"
-)
 
 
 @pytest.fixture

@@ -10,18 +10,9 @@ import pytest
 
 from clotho.stchat import ChatError, export_chat, import_chat
 from mnemosyne import Store
+from tests._fixtures import CHAT
 
 from .test_cli import Run
-
-CHAT = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "fixtures"
-    / "constructed"
-    / "sillytavern_chat_seraphina.jsonl"
-)
-
-pytestmark = pytest.mark.skipif(not CHAT.is_file(), reason=f"no fixture at {CHAT}")
 
 
 def lines(data: bytes) -> list[str]:

@@ -19,13 +19,12 @@ import json
 import struct
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-LOREBOOK = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
-CARD_PNG = FIXTURES / "sillytavern_default_Seraphina.png"
-CHAT = FIXTURES / "sillytavern_chat_seraphina.jsonl"
+from tests._fixtures import CHAT, ELDORIA, SERAPHINA
+
+LOREBOOK = ELDORIA
+CARD_PNG = SERAPHINA
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _HOLE = "\x00hostile\x00"

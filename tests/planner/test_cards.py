@@ -14,10 +14,8 @@ import pytest
 from planner.cards import PNG_SIGNATURE, Card, load_card, parse_card, png_card_text
 from planner.errors import CardError, LorebookError
 from planner.lorebook import dump_world_info, load_world_info, world_info_document
+from tests._fixtures import ELDORIA, SERAPHINA
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
-SERAPHINA = FIXTURES / "sillytavern_default_Seraphina.png"
-ELDORIA = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
 SERAPHINA_TEXT_CHUNK = 511550  # byte offset of the card's tEXt chunk in the real file
 
 

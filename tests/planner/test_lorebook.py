@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +19,7 @@ from planner.lorebook import (
     parse_world_info,
     world_info_document,
 )
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real"
-ELDORIA = FIXTURES / "sillytavern_Eldoria_worldinfo.json"
+from tests._fixtures import ELDORIA
 
 ELDORIA_KEYS = {
     0: ["eldoria", "wood", "forest", "magical forest"],

@@ -13,7 +13,6 @@ import json
 import random
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,9 +24,8 @@ from planner._keys import Matcher, st_match_key
 from planner.errors import LorebookError
 from planner.lorebook import Lorebook, load_world_info, parse_world_info
 from planner.worldinfo import ScanResult, ScanSettings, WorldInfo
+from tests._fixtures import ELDORIA
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-ELDORIA = FIXTURES / "real" / "sillytavern_Eldoria_worldinfo.json"
 BIG = 1_000_000
 
 

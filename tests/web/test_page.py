@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests._fixtures import CHAT
 
 from .conftest import screenshot
 
@@ -284,11 +285,6 @@ def test_the_page_asks_for_the_token(
     expect(page.locator(f'#session-select option[value="{sid}"]')).to_have_count(1)
 
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-CHAT = FIXTURES / "constructed" / "sillytavern_chat_seraphina.jsonl"
-
-
-@pytest.mark.skipif(not CHAT.is_file(), reason=f"no fixture at {CHAT}")
 def test_a_sillytavern_chat_is_imported_from_the_page(
     open_page: Callable[..., Any], api: httpx.Client
 ) -> None:
