@@ -689,6 +689,33 @@ def large_file(case: Case, model: ModelServer, timeout: float) -> None:
 # -- the run ------------------------------------------------------------------------------
 
 
+def _measured(
+    surface: str,
+    case: Case,
+    measured: tuple[str, str, float, float],
+    base: dict[str, tuple[float, float]],
+    results: list[Result],
+) -> None:
+    """Print a case's figures: a baseline (the same work on the real file, so what is
+    warmed up or loaded anyway) is kept in ``base``; any other case is a :class:`Result`
+    above its baseline, added to ``results``."""
+    outcome, said, ms, mb = measured
+    if case.baseline:
+        base[case.name] = (ms, mb)
+        print(
+            f"{surface} {case.name:<28} baseline {ms:>9.0f} ms {mb:>8.1f} MB"
+            f"  ({outcome} {said[:80]})",
+            flush=True,
+        )
+        return
+    ref_ms, ref_mb = base.get(baseline_of(case), (0.0, 0.0))
+    result = Result(
+        surface, case.name, outcome, max(ms - ref_ms, 0.0), max(mb - ref_mb, 0.0), said, ms, mb
+    )
+    results.append(result)
+    print(result.line(), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per case")
@@ -709,27 +736,7 @@ def main() -> None:
             base: dict[str, tuple[float, float]] = {}
             for case in cases:
                 outcome, said, ms, mb = cli_case(case, model, args.timeout)
-                if case.baseline:
-                    base[case.name] = (ms, mb)
-                    print(
-                        f"cli {case.name:<28} baseline {ms:>9.0f} ms {mb:>8.1f} MB"
-                        f"  ({outcome} {said[:80]})",
-                        flush=True,
-                    )
-                    continue
-                ref_ms, ref_mb = base[baseline_of(case)]
-                result = Result(
-                    "cli",
-                    case.name,
-                    outcome,
-                    max(ms - ref_ms, 0.0),
-                    max(mb - ref_mb, 0.0),
-                    said,
-                    ms,
-                    mb,
-                )
-                results.append(result)
-                print(result.line(), flush=True)
+                _measured("cli", case, (outcome, said, ms, mb), base, results)
         if not args.no_api:
             folder = Path(tempfile.mkdtemp(prefix="hostile-api-"))
             server = Server(folder, model)
@@ -740,27 +747,7 @@ def main() -> None:
                         outcome, said, ms, mb = api_case(server, case, args.timeout)
                     except httpx.HTTPError as error:  # the server gone (killed by memory?)
                         outcome, said, ms, mb = "crashed", f"no server: {error!r}", 0.0, 0.0
-                    if case.baseline:  # the same work on the real file: what is warmed up
-                        api_base[case.name] = (ms, mb)
-                        print(
-                            f"api {case.name:<28} baseline {ms:>9.0f} ms {mb:>8.1f} MB"
-                            f"  ({outcome} {said[:80]})",
-                            flush=True,
-                        )
-                        continue
-                    ref_ms, ref_mb = api_base.get(baseline_of(case), (0.0, 0.0))
-                    result = Result(
-                        "api",
-                        case.name,
-                        outcome,
-                        max(ms - ref_ms, 0.0),
-                        max(mb - ref_mb, 0.0),
-                        said,
-                        ms,
-                        mb,
-                    )
-                    results.append(result)
-                    print(result.line(), flush=True)
+                    _measured("api", case, (outcome, said, ms, mb), api_base, results)
                     if outcome in ("timeout", "crashed"):
                         server.stop()
                         server = Server(Path(tempfile.mkdtemp(prefix="hostile-api-")), model)
