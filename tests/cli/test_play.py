@@ -50,8 +50,9 @@ def model() -> Iterator[ModelServer]:
         yield server
 
 
-@pytest.fixture
-def play(model: ModelServer, tmp_path: Path) -> Run:
+def campaign_session(model: ModelServer, tmp_path: Path) -> Run:
+    """A CLI on a new SQLite database, its model the one on loopback, with a session of
+    the cave campaign made."""
     run_sqlite = Run(f"sqlite:///{tmp_path / 'play.db'}", tmp_path / "home")
     folder = tmp_path / "cave"
     folder.mkdir()
@@ -59,6 +60,11 @@ def play(model: ModelServer, tmp_path: Path) -> Run:
     run_sqlite.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
     run_sqlite("session", "new", "--campaign", str(folder))
     return run_sqlite
+
+
+@pytest.fixture
+def play(model: ModelServer, tmp_path: Path) -> Run:
+    return campaign_session(model, tmp_path)
 
 
 def test_say_reroll_edit_and_trace(play: Run, model: ModelServer) -> None:

@@ -29,7 +29,7 @@ from clotho.cli.play import LineReader, clean_line
 from orchestrator.loopback import ModelServer, Reply
 
 from .test_cli import CLOTHO, Run
-from .test_play import CAMPAIGN, HIT
+from .test_play import HIT, campaign_session
 
 #: Long enough that the interrupt always comes first (the call is then abandoned).
 HELD = 20.0
@@ -75,13 +75,7 @@ def model(gm: GameMaster) -> Iterator[ModelServer]:
 
 @pytest.fixture
 def play(model: ModelServer, tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'play.db'}", tmp_path / "home")
-    folder = tmp_path / "cave"
-    folder.mkdir()
-    (folder / "campaign.toml").write_text(CAMPAIGN)
-    run.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
-    run("session", "new", "--campaign", str(folder))
-    return run
+    return campaign_session(model, tmp_path)
 
 
 def say_interrupted(play: Run, gm: GameMaster, text: str) -> subprocess.CompletedProcess[str]:
