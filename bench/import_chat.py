@@ -22,7 +22,7 @@ with its own send_date, generation times and ``extra``, ``swipe_id`` one of the 
 milliseconds, as ``JSON.stringify`` writes a ``Date``. Lines are compact JSON joined by
 ``\\n`` without a final newline (``chatData.map(JSON.stringify).join('\\n')``).
 
-- **ours** -- ``clotho.stchat.import_chat(store, data, name)`` of the file's bytes into
+- **ours** -- ``clotho.formats.stchat.import_chat(store, data, name)`` of the file's bytes into
   a fresh SQLite file (``Store.open("sqlite:///...")``: WAL, ``synchronous=NORMAL``)
   in a temporary directory. ``import_s`` is the wall time of ``import_chat`` alone.
   Its bytes are counted from before ``Store.open`` (so the schema's creation is
@@ -58,7 +58,7 @@ the computation. ``--peer-all`` writes every save. The peer's time is measured o
 real saves and extrapolated to all of them (informative).
 
 Both sides must end with the same chat: the peer's final file, parsed, must equal
-``clotho.stchat.export_chat(store, session.id)`` of ours, parsed (header and every
+``clotho.formats.stchat.export_chat(store, session.id)`` of ours, parsed (header and every
 message, all fields); whether the two are byte-identical is printed too.
 
 **Reading the story as the web page does** -- our HTTP API as a real server process,
@@ -129,7 +129,7 @@ from typing import Any
 import httpx
 from _texts import line
 
-# clotho.stchat and mnemosyne are imported where used: the client processes import this
+# clotho.formats.stchat and mnemosyne are imported where used: the client processes import this
 # module (multiprocessing's spawn) and need neither.
 
 SEED = 20_260_612
@@ -327,7 +327,7 @@ class Ours:
 
 
 def run_ours(db: Path, data: bytes, name: str) -> Ours:
-    from clotho.stchat import import_chat
+    from clotho.formats.stchat import import_chat
     from mnemosyne import Store
 
     url = f"sqlite:///{db}"
@@ -841,7 +841,7 @@ def _mb(value: float) -> str:
 
 
 def run(args: argparse.Namespace, count: int, work: Path) -> int:
-    from clotho.stchat import export_chat, parse_chat
+    from clotho.formats.stchat import export_chat, parse_chat
     from mnemosyne import Store
 
     started = time.perf_counter()

@@ -18,7 +18,7 @@ from clotho.errors import UsageError
 from mnemosyne import jsontext
 
 if TYPE_CHECKING:
-    from clotho.campaign import Campaign
+    from clotho.formats.campaign import Campaign
     from clotho.settings import Settings
     from mnemosyne import Node, Session, Store
     from orchestrator import Character

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clotho.campaign import load_campaign
+from clotho.formats.campaign import load_campaign
 
 if TYPE_CHECKING:
     from mnemosyne import Session, Store

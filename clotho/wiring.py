@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clotho.campaign import Campaign, load_campaign
 from clotho.errors import ClothoError
+from clotho.formats.campaign import Campaign, load_campaign
 from clotho.settings import Settings
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from clotho import lore
-from clotho.stchat import export_chat, import_chat
+from clotho.formats.stchat import export_chat, import_chat
 from clotho.wiring import preview_lore
 from mnemosyne import Node, Session
 from planner.cards import Card
@@ -119,7 +119,7 @@ async def import_tree_file(
         bool, Query(description="Give the session and its nodes fresh ids (a copy).")
     ] = False,
 ) -> Response:
-    from clotho.treefile import import_tree
+    from clotho.formats.treefile import import_tree
 
     data = await read_body(request)
     store = context(request).store
@@ -136,7 +136,7 @@ async def import_tree_file(
 def export_tree_file(request: Request, session_id: str) -> Response:
     """Every node (fragments and trash too), deltas, traces, documents and HEAD, as one
     versioned JSON document that `POST /api/imports/tree` takes back."""
-    from clotho.treefile import export_tree
+    from clotho.formats.treefile import export_tree
 
     store = context(request).store
     session = store.session(session_id)

@@ -102,18 +102,18 @@ def _carrying_causes(worker: Callable[..., T], *args: object) -> T:
 
 
 def import_tree_at(url: str, path: str, name: str, new_ids: bool) -> str:
-    """In the worker: :func:`clotho.treefile.import_tree` into the database at ``url``;
+    """In the worker: :func:`clotho.formats.treefile.import_tree` into the database at ``url``;
     the new session's id."""
-    from clotho.treefile import import_tree
+    from clotho.formats.treefile import import_tree
 
     with Store.open(url, migrate=False) as store:
         return import_tree(store, Path(path).read_bytes(), name, new_ids=new_ids).id
 
 
 def import_chat_at(url: str, path: str, name: str, title: str | None) -> str:
-    """In the worker: :func:`clotho.stchat.import_chat` into the database at ``url``;
+    """In the worker: :func:`clotho.formats.stchat.import_chat` into the database at ``url``;
     the new session's id."""
-    from clotho.stchat import import_chat
+    from clotho.formats.stchat import import_chat
 
     with Store.open(url, migrate=False) as store:
         return import_chat(store, Path(path).read_bytes(), name, title=title).id

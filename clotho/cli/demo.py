@@ -1,7 +1,7 @@
 """``clotho demo``: a short campaign played end to end, with nothing to configure.
 
 The model is a small scripted game master that Clotho serves on loopback through the
-OpenAI protocol (:mod:`clotho.gamemaster`), so the demo runs the code path a real
+OpenAI protocol (:mod:`clotho.cli.gamemaster`), so the demo runs the code path a real
 model runs: the turn graph, litellm, streaming, state extraction, PromptTraces. With
 ``--model`` (and ``--api-base``) it plays the same moves with a real model instead.
 
@@ -66,7 +66,7 @@ def demo(
 
 
 def _setup(cli: Cli, stack: contextlib.ExitStack) -> tuple[Any, str]:
-    from clotho.gamemaster import DEMO_MODEL, serve_game_master
+    from clotho.cli.gamemaster import DEMO_MODEL, serve_game_master
     from clotho.wiring import turn_setup
     from orchestrator import Character, ModelConfig, TurnSetup
 

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
+from clotho.formats.stchat import export_chat, import_chat
+from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
-from clotho.stchat import export_chat, import_chat
-from clotho.treefile import export_tree, import_tree, tree_text
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clotho.campaign import load_campaign
+from clotho.formats.campaign import load_campaign
 
 from . import render
 from ._app import Cli, app, campaign_app, command

@@ -276,7 +276,7 @@ def _tree(store: Store, ids: Ids) -> st.SearchStrategy[bytes]:
 
     def build(choice: tuple[int, int, Any]) -> bytes:
         which, change, value = choice
-        from clotho.treefile import export_tree
+        from clotho.formats.treefile import export_tree
 
         try:
             document = export_tree(store, ids.sessions[which % len(ids.sessions)])

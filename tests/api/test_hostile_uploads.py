@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from clotho.stchat import import_chat
-from clotho.treefile import export_tree
+from clotho.formats.stchat import import_chat
+from clotho.formats.treefile import export_tree
 from mnemosyne import Store, jsontext
 from tests import _hostile_files as h
 

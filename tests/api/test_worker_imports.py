@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import clotho.formats.stchat
+import clotho.formats.treefile
 import clotho.lore
-import clotho.stchat
-import clotho.treefile
 from clotho.api import exchange, worker
 from mnemosyne import Store
 
@@ -30,8 +30,8 @@ def in_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     def not_here(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("imported in the server's process")
 
-    monkeypatch.setattr(clotho.treefile, "import_tree", not_here)
-    monkeypatch.setattr(clotho.stchat, "import_chat", not_here)
+    monkeypatch.setattr(clotho.formats.treefile, "import_tree", not_here)
+    monkeypatch.setattr(clotho.formats.stchat, "import_chat", not_here)
     monkeypatch.setattr(exchange, "import_chat", not_here)
     monkeypatch.setattr(clotho.lore, "import_lorebook", not_here)
     monkeypatch.setattr(clotho.lore, "import_card", not_here)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from clotho.stchat import import_chat
-from clotho.treefile import export_tree
+from clotho.formats.stchat import import_chat
+from clotho.formats.treefile import export_tree
 from mnemosyne import Store
 from tests import _hostile_files as h
 
@@ -99,7 +99,7 @@ def test_hostile_files_are_refused_in_one_line_and_change_nothing(
     ids=["digits", "deep", "nan", "inf"],
 )
 def test_a_hostile_campaign_toml_is_one_line(tmp_path: Path, toml: str, says: str) -> None:
-    from clotho.campaign import CampaignError, load_campaign
+    from clotho.formats.campaign import CampaignError, load_campaign
 
     folder = tmp_path / "campaign"
     folder.mkdir()
@@ -110,7 +110,7 @@ def test_a_hostile_campaign_toml_is_one_line(tmp_path: Path, toml: str, says: st
 
 
 def test_campaign_toml_brackets_and_digits_in_texts_and_comments_are_text(tmp_path: Path) -> None:
-    from clotho.campaign import load_campaign
+    from clotho.formats.campaign import load_campaign
 
     folder = tmp_path / "campaign"
     folder.mkdir()

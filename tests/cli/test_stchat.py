@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clotho.stchat import ChatError, export_chat, import_chat
+from clotho.formats.stchat import ChatError, export_chat, import_chat
 from mnemosyne import Store
 from tests._fixtures import CHAT
 

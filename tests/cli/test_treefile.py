@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from clotho.treefile import TreeFileError, TreeIdsTakenError, export_tree, import_tree, tree_text
+from clotho.formats.treefile import (
+    TreeFileError,
+    TreeIdsTakenError,
+    export_tree,
+    import_tree,
+    tree_text,
+)
 from mnemosyne import InvalidDeltaError, Store, schema_from_mapping
 from mnemosyne.edits import Delete, Prune, Restore, Toggle
 from orchestrator import Character, Engine, ModelConfig, TurnSetup

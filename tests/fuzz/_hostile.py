@@ -203,8 +203,8 @@ def deflate_repeated(byte: bytes, size: int) -> bytes:
 
 def tree_document(store: Any, chat: bytes) -> dict[str, Any]:
     """A real tree file: the chat fixture imported, then exported whole."""
-    from clotho.stchat import import_chat
-    from clotho.treefile import export_tree
+    from clotho.formats.stchat import import_chat
+    from clotho.formats.treefile import export_tree
 
     session = import_chat(store, chat, CHAT.name)
     return export_tree(store, session.id)

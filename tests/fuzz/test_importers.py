@@ -38,8 +38,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from clotho import lore
-from clotho.stchat import ChatError, import_chat
-from clotho.treefile import TreeFileError, import_tree
+from clotho.formats.stchat import ChatError, import_chat
+from clotho.formats.treefile import TreeFileError, import_tree
 from mnemosyne import Store
 from planner.errors import CardError, LorebookError
 

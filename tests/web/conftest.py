@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from clotho.gamemaster import serve_game_master
+from clotho.cli.gamemaster import serve_game_master
 from tests.api._server import Server, running_with_model
 
 from ..conftest import _in_ci
