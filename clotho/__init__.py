@@ -1,7 +1,8 @@
 """Clotho: an engine for long text-RPG campaigns with language models.
 
-The application shell: settings, the ``clotho`` command line, and (in later issues)
-the HTTP API and import/export. The parts it wires together live in ``mnemosyne``
+The application shell: settings, the ``clotho`` command line (``clotho.cli``), the
+HTTP API and the page (``clotho.api``, ``clotho.web``), and the files it reads and
+writes (``clotho.formats``). The parts it wires together live in ``mnemosyne``
 (memory), ``orchestrator`` (the turn loop), ``planner`` (lore) and ``postprocess``.
 """
 
