@@ -1,0 +1,102 @@
+"""What a route needs, as typed dependencies: declare a parameter with one of these
+aliases and FastAPI hands it over (and documents the headers in OpenAPI).
+
+    def put_head(session_id: str, body: HeadBody, store: StoreDep, version: IfMatch): ...
+
+- :data:`ContextDep`: the server's :class:`~clotho.api.context.ApiContext`.
+- :data:`StoreDep`, :data:`SettingsDep`: its store and settings.
+- :data:`SessionDep`: the session named by the path's ``session_id`` (an id or a unique
+  prefix; 404 when there is none).
+- :data:`IfMatch`: the version a write names in ``If-Match`` (``None``: absent or ``*``).
+- :data:`IdempotencyKey`: the ``Idempotency-Key`` a write may carry
+  (see :mod:`clotho.api.idempotency`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+
+from clotho.settings import Settings
+from mnemosyne import Session, Store
+
+from .context import ApiContext, expected_version
+
+__all__ = [
+    "IDEMPOTENCY_KEY_MAX",
+    "ContextDep",
+    "IdempotencyKey",
+    "IfMatch",
+    "SessionDep",
+    "SettingsDep",
+    "StoreDep",
+]
+
+#: The longest Idempotency-Key taken (a UUID is 36 characters).
+IDEMPOTENCY_KEY_MAX = 200
+
+
+def _context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.clotho
+    return context
+
+
+ContextDep = Annotated[ApiContext, Depends(_context)]
+
+
+def _store(context: ContextDep) -> Store:
+    return context.store
+
+
+def _settings(context: ContextDep) -> Settings:
+    return context.settings
+
+
+StoreDep = Annotated[Store, Depends(_store)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+
+
+def _session(session_id: str, store: StoreDep) -> Session:
+    return store.session(session_id)
+
+
+SessionDep = Annotated[Session, Depends(_session)]
+
+
+def _if_match(
+    request: Request,
+    if_match: Annotated[
+        str | None,
+        Header(
+            alias="If-Match",
+            description='The session version the write was decided on, as its ETag ("12"):'
+            " if the session has moved on since, the write is refused (412) and changes"
+            " nothing. Absent or `*`: write on top of whatever is current.",
+        ),
+    ] = None,
+) -> int | None:
+    return expected_version(request)
+
+
+IfMatch = Annotated[int | None, Depends(_if_match)]
+
+
+def _idempotency_key(
+    key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=IDEMPOTENCY_KEY_MAX,
+            description="Any unique string (a UUID): a write retried with the same key and"
+            " the same body gets the first answer again and is not applied twice; the same"
+            " key with another body is refused (422 `idempotency_key_reused`). Keys are kept"
+            " 24 hours.",
+        ),
+    ] = None,
+) -> str | None:
+    return key
+
+
+IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
