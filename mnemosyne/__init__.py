@@ -21,6 +21,7 @@ from .errors import (
     MnemosyneError,
     NotFoundError,
     SchemaError,
+    StaleCursorError,
     StorageError,
     UnknownNodeError,
     UnknownSessionError,
@@ -38,6 +39,7 @@ from .models import (
     TurnView,
     WorldState,
 )
+from .pages import Page
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 from .traces import Trace
@@ -63,12 +65,14 @@ __all__ = [
     "Node",
     "NodeRecord",
     "NotFoundError",
+    "Page",
     "Role",
     "SchemaError",
     "SchemaStatus",
     "Session",
     "SessionDump",
     "SessionTransaction",
+    "StaleCursorError",
     "StateSchema",
     "StorageError",
     "Store",

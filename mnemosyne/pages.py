@@ -1,0 +1,205 @@
+"""Lists read a page at a time, by cursor: the sessions, a session's tree, its undo
+journal.
+
+Each page names where the next one starts (``after``: a cursor the next read passes
+back), so a client reads a long list in windows whose cost is the window's rows, and
+pages concatenated are the whole list as long as nothing changed in between (a write
+bumps the session's version: a client compares it to know). A cursor that no longer
+names a place in the list (its node pruned, deleted or purged; its journal entry gone)
+is refused with :class:`~mnemosyne.errors.StaleCursorError`: read again from the start.
+
+(The projection pages backwards from HEAD: :meth:`mnemosyne.Store.projection_page`.)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Connection, Row, and_, func, or_, select
+
+from . import _queries as q
+from ._schema import nodes, sessions
+from .editor import JournalEntry
+from .editor import history as journal_history
+from .errors import InvalidOperationError, StaleCursorError, UnknownNodeError
+from .models import Node, Session
+
+__all__ = ["Page", "history_page", "session_cursor", "sessions_page", "tree_page"]
+
+T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SESSION_CURSOR = re.compile(r"(\d{1,18})-(\d{1,18})")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list."""
+
+    items: list[T]
+    """The page's items, in the list's order."""
+    total: int
+    """How many items the whole list has."""
+    after: str | None
+    """The cursor of the next page (pass it as ``after``); ``None``: this is the last."""
+    session: Session | None = None
+    """The session the list is of (``None`` for the list of sessions)."""
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise InvalidOperationError(f"limit must be at least 1, not {limit}")
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+def session_cursor(session: Session, pk: int) -> str:
+    """The cursor just after ``session`` in the list: its change time (microseconds
+    since 1970) and its key, so it holds whatever happens to the session since."""
+    micros = (session.updated_at - _EPOCH) // timedelta(microseconds=1)
+    return f"{micros}-{pk}"
+
+
+def _decode_session_cursor(cursor: str) -> tuple[datetime, int]:
+    found = _SESSION_CURSOR.fullmatch(cursor)
+    if found is None:
+        raise InvalidOperationError(
+            f"{cursor!r} is not a cursor of the sessions list: pass back the `after` "
+            "(or follow the `next`) of the page before"
+        )
+    micros, pk = int(found[1]), int(found[2])
+    return _EPOCH + timedelta(microseconds=micros), pk
+
+
+def sessions_page(
+    conn: Connection, *, trashed: bool = False, limit: int = 50, after: str | None = None
+) -> Page[Session]:
+    """The sessions (``trashed``: those in the trash) most recently changed first, ties
+    by creation (newest first), ``limit`` of them after the cursor ``after``.
+
+    A session changed while a client pages moves to the top: the pages after it do
+    not show it again (the first page does).
+    """
+    _check_limit(limit)
+    in_trash = sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
+    query = select(*q.SESSION_COLUMNS).select_from(q._SESSIONS).where(in_trash)
+    if after is not None:
+        at, pk = _decode_session_cursor(after)
+        query = query.where(
+            or_(
+                sessions.c.updated_at < at,
+                and_(sessions.c.updated_at == at, sessions.c.pk < pk),
+            )
+        )
+    query = query.order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc()).limit(limit + 1)
+    records = [q.record_from_row(row) for row in conn.execute(query)]
+    total = conn.execute(select(func.count()).select_from(sessions).where(in_trash)).scalar_one()
+    more = len(records) > limit
+    records = records[:limit]
+    following = session_cursor(records[-1].session, records[-1].pk) if more else None
+    return Page([r.session for r in records], total, following)
+
+
+# -- the tree -------------------------------------------------------------------------------
+
+
+def _tree_order(conn: Connection, record: q.SessionRecord) -> list[int]:
+    """The keys of the session's tree (fragments and trash left out) in the tree's
+    order: parents before children, depth first, siblings in creation order. Reads
+    the keys only (three integers a node), not the nodes."""
+    rows = conn.execute(
+        select(nodes.c.pk, nodes.c.parent_pk, nodes.c.detached)
+        .where(nodes.c.session_pk == record.pk)
+        .order_by(nodes.c.pk)
+    ).all()
+    children: dict[int | None, list[int]] = {}
+    for row in rows:
+        if row.parent_pk is not None or row.detached is None:
+            children.setdefault(row.parent_pk, []).append(row.pk)
+    order: list[int] = []
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        pk = stack.pop()
+        order.append(pk)
+        stack.extend(reversed(children.get(pk, [])))
+    return order
+
+
+def tree_page(
+    conn: Connection, record: q.SessionRecord, *, limit: int = 500, after: str | None = None
+) -> Page[Node]:
+    """``limit`` nodes of the session's tree in its order (parents before children,
+    depth first, siblings in order; fragments and trash are listed apart), after node
+    ``after``.
+
+    Raises:
+        StaleCursorError: ``after`` is not in the tree (pruned, deleted or purged since).
+    """
+    _check_limit(limit)
+    order = _tree_order(conn, record)
+    start = 0
+    if after is not None:
+        try:
+            pk, node_id = q.resolve_node(conn, record, after)
+        except UnknownNodeError as error:
+            raise StaleCursorError(
+                f"no node {after} in session {record.id}: the tree changed since that "
+                "page (or the cursor is not one); read it again from the start"
+            ) from error
+        try:
+            start = order.index(pk) + 1
+        except ValueError:
+            raise StaleCursorError(
+                f"node {node_id} is no longer in the tree (it was pruned or deleted since "
+                "that page): read the tree again from the start"
+            ) from None
+    keys = order[start : start + limit]
+    found: dict[int, Row[Any]] = {}
+    for i in range(0, len(keys), 500):
+        query = select(*q.NODE_COLUMNS).where(
+            nodes.c.session_pk == record.pk, nodes.c.pk.in_(keys[i : i + 500])
+        )
+        found.update((row.pk, row) for row in conn.execute(query))
+    made = q.nodes_from_rows(conn, [found[pk] for pk in keys], record.id, {})
+    more = start + limit < len(order)
+    return Page(made, len(order), made[-1].id if more else None, record.session)
+
+
+# -- the journal ------------------------------------------------------------------------------
+
+
+def history_page(
+    conn: Connection, record: q.SessionRecord, *, limit: int = 50, after: str | None = None
+) -> Page[JournalEntry]:
+    """``limit`` entries of the undo journal, oldest first, after the one at position
+    ``after`` (a cursor: the position as text). The journal
+    keeps a bounded number of entries (:data:`mnemosyne.editor.MAX_ENTRIES`), so it is
+    read whole and sliced.
+
+    Raises:
+        StaleCursorError: no entry at ``after`` (the journal was cleared or trimmed).
+    """
+    _check_limit(limit)
+    entries = journal_history(conn, record.pk)
+    start = 0
+    if after is not None:
+        if not (after.isascii() and after.isdigit() and len(after) <= 18):
+            raise InvalidOperationError(
+                f"{after!r} is not a cursor of the journal: pass back the `after` (or "
+                "follow the `next`) of the page before"
+            )
+        positions = [entry.position for entry in entries]
+        if int(after) not in positions:
+            raise StaleCursorError(
+                f"the journal of session {record.id} has no entry {after} any more (a turn "
+                "or a purge cleared it, or old entries were dropped): read it again from "
+                "the start"
+            )
+        start = positions.index(int(after)) + 1
+    window = entries[start : start + limit]
+    more = start + limit < len(entries)
+    return Page(window, len(entries), str(window[-1].position) if more else None, record.session)
