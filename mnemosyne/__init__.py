@@ -15,13 +15,13 @@ from .errors import (
     ConflictError,
     DeltaProblem,
     ForeignNodeError,
+    IdempotencyKeyReusedError,
     IdTakenError,
     InvalidDeltaError,
     InvalidOperationError,
     MnemosyneError,
     NotFoundError,
     SchemaError,
-    StaleCursorError,
     StorageError,
     UnknownNodeError,
     UnknownSessionError,
@@ -39,7 +39,6 @@ from .models import (
     TurnView,
     WorldState,
 )
-from .pages import Page
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 from .traces import Trace
@@ -56,6 +55,7 @@ __all__ = [
     "EditResult",
     "ForeignNodeError",
     "IdTakenError",
+    "IdempotencyKeyReusedError",
     "InvalidDeltaError",
     "InvalidOperationError",
     "JournalEntry",
@@ -65,14 +65,12 @@ __all__ = [
     "Node",
     "NodeRecord",
     "NotFoundError",
-    "Page",
     "Role",
     "SchemaError",
     "SchemaStatus",
     "Session",
     "SessionDump",
     "SessionTransaction",
-    "StaleCursorError",
     "StateSchema",
     "StorageError",
     "Store",

@@ -16,7 +16,15 @@ from ._schema import SCHEMA_REVISION
 from .errors import StorageError
 
 #: Every revision this code can read or migrate from, oldest first.
-KNOWN_REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006")
+KNOWN_REVISIONS: tuple[str, ...] = (
+    "0001",
+    "0002",
+    "0003",
+    "0004",
+    "0005",
+    "0006",
+    "0007",
+)
 
 WRITE_OPTION = "mnemosyne_write"
 MIGRATIONS = Path(__file__).parent / "migrations"

@@ -39,9 +39,10 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 
 ID_LENGTH = 32
+IDEMPOTENCY_KEY_LENGTH = 200
 
 naming_convention = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -194,4 +195,19 @@ documents = Table(
     Column("hash", String(64), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("session_pk", "kind", "name"),
+)
+
+#: The answers of writes sent with an idempotency key (see mnemosyne._idempotency), per
+#: session: written in the write's own transaction, kept a bounded time.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), nullable=False),
+    Column("key", String(IDEMPOTENCY_KEY_LENGTH), nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("session_pk", "key"),
+    Index("ix_idempotency_keys_created_at", "created_at"),
 )

@@ -16,13 +16,13 @@ __all__ = [
     "DeltaProblem",
     "ForeignNodeError",
     "IdTakenError",
+    "IdempotencyKeyReusedError",
     "InvalidDeltaError",
     "InvalidOperationError",
     "JsonTextError",
     "MnemosyneError",
     "NotFoundError",
     "SchemaError",
-    "StaleCursorError",
     "StorageError",
     "UnknownNodeError",
     "UnknownSessionError",
@@ -142,11 +142,18 @@ class IdTakenError(InvalidOperationError):
         self.taken_id = taken_id
 
 
-class StaleCursorError(InvalidOperationError):
-    """A page's cursor no longer names a place in its list (its node was pruned,
-    deleted or purged, its journal entry dropped): read the list again from the start."""
+class IdempotencyKeyReusedError(InvalidOperationError):
+    """An idempotency key sent again with another request than the one it was first
+    sent with (a key names one write: a new write needs a new key)."""
 
-    code = "stale_cursor"
+    code = "idempotency_key_reused"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"the idempotency key {key!r} was used for another request: send a new key"
+            " with a new write"
+        )
+        self.key = key
 
 
 class DeltaProblem:

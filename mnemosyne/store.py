@@ -21,11 +21,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from . import _bulk as bulk
 from . import _documents as docs
+from . import _idempotency as idem
 from . import _paths as paths
 from . import _queries as q
 from . import _worldstate as ws
 from . import edits
-from . import pages as pg
 from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
@@ -95,6 +95,7 @@ class SessionTransaction:
     def __init__(self, state: TransactionState) -> None:
         self._state = state
         self._editor = Editor(state)
+        self._pending: list[idem.Pending] = []
 
     @property
     def session(self) -> Session:
@@ -105,6 +106,23 @@ class SessionTransaction:
     def head_id(self) -> str | None:
         """HEAD as it stands inside this transaction."""
         return self._state.head_id
+
+    def remember(self, key: str, request_hash: str, answer: Callable[[Session], str]) -> None:
+        """Store idempotency ``key`` with this write, in its transaction (so it is stored
+        if and only if the write is): ``answer(session)``, called at the commit with the
+        session as the write leaves it, makes the text :meth:`Store.remembered` gives
+        back to a retry. ``request_hash`` names the request (a retry must match it).
+
+        Raises:
+            InvalidOperationError: the key is not 1 to 200 printable ASCII characters.
+        """
+        self._pending.append(idem.Pending(idem.check_key(key), request_hash, answer))
+
+    def _commit(self) -> None:
+        """Commit the state, then store the pending keys (still in the transaction)."""
+        session = self._state.commit()
+        for pending in self._pending:
+            idem.save(self._state.conn, self._state.record.pk, pending, session)
 
     # -- reads inside the transaction ----------------------------------------
 
@@ -695,10 +713,24 @@ class Store:
                     f"session {record.id} is in the trash: restore it before changing it"
                 )
             state = TransactionState.open(conn, record, self.keyframe_every)
-            yield SessionTransaction(state)
-            state.commit()
+            tx = SessionTransaction(state)
+            yield tx
+            tx._commit()
         if state.wrote and state.kept_paths:  # committed, every existing path as it was
             self.paths.advance(_path_key(record), _stamp(record.session), _stamp(state.session))
+
+    def remembered(self, session_id: str, key: str, request_hash: str) -> str | None:
+        """The answer stored with idempotency ``key`` by a write on the session (see
+        :meth:`SessionTransaction.remember`), or ``None`` (none, or expired).
+
+        Raises:
+            IdempotencyKeyReusedError: the key was stored for another request than
+                ``request_hash``.
+        """
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            found = idem.find(conn, record.pk, idem.check_key(key), request_hash)
+        return found.answer if found is not None else None
 
     # -- sessions ------------------------------------------------------------------
 
@@ -768,14 +800,6 @@ class Store:
         changed first."""
         with self.read() as conn:
             return q.list_sessions(conn, trashed=trashed)
-
-    def sessions_page(
-        self, *, trashed: bool = False, limit: int = 50, after: str | None = None
-    ) -> pg.Page[Session]:
-        """:meth:`sessions` a page at a time, after the cursor ``after`` (a page's
-        ``after``); see :func:`mnemosyne.pages.sessions_page`."""
-        with self.read() as conn:
-            return pg.sessions_page(conn, trashed=trashed, limit=limit, after=after)
 
     def trash_session(self, session_id: str, *, expected_version: int | None = None) -> Session:
         """Move a session to the trash: it leaves :meth:`sessions`, refuses changes and
@@ -962,15 +986,6 @@ class Store:
             record = q.session_record(conn, session_id)
             return Tree(record.session, q.all_nodes(conn, record))
 
-    def tree_page(
-        self, session_id: str, *, limit: int = 500, after: str | None = None
-    ) -> pg.Page[Node]:
-        """:meth:`tree` a page at a time, after node ``after``; see
-        :func:`mnemosyne.pages.tree_page`."""
-        with self.read() as conn:
-            record = q.session_record(conn, session_id)
-            return pg.tree_page(conn, record, limit=limit, after=after)
-
     def dump(self, session_id: str) -> bulk.SessionDump:
         """The whole session as stored, in one snapshot, for a lossless export: every
         node (fragments and trash included, with where they hung and the state they
@@ -1155,15 +1170,6 @@ class Store:
         """The undo journal, oldest first."""
         with self.read() as conn:
             return journal_history(conn, q.session_record(conn, session_id).pk)
-
-    def history_page(
-        self, session_id: str, *, limit: int = 50, after: str | None = None
-    ) -> pg.Page[JournalEntry]:
-        """:meth:`history` a page at a time, after the entry at position ``after``; see
-        :func:`mnemosyne.pages.history_page`."""
-        with self.read() as conn:
-            record = q.session_record(conn, session_id)
-            return pg.history_page(conn, record, limit=limit, after=after)
 
     def fragments(self, session_id: str) -> list[list[Node]]:
         """The pruned subtrees waiting to be grafted: each a list of nodes, top first."""
