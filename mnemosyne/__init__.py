@@ -22,6 +22,7 @@ from .errors import (
     MnemosyneError,
     NotFoundError,
     SchemaError,
+    StaleCursorError,
     StorageError,
     UnknownNodeError,
     UnknownSessionError,
@@ -39,6 +40,7 @@ from .models import (
     TurnView,
     WorldState,
 )
+from .pages import Page
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 from .traces import Trace
@@ -65,12 +67,14 @@ __all__ = [
     "Node",
     "NodeRecord",
     "NotFoundError",
+    "Page",
     "Role",
     "SchemaError",
     "SchemaStatus",
     "Session",
     "SessionDump",
     "SessionTransaction",
+    "StaleCursorError",
     "StateSchema",
     "StorageError",
     "Store",

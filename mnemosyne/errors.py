@@ -23,6 +23,7 @@ __all__ = [
     "MnemosyneError",
     "NotFoundError",
     "SchemaError",
+    "StaleCursorError",
     "StorageError",
     "UnknownNodeError",
     "UnknownSessionError",
@@ -140,6 +141,13 @@ class IdTakenError(InvalidOperationError):
         )
         self.kind = kind
         self.taken_id = taken_id
+
+
+class StaleCursorError(InvalidOperationError):
+    """A page's cursor no longer names a place in its list (its node was pruned,
+    deleted or purged, its journal entry dropped): read the list again from the start."""
+
+    code = "stale_cursor"
 
 
 class IdempotencyKeyReusedError(InvalidOperationError):

@@ -26,6 +26,7 @@ from . import _paths as paths
 from . import _queries as q
 from . import _worldstate as ws
 from . import edits
+from . import pages as pg
 from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
@@ -801,6 +802,14 @@ class Store:
         with self.read() as conn:
             return q.list_sessions(conn, trashed=trashed)
 
+    def sessions_page(
+        self, *, trashed: bool = False, limit: int = 50, after: str | None = None
+    ) -> pg.Page[Session]:
+        """:meth:`sessions` a page at a time, after the cursor ``after`` (a page's
+        ``after``); see :func:`mnemosyne.pages.sessions_page`."""
+        with self.read() as conn:
+            return pg.sessions_page(conn, trashed=trashed, limit=limit, after=after)
+
     def trash_session(self, session_id: str, *, expected_version: int | None = None) -> Session:
         """Move a session to the trash: it leaves :meth:`sessions`, refuses changes and
         stays whole, restorable, until :meth:`purge_session`."""
@@ -986,6 +995,15 @@ class Store:
             record = q.session_record(conn, session_id)
             return Tree(record.session, q.all_nodes(conn, record))
 
+    def tree_page(
+        self, session_id: str, *, limit: int = 500, after: str | None = None
+    ) -> pg.Page[Node]:
+        """:meth:`tree` a page at a time, after node ``after``; see
+        :func:`mnemosyne.pages.tree_page`."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return pg.tree_page(conn, record, limit=limit, after=after)
+
     def dump(self, session_id: str) -> bulk.SessionDump:
         """The whole session as stored, in one snapshot, for a lossless export: every
         node (fragments and trash included, with where they hung and the state they
@@ -1170,6 +1188,15 @@ class Store:
         """The undo journal, oldest first."""
         with self.read() as conn:
             return journal_history(conn, q.session_record(conn, session_id).pk)
+
+    def history_page(
+        self, session_id: str, *, limit: int = 50, after: str | None = None
+    ) -> pg.Page[JournalEntry]:
+        """:meth:`history` a page at a time, after the entry at position ``after``; see
+        :func:`mnemosyne.pages.history_page`."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return pg.history_page(conn, record, limit=limit, after=after)
 
     def fragments(self, session_id: str) -> list[list[Node]]:
         """The pruned subtrees waiting to be grafted: each a list of nodes, top first."""
