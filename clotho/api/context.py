@@ -4,6 +4,7 @@ every route needs (the session version as ETag, If-Match, If-None-Match)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
@@ -16,47 +17,83 @@ from .problems import ApiError
 if TYPE_CHECKING:
     from orchestrator import Engine
 
-__all__ = ["ApiContext", "etag", "expected_version", "not_modified"]
+__all__ = ["ApiContext", "etag", "expected_version", "none_match", "not_modified"]
 
 #: Sessions whose engines (model settings, templates, lore index) a process keeps.
 MAX_ENGINES = 32
 
 
 def etag(version: int) -> str:
-    """The ETag of everything a session shows at ``version``."""
+    """The ETag of everything a session shows at ``version`` (a strong one)."""
     return f'"{version}"'
 
 
-def _tags(header: str) -> list[str]:
-    return [part.strip().removeprefix("W/").strip('"') for part in header.split(",")]
+#: One entity-tag of a header (RFC 9110): optionally weak (``W/``), then a quoted
+#: string of visible characters without ``"``.
+_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
+
+
+def _tags(header: str) -> list[tuple[bool, str]] | None:
+    """The entity-tags of an ``If-Match`` / ``If-None-Match`` header, each as (weak,
+    opaque tag); ``None`` if the header is not a list of entity-tags."""
+    tags = []
+    for part in header.split(","):
+        found = _ENTITY_TAG.fullmatch(part)
+        if found is None:
+            return None
+        tags.append((found.group(1) is not None, found.group(2)))
+    return tags
 
 
 def expected_version(request: Request) -> int | None:
     """The version named by ``If-Match`` (``None``: absent or ``*``).
 
+    If-Match uses the strong comparison (RFC 9110, 13.1.1): a weak tag (``W/"2"``)
+    never matches, so a write that names one is refused (412) whatever the version.
+
     Raises:
-        ApiError: 400, the header is not one version.
+        ApiError: 400 ``bad_if_match``, the header is not one entity-tag naming a
+            version (``3`` without its quotes, a list); 412 ``weak_if_match``, it is weak.
     """
     header = request.headers.get("if-match")
     if header is None or header.strip() == "*":
         return None
     tags = _tags(header)
     # ASCII digits only ("²".isdigit()), and few enough for int() and any real version.
-    if len(tags) != 1 or not (tags[0].isascii() and tags[0].isdigit()) or len(tags[0]) > 18:
+    if tags is None or len(tags) != 1 or not re.fullmatch(r"[0-9]{1,18}", tags[0][1]):
         raise ApiError(
             400,
             "bad_if_match",
             f'If-Match must be one session version as an ETag, such as "12", not {header!r}',
         )
-    return int(tags[0])
+    if tags[0][0]:
+        raise ApiError(
+            412,
+            "weak_if_match",
+            f"If-Match names a weak ETag ({header.strip()}), which never matches: send "
+            f'the ETag as the server gave it, such as "{tags[0][1]}"',
+        )
+    return int(tags[0][1])
+
+
+def none_match(header: str | None, tag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``tag`` (an ETag as sent, ``"2"``), by
+    the weak comparison its RFC asks for (``W/"2"`` names ``"2"``), or is ``*``. A
+    malformed header names nothing (the full answer is sent)."""
+    if header is None:
+        return False
+    if header.strip() == "*":
+        return True
+    tags = _tags(header)
+    wanted = _tags(tag)
+    if tags is None or not wanted:
+        return False
+    return any(opaque == wanted[0][1] for _, opaque in tags)
 
 
 def not_modified(request: Request, session: Session) -> Response | None:
     """A 304 if ``If-None-Match`` names the session's current version."""
-    header = request.headers.get("if-none-match")
-    if header is None:
-        return None
-    if header.strip() == "*" or str(session.version) in _tags(header):
+    if none_match(request.headers.get("if-none-match"), etag(session.version)):
         return Response(status_code=304, headers={"ETag": etag(session.version)})
     return None
 
