@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -198,13 +198,20 @@ def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield values[i : i + _CHUNK]
 
 
-def _lookup(conn: Connection, ids: Iterable[str]) -> dict[str, tuple[int, int]]:
-    """``{id: (pk, session_pk)}`` of the nodes that exist among ``ids``."""
+class _Stored(NamedTuple):
+    """A node that exists, by its keys."""
+
+    pk: int
+    session_pk: int
+
+
+def _lookup(conn: Connection, ids: Iterable[str]) -> dict[str, _Stored]:
+    """The keys of the nodes that exist among ``ids``, by id."""
     wanted = list(dict.fromkeys(ids))
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, _Stored] = {}
     for chunk in _chunks(wanted):
         query = select(nodes.c.id, nodes.c.pk, nodes.c.session_pk).where(nodes.c.id.in_(chunk))
-        found.update({row[0]: (row[1], row[2]) for row in conn.execute(query)})
+        found.update({row.id: _Stored(row.pk, row.session_pk) for row in conn.execute(query)})
     return found
 
 
@@ -399,9 +406,9 @@ def insert_nodes(
                         "records come parents first"
                     )
                 raise UnknownNodeError(ref, record.id)
-            if found[ref][1] != record.pk:
+            if found[ref].session_pk != record.pk:
                 owner = conn.execute(
-                    select(sessions.c.id).where(sessions.c.pk == found[ref][1])
+                    select(sessions.c.id).where(sessions.c.pk == found[ref].session_pk)
                 ).scalar()
                 raise ForeignNodeError(ref, owner or "?", record.id)
         except MnemosyneError as error:
@@ -411,7 +418,7 @@ def insert_nodes(
         if isinstance(p.parent, str):
             first_under.setdefault(p.parent, i)
     for parent_id, i in first_under.items():  # as append and add_sibling, not in a fragment
-        place = q.top_detached(conn, found[parent_id][0])
+        place = q.top_detached(conn, found[parent_id].pk)
         if place is not None:
             where, hint = (
                 ("a fragment", "graft it first")
@@ -456,7 +463,7 @@ def insert_nodes(
     stored_states: dict[int, ws.Reached] = {}
 
     def stored_state(node_id: str) -> ws.Reached:
-        pk = found[node_id][0]
+        pk = found[node_id].pk
         if pk not in stored_states:
             stored_states[pk] = ws.state_after(conn, schema, pk)
         return stored_states[pk]
@@ -529,7 +536,7 @@ def insert_nodes(
                 "or in the trash"
             )
     else:
-        pk = found[head][0]
+        pk = found[head].pk
         if q.top_detached(conn, pk) is not None:
             raise InvalidOperationError(
                 f"HEAD must be in the tree: node {head} is in a fragment or in the trash"
@@ -538,7 +545,7 @@ def insert_nodes(
 
     # Every node above HEAD points its active child along the path to it.
     stored_active: dict[int, int] = {
-        found[node_id][0]: kids[-1] for node_id, kids in under_stored.items()
+        found[node_id].pk: kids[-1] for node_id, kids in under_stored.items()
     }
     repoint: int | None = None
     if head_index is not None:
@@ -550,10 +557,10 @@ def insert_nodes(
             j = parent
         top_parent = prepared[j].parent
         if isinstance(top_parent, str):
-            repoint = found[top_parent][0]
+            repoint = found[top_parent].pk
             stored_active[repoint] = j
     elif head_stored is not None:
-        repoint = head_stored[0]
+        repoint, _ = head_stored
 
     # Write: keys first, then one executemany per table.
     if count:
@@ -562,7 +569,7 @@ def insert_nodes(
         def key(ref: int | str | None) -> int | None:
             if ref is None:
                 return None
-            return pks[ref] if isinstance(ref, int) else found[ref][0]
+            return pks[ref] if isinstance(ref, int) else found[ref].pk
 
         time = _time_writer(conn)
         pointers = [(pks[j], pk) for pk, j in stored_active.items()]
@@ -706,13 +713,13 @@ def insert_traces(
             raise _tagged(error, i) from None
     found = _lookup(conn, seen)
     for node_id, i in seen.items():
-        if node_id not in found or found[node_id][1] != record.pk:
+        if node_id not in found or found[node_id].session_pk != record.pk:
             raise _tagged(UnknownNodeError(node_id, record.id), i)
-    keys = [found[node_id][0] for node_id in seen]
+    keys = [found[node_id].pk for node_id in seen]
     for chunk in _chunks(keys):
         traced = conn.execute(select(traces.c.node_pk).where(traces.c.node_pk.in_(chunk))).first()
         if traced is not None:
-            node_id = next(n for n in seen if found[n][0] == traced[0])
+            node_id = next(n for n in seen if found[n].pk == traced.node_pk)
             raise _tagged(
                 InvalidOperationError(f"node {node_id} already has a trace"), seen[node_id]
             )
@@ -741,7 +748,7 @@ def insert_traces(
             insert(traces),
             [
                 {
-                    "node_pk": found[row["node_id"]][0],
+                    "node_pk": found[row["node_id"]].pk,
                     "messages": row["messages"],
                     "messages_hash": row["messages_hash"],
                     "document": row["document"],
@@ -791,40 +798,46 @@ def dump(conn: Connection, record: q.SessionRecord) -> SessionDump:
         .where(nodes.c.session_pk == record.pk)
         .order_by(nodes.c.pk)
     ).all()
-    ids = {row[0]: row[1] for row in rows}
-    elsewhere = {row[12] for row in rows if row[12] is not None and row[12] not in ids}
+    ids = {row.pk: row.id for row in rows}
+    elsewhere = {
+        row.detached_from_pk
+        for row in rows
+        if row.detached_from_pk is not None and row.detached_from_pk not in ids
+    }
     if elsewhere:
         ids.update(q.public_ids(conn, elsewhere))
-    children: dict[int | None, list[Any]] = {}
+    children: dict[int | None, list[q.NamedRow]] = {}
     for row in rows:
-        children.setdefault(row[2], []).append(row)
-    tops = [row for row in rows if row[2] is None and row[11] is None]
+        children.setdefault(row.parent_pk, []).append(row)
+    tops = [row for row in rows if row.parent_pk is None and row.detached is None]
     for place in PLACES:
-        tops.extend(row for row in rows if row[2] is None and row[11] == place)
+        tops.extend(row for row in rows if row.parent_pk is None and row.detached == place)
     out: list[NodeRecord] = []
     stack = list(reversed(tops))
     while stack:
         row = stack.pop()
-        state = ws.state_after(conn, schema, row[0]).state if row[11] is not None else None
+        state = ws.state_after(conn, schema, row.pk).state if row.detached is not None else None
         out.append(
             NodeRecord(
-                id=row[1],
-                parent=None if row[2] is None else ids[row[2]],
-                role=row[4],
-                name=row[5],
-                content=row[6],
-                enabled=bool(row[7]),
-                created_at=q.timestamp(row[8]),
-                metadata=q.decode_object(row[9]),
-                delta=json.loads(row[10]) if row[10] else [],
-                active_child=None if row[3] is None else ids[row[3]],
-                detached=row[11],
-                detached_from=None if row[12] is None else ids.get(row[12]),
-                detached_at=None if row[13] is None else q.timestamp(row[13]),
+                id=row.id,
+                parent=None if row.parent_pk is None else ids[row.parent_pk],
+                role=row.role,
+                name=row.name,
+                content=row.content,
+                enabled=bool(row.enabled),
+                created_at=q.timestamp(row.created_at),
+                metadata=q.decode_object(row.metadata),
+                delta=json.loads(row.delta) if row.delta else [],
+                active_child=None if row.active_child_pk is None else ids[row.active_child_pk],
+                detached=row.detached,
+                detached_from=(
+                    None if row.detached_from_pk is None else ids.get(row.detached_from_pk)
+                ),
+                detached_at=None if row.detached_at is None else q.timestamp(row.detached_at),
                 detached_state=state,
             )
         )
-        stack.extend(reversed(children.get(row[0], [])))
+        stack.extend(reversed(children.get(row.pk, [])))
     if len(out) != len(rows):
         raise StorageError(
             f"session {record.id}: {len(rows) - len(out)} node(s) hang under no root"
@@ -837,7 +850,12 @@ def dump(conn: Connection, record: q.SessionRecord) -> SessionDump:
     ).all()
     order = {node.id: i for i, node in enumerate(out)}
     found = sorted(
-        (StoredTrace(row[0], json.loads(row[1]), row[2], json.loads(row[3])) for row in stored),
+        (
+            StoredTrace(
+                row.id, json.loads(row.messages), row.messages_hash, json.loads(row.document)
+            )
+            for row in stored
+        ),
         key=lambda trace: order[trace.node_id],
     )
     named: list[str] = []

@@ -59,7 +59,7 @@ def put(conn: Connection, session_pk: int, kind: str, name: str, content: str) -
         )
     else:
         conn.execute(update(documents).where(*where).values(content=content, hash=digest))
-        now = found[1]
+        now = found.created_at
     return Document(kind, name, content, digest, now)
 
 

@@ -98,8 +98,10 @@ def schema_revision(engine: Engine) -> str | None:
     """
     try:
         with engine.connect() as conn:
-            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-            return row[0] if row else None
+            found: str | None = conn.execute(
+                text("SELECT version_num FROM alembic_version")
+            ).scalar()
+            return found
     except exc.DBAPIError as error:
         if _is_not_a_database(error):
             raise StorageError(

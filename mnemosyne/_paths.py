@@ -62,14 +62,15 @@ class Path:
     def extended(self, rows: Sequence[tuple[Any, ...]]) -> Path:
         """This path followed by the walked ``rows`` (top first)."""
         start = len(self.keys)
-        messages, enabled = [], []
-        for i, row in enumerate(rows):
-            if row[1]:
-                messages.append(Message(row[2], row[3], row[4], row[5]))
+        messages, keys, enabled = [], [], []
+        for i, (_, is_enabled, node_id, role, name, content, _, pk) in enumerate(rows):
+            keys.append(pk)
+            if is_enabled:
+                messages.append(Message(node_id, role, name, content))
                 enabled.append(start + i)
         return Path(
             self.messages + tuple(messages),
-            self.keys + tuple(row[7] for row in rows),
+            self.keys + tuple(keys),
             self.enabled + tuple(enabled),
         )
 
@@ -125,7 +126,9 @@ class PathCache:
                     return found
                 kept = dict(entry.tips)
         rows = walk(pk, list(kept))
-        above = rows[0][6] if rows else None
+        above = None
+        if rows:
+            _, _, _, _, _, _, above, _ = rows[0]  # the parent of the walk's top
         base = _EMPTY
         if above in kept:
             base = kept[above]

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Text, literal, select, type_coerce
+from sqlalchemy import Connection, Row, Text, literal, select, type_coerce
 
 from ._schema import ID_LENGTH, nodes, sessions
 from .errors import (
@@ -27,6 +27,9 @@ from .errors import (
     UnknownSessionError,
 )
 from .models import Message, Node, Session, TurnView, parse_utc
+
+#: A row read by its columns' names (``row.pk``), whatever they are.
+NamedRow = Row[*tuple[Any, ...]]
 
 MIN_PREFIX = 6
 #: Far deeper than any story; stops a recursive query if a cycle were ever stored.
@@ -77,30 +80,45 @@ NODE_COLUMNS = (
 
 
 def node_from_row(row: Sequence[Any], session_id: str, ids: dict[int, str]) -> Node:
-    """A Node from NODE_COLUMNS; ``ids`` maps the pks it refers to onto public ids."""
-    parent_pk, child_pk = row[2], row[3]
+    """A Node from NODE_COLUMNS (columns after them ignored); ``ids`` maps the pks it
+    refers to onto public ids."""
+    _, node_id, parent_pk, child_pk, role, name, content, enabled, created_at, meta, delta = row[
+        :11
+    ]
     return Node(
-        row[1],
+        node_id,
         session_id,
         None if parent_pk is None else ids[parent_pk],
-        row[4],
-        row[5],
-        row[6],
-        bool(row[7]),
-        row[8],  # decoded on first use (see Node)
-        row[9],
-        row[10],
+        role,
+        name,
+        content,
+        bool(enabled),
+        created_at,  # decoded on first use (see Node)
+        meta,
+        delta,
         None if child_pk is None else ids[child_pk],
     )
+
+
+def node_keys(row: Sequence[Any]) -> tuple[int, str, int | None, int | None]:
+    """The keys of a row of NODE_COLUMNS: ``(pk, id, parent_pk, active_child_pk)``."""
+    pk, node_id, parent_pk, child_pk = row[:4]
+    return pk, node_id, parent_pk, child_pk
 
 
 def nodes_from_rows(
     conn: Connection, rows: Sequence[Sequence[Any]], session_id: str, ids: dict[int, str]
 ) -> list[Node]:
     """Nodes from rows, looking up the public ids of pks neither given nor in ``rows``."""
-    for row in rows:
-        ids[row[0]] = row[1]
-    missing = {pk for row in rows for pk in (row[2], row[3]) if pk is not None and pk not in ids}
+    keys = [node_keys(row) for row in rows]
+    for pk, node_id, _, _ in keys:
+        ids[pk] = node_id
+    missing = {
+        ref
+        for _, _, parent_pk, child_pk in keys
+        for ref in (parent_pk, child_pk)
+        if ref is not None and ref not in ids
+    }
     if missing:
         ids.update(public_ids(conn, missing))
     return [node_from_row(row, session_id, ids) for row in rows]
@@ -150,19 +168,20 @@ SESSION_COLUMNS = (
 _SESSIONS = sessions.outerjoin(_head, _head.c.pk == sessions.c.head_pk)
 
 
-def record_from_row(row: Sequence[Any]) -> SessionRecord:
+def record_from_row(row: NamedRow) -> SessionRecord:
+    """A SessionRecord from a row of SESSION_COLUMNS."""
     session = Session(
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        timestamp(row[6]),
-        timestamp(row[7]),
-        row[8],
-        decode_object(row[9]),
-        timestamp(row[11]) if row[11] is not None else None,
+        row.id,
+        row.title,
+        row.head_id,
+        row.version,
+        timestamp(row.created_at),
+        timestamp(row.updated_at),
+        row.campaign,
+        decode_object(row.metadata),
+        timestamp(row.trashed_at) if row.trashed_at is not None else None,
     )
-    return SessionRecord(row[0], row[1], session, row[10])
+    return SessionRecord(row.pk, row.head_pk, session, row.state_schema)
 
 
 def _prefix(kind: str, ref: str) -> str:
@@ -193,11 +212,11 @@ def session_record(conn: Connection, ref: str, *, for_update: bool = False) -> S
     query = query.where(_starts_with(sessions.c.id, prefix)).limit(6)
     if for_update:
         query = query.with_for_update(of=sessions)
-    found = [row for row in conn.execute(query) if row[2].startswith(prefix)]
+    found = [row for row in conn.execute(query) if row.id.startswith(prefix)]
     if not found:
         raise UnknownSessionError(ref)
     if len(found) > 1:
-        raise AmbiguousIdError("session", ref, [row[2] for row in found])
+        raise AmbiguousIdError("session", ref, [row.id for row in found])
     return record_from_row(found[0])
 
 
@@ -225,15 +244,18 @@ def resolve_node(conn: Connection, record: SessionRecord, ref: str) -> tuple[int
     query = select(nodes.c.pk, nodes.c.id, nodes.c.session_pk).where(
         _starts_with(nodes.c.id, prefix)
     )
-    found = [row for row in conn.execute(query.limit(50)) if row[1].startswith(prefix)]
-    mine = [row for row in found if row[2] == record.pk]
+    found = [row for row in conn.execute(query.limit(50)) if row.id.startswith(prefix)]
+    mine = [row for row in found if row.session_pk == record.pk]
     if len(mine) > 1:
-        raise AmbiguousIdError("node", ref, [row[1] for row in mine])
+        raise AmbiguousIdError("node", ref, [row.id for row in mine])
     if mine:
-        return mine[0][0], mine[0][1]
+        return mine[0].pk, mine[0].id
     if len(found) == 1:
-        owner = conn.execute(select(sessions.c.id).where(sessions.c.pk == found[0][2])).scalar()
-        raise ForeignNodeError(found[0][1], owner or "?", record.id)
+        other = found[0]
+        owner = conn.execute(
+            select(sessions.c.id).where(sessions.c.pk == other.session_pk)
+        ).scalar()
+        raise ForeignNodeError(other.id, owner or "?", record.id)
     raise UnknownNodeError(ref, record.id)
 
 
@@ -298,23 +320,31 @@ def turn_views(conn: Connection, record: SessionRecord, pks: Sequence[int]) -> l
     """The nodes ``pks`` (placed nodes of the session), in that order, each with its
     siblings' ids in order and its index among them: a few queries, whatever the
     length of the path they are on."""
-    found: dict[int, Any] = {}
+    found: dict[int, NamedRow] = {}
     for i in range(0, len(pks), 500):
         query = select(*NODE_COLUMNS).where(
             nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
         )
-        found.update((row[0], row) for row in conn.execute(query))
+        found.update((row.pk, row) for row in conn.execute(query))
     rows = [found[pk] for pk in pks]
-    siblings = sibling_lists(conn, record, (row[2] for row in rows))
-    ids = {row[0]: row[1] for row in rows}
-    wanted = {pk for row in rows for pk in (row[2], row[3]) if pk is not None}
-    wanted.update(pk for keys in siblings.values() for pk in keys)
+    return turn_views_of_rows(conn, record, rows)
+
+
+def turn_views_of_rows(
+    conn: Connection, record: SessionRecord, rows: Sequence[Sequence[Any]]
+) -> list[TurnView]:
+    """Rows of NODE_COLUMNS as TurnViews, in that order (a few queries)."""
+    keys = [node_keys(row) for row in rows]
+    siblings = sibling_lists(conn, record, (parent_pk for _, _, parent_pk, _ in keys))
+    ids = {pk: node_id for pk, node_id, _, _ in keys}
+    wanted = {ref for _, _, parent, child in keys for ref in (parent, child) if ref is not None}
+    wanted.update(pk for pks in siblings.values() for pk in pks)
     ids.update(public_ids(conn, wanted - ids.keys()))
     views = []
-    for row in rows:
-        keys = siblings[row[2]]
+    for row, (pk, _, parent_pk, _) in zip(rows, keys, strict=True):
+        among = siblings[parent_pk]
         node = node_from_row(row, record.id, ids)
-        views.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
+        views.append(TurnView(node, [ids[k] for k in among], among.index(pk)))
     return views
 
 
@@ -326,7 +356,7 @@ def _placed_nodes(conn: Connection, record: SessionRecord) -> list[tuple[Node, A
         .order_by(nodes.c.pk)
     ).all()
     made = nodes_from_rows(conn, rows, record.id, {})
-    return [(node, row[11]) for node, row in zip(made, rows, strict=True)]
+    return [(node, row.detached) for node, row in zip(made, rows, strict=True)]
 
 
 def all_nodes(conn: Connection, record: SessionRecord) -> list[Node]:
@@ -425,7 +455,7 @@ def walk_up(
 
 
 def _depth(row: Sequence[Any]) -> int:
-    depth: int = row[0]
+    depth: int = row[0]  # every walk's first column
     return depth
 
 
@@ -434,10 +464,18 @@ def path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
     return [row[1:] for row in walk_up(conn, pk, _NODE_SQL)]
 
 
-def path_keys(conn: Connection, pk: int) -> list[tuple[int, int | None, int | None]]:
-    """(pk, parent_pk, active_child_pk) along the path from ``pk`` up, ``pk`` first."""
+class PathKeys(NamedTuple):
+    """A node's keys on a walked path."""
+
+    pk: int
+    parent_pk: int | None
+    active_child_pk: int | None
+
+
+def path_keys(conn: Connection, pk: int) -> list[PathKeys]:
+    """The keys along the path from ``pk`` up, ``pk`` first."""
     rows = walk_up(conn, pk, "n.pk, n.parent_pk, n.active_child_pk")
-    return [(row[1], row[2], row[3]) for row in reversed(rows)]
+    return [PathKeys(key, parent, child) for _, key, parent, child in reversed(rows)]
 
 
 _TOP = """WITH RECURSIVE up(pk, parent_pk, depth) AS (
@@ -460,13 +498,19 @@ def placement(conn: Connection, pk: int) -> tuple[int, str | None] | None:
         row = cursor.fetchone()
     finally:
         cursor.close()
-    return None if row is None else (row[0], row[1])
+    if row is None:
+        return None
+    depth, detached = row
+    return depth, detached
 
 
 def top_detached(conn: Connection, pk: int) -> str | None:
     """How the top of ``pk``'s subtree is detached (``None``: it is a root of the tree)."""
     place = placement(conn, pk)
-    return None if place is None else place[1]
+    if place is None:
+        return None
+    _, detached = place
+    return detached
 
 
 def messages(conn: Connection, pk: int | None) -> list[Message]:
@@ -474,7 +518,11 @@ def messages(conn: Connection, pk: int | None) -> list[Message]:
     if pk is None:
         return []
     rows = walk_up(conn, pk, _MESSAGE_SQL)
-    return [Message(row[2], row[3], row[4], row[5]) for row in rows if row[1]]
+    return [
+        Message(node_id, role, name, content)
+        for _, enabled, node_id, role, name, content in rows
+        if enabled
+    ]
 
 
 _MESSAGE_WALK_SQL = _MESSAGE_SQL + ", n.parent_pk, n.pk"

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import Connection, bindparam, select, update
 
@@ -27,6 +28,16 @@ __all__ = ["NEAR_HEAD", "TransactionState"]
 #: How many of HEAD's nearest ancestors a move of HEAD looks for where its path meets
 #: HEAD's (see TransactionState.repoint).
 NEAR_HEAD = 16
+
+
+class _Walked(NamedTuple):
+    """A row of the walk up in :meth:`TransactionState.repoint`."""
+
+    depth: int
+    pk: int
+    parent_pk: int | None
+    active_child_pk: int | None
+    detached: str | None
 
 
 @dataclass(eq=False, slots=True)
@@ -102,25 +113,25 @@ class TransactionState:
             if head is not None
             else []
         )
-        active = {row[1]: row[2] for row in near}
+        active = {key: child for _, key, child in near}
         if pk in active:
             return
-        rows = q.walk_up(
+        walked = q.walk_up(
             self.conn, pk, "n.pk, n.parent_pk, n.active_child_pk, n.detached", list(active)
         )
-        # rows: (depth, pk, parent_pk, active_child_pk, detached), the top first
+        rows = [_Walked._make(row) for row in walked]  # the top first
         top = rows[0]
-        if top[2] is None and top[4] is not None:
-            where = "a fragment" if top[4] == "fragment" else "the trash"
-            hint = "graft it first" if top[4] == "fragment" else "restore it first"
+        if top.parent_pk is None and top.detached is not None:
+            where = "a fragment" if top.detached == "fragment" else "the trash"
+            hint = "graft it first" if top.detached == "fragment" else "restore it first"
             raise InvalidOperationError(f"node {node_id or pk} is in {where}: {hint}")
         changes = [
-            {"parent": parent[1], "child": child[1]}
+            {"parent": parent.pk, "child": child.pk}
             for parent, child in itertools.pairwise(rows)
-            if parent[3] != child[1]
+            if parent.active_child_pk != child.pk
         ]
-        if top[2] is not None and active[top[2]] != top[1]:  # where the paths meet
-            changes.append({"parent": top[2], "child": top[1]})
+        if top.parent_pk is not None and active[top.parent_pk] != top.pk:  # where paths meet
+            changes.append({"parent": top.parent_pk, "child": top.pk})
         self.set_active_children(changes)
 
     def point_path_at(self, pk: int, before_change: Callable[..., None] | None = None) -> None:
@@ -131,9 +142,9 @@ class TransactionState:
         """
         path = q.path_keys(self.conn, pk)
         changes = [
-            {"parent": parent[0], "child": child[0]}
+            {"parent": parent.pk, "child": child.pk}
             for child, parent in itertools.pairwise(path)
-            if parent[2] != child[0]
+            if parent.active_child_pk != child.pk
         ]
         if changes and before_change is not None:
             before_change(*(change["parent"] for change in changes))

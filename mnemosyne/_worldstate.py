@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, literal, select
 
-from ._queries import MAX_DEPTH, walk_up
+from ._queries import MAX_DEPTH, NamedRow, walk_up
 from ._schema import keyframes, nodes
 from .state.delta import State, apply_delta, touches, value_at
 from .state.schema import StateSchema, schema_from_json
@@ -66,12 +66,12 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
     try:
         cursor.execute(_walk_sql(conn.dialect.paramstyle), (pk,))
         # sorted(): SQLAlchemy's DBAPI protocol types the driver's list as a Sequence
-        rows = sorted(cursor.fetchall(), key=lambda row: row[0], reverse=True)
+        rows = sorted(cursor.fetchall(), key=lambda row: row[0], reverse=True)  # by depth
     finally:
         cursor.close()
-    top = rows[0]
-    if top[4] is not None:
-        state, below, distance = json.loads(top[4]), rows[1:], len(rows) - 1
+    _, _, _, _, keyframe = rows[0]  # the top: a keyframe's node, or a root
+    if keyframe is not None:
+        state, below, distance = json.loads(keyframe), rows[1:], len(rows) - 1
         state.setdefault("lore_timers", {})  # keyframes written before revision 0005
     else:
         state, below, distance = schema.initial_state(), rows, None
@@ -128,25 +128,25 @@ def settle(
     rebuild_below(conn, schema, pk, every)
 
 
-def subtree_rows(conn: Connection, pk: int, *columns: Any) -> list[Any]:
-    """``columns`` of ``pk`` and of everything below it, parents before children: one
-    recursive CTE down the tree, joined once to the columns."""
+def subtree_rows(conn: Connection, pk: int, *columns: Any) -> list[NamedRow]:
+    """``columns`` of ``pk`` and of everything below it (rows read by the columns'
+    names), parents before children: one recursive CTE down the tree, joined once to
+    the columns."""
     start = select(nodes.c.pk, literal(0).label("depth")).where(nodes.c.pk == pk)
     down = start.cte("down", recursive=True)
     step = select(nodes.c.pk, (down.c.depth + 1).label("depth")).where(
         nodes.c.parent_pk == down.c.pk, down.c.depth < MAX_DEPTH
     )
     down = down.union_all(step)
-    query = select(down.c.depth, nodes.c.pk, *columns).join_from(
-        down, nodes, nodes.c.pk == down.c.pk
-    )
-    rows = sorted(conn.execute(query).all(), key=lambda row: (row[0], row[1]))
-    return [row[2:] for row in rows]
+    query = select(*columns, down.c.depth.label("down_depth"), down.c.pk.label("down_pk"))
+    query = query.join_from(down, nodes, nodes.c.pk == down.c.pk)
+    return sorted(conn.execute(query).all(), key=lambda row: (row.down_depth, row.down_pk))
 
 
 def subtree_keys(conn: Connection, pk: int) -> list[tuple[int, int | None]]:
     """(pk, parent_pk) of ``pk`` and everything below it, parents before children."""
-    return [(row[0], row[1]) for row in subtree_rows(conn, pk, nodes.c.pk, nodes.c.parent_pk)]
+    rows = subtree_rows(conn, pk, nodes.c.pk, nodes.c.parent_pk)
+    return [(row.pk, row.parent_pk) for row in rows]
 
 
 def invalidate_below(conn: Connection, pk: int) -> int:
@@ -174,26 +174,26 @@ def rebuild_below(conn: Connection, schema: StateSchema, pk: int, every: int) ->
     rows = subtree_rows(
         conn, pk, nodes.c.pk, nodes.c.id, nodes.c.parent_pk, nodes.c.enabled, nodes.c.delta
     )
-    _drop_keyframes(conn, [row[0] for row in rows])
-    parent_pk = rows[0][2]
+    _drop_keyframes(conn, [row.pk for row in rows])
+    parent_pk = rows[0].parent_pk  # rows[0] is pk's
     top = state_after(conn, schema, parent_pk) if parent_pk is not None else None
-    children: dict[int | None, list[Any]] = {}
+    children: dict[int | None, list[NamedRow]] = {}
     for row in rows:
-        children.setdefault(row[2], []).append(row)
+        children.setdefault(row.parent_pk, []).append(row)
     written: list[dict[str, Any]] = []
-    stack: list[tuple[Any, Reached | None]] = [(rows[0], top)]  # rows[0] is pk's
+    stack: list[tuple[NamedRow, Reached | None]] = [(rows[0], top)]
     while stack:
         row, parent = stack.pop()
         base = parent.state if parent is not None else schema.initial_state()
-        delta = json.loads(row[4]) if row[4] and row[3] else None
-        state = apply_delta(schema, base, delta, node_id=row[1])
-        if row[0] == pk or keyframe_due(parent, every):  # the top always gets one
-            written.append({"node_pk": row[0], "state": encode_state(state)})
+        delta = json.loads(row.delta) if row.delta and row.enabled else None
+        state = apply_delta(schema, base, delta, node_id=row.id)
+        if row.pk == pk or keyframe_due(parent, every):  # the top always gets one
+            written.append({"node_pk": row.pk, "state": encode_state(state)})
             reached = Reached(state, 0)
         else:
             assert parent is not None and parent.distance is not None
             reached = Reached(state, parent.distance + 1)
-        stack.extend((child, reached) for child in children.get(row[0], []))
+        stack.extend((child, reached) for child in children.get(row.pk, []))
     if written:
         conn.execute(insert(keyframes), written)
     return len(written)
@@ -221,7 +221,9 @@ def last_writer(conn: Connection, pk: int, path: str, chunk: int = 256) -> str |
         for _, node_id, enabled, delta, _ in reversed(rows):
             if enabled and delta and any(touches(op, path) for op in json.loads(delta)):
                 return str(node_id)
-        at = rows[0][4] if rows else None
+        at = None
+        if rows:
+            _, _, _, _, at = rows[0]  # the parent of the chunk's top
     return None
 
 

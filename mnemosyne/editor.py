@@ -75,6 +75,13 @@ IMAGE_COLUMNS = (
 Place = Literal["fragment", "trash"]
 
 
+class _Batch(NamedTuple):
+    """An open batch of edits: the recorder of its one journal entry, the actions so far."""
+
+    recorder: Recorder
+    actions: list[str]
+
+
 class NodePlace(NamedTuple):
     """Where a node hangs, as :meth:`Editor.row` reads it."""
 
@@ -143,13 +150,16 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _image(row: Any) -> list[Any]:
-    image = list(row)
-    for i in (8, 14):  # times as text, comparable and JSON-ready
-        if image[i] is not None and not isinstance(image[i], str):
-            image[i] = image[i].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
-    image[7] = bool(image[7])
-    return image
+def _image(row: q.NamedRow) -> list[Any]:
+    """A row of IMAGE_COLUMNS as the journal keeps it: a list in that order, times as
+    text (comparable and JSON-ready), ``enabled`` a bool."""
+    values = row._asdict()
+    for name in ("created_at", "detached_at"):
+        at = values[name]
+        if at is not None and not isinstance(at, str):
+            values[name] = at.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+    values["enabled"] = bool(values["enabled"])
+    return [values[name] for name in IMAGE_COLUMNS]
 
 
 def images(conn: Connection, pks: Iterable[int]) -> dict[int, list[Any] | None]:
@@ -160,7 +170,7 @@ def images(conn: Connection, pks: Iterable[int]) -> dict[int, list[Any] | None]:
     for i in range(0, len(wanted), 500):
         query = select(*columns).where(nodes.c.pk.in_(wanted[i : i + 500]))
         for row in conn.execute(query):
-            out[row[0]] = _image(row)
+            out[row.pk] = _image(row)
     return out
 
 
@@ -299,7 +309,7 @@ def entry_at(conn: Connection, session_pk: int, position: int) -> tuple[str, dic
             journal.c.session_pk == session_pk, journal.c.position == position
         )
     ).first()
-    return None if row is None else (row[0], json.loads(row[1]))
+    return None if row is None else (row.action, json.loads(row.payload))
 
 
 def history(conn: Connection, session_pk: int) -> list[JournalEntry]:
@@ -317,13 +327,13 @@ def history(conn: Connection, session_pk: int) -> list[JournalEntry]:
     ).all()
     return [
         JournalEntry(
-            row[0],
-            row[1],
-            q.timestamp(row[2]),
-            row[0] == position,
-            row[0] > position,
-            bool(row[3]),
-            row[4],
+            row.position,
+            row.action,
+            q.timestamp(row.at),
+            row.position == position,
+            row.position > position,
+            bool(row.snapshot),
+            row.touched,
         )
         for row in rows
     ]
@@ -353,8 +363,10 @@ def settle_all(
     depth: dict[int, int] = {}
     for pk in before:
         place = q.placement(conn, pk)
-        if place is not None and place[1] is None:
-            depth[pk] = place[0]
+        if place is not None:
+            below_top, detached = place
+            if detached is None:
+                depth[pk] = below_top
     for pk in sorted(depth, key=lambda key: (depth[key], key)):
         ws.settle(conn, schema, pk, every, before[pk])
 
@@ -390,7 +402,7 @@ class Editor:
 
     def __init__(self, state: TransactionState) -> None:
         self._state = state
-        self._batch: tuple[Recorder, list[str]] | None = None
+        self._batch: _Batch | None = None
 
     @property
     def conn(self) -> Connection:
@@ -450,7 +462,7 @@ class Editor:
 
     def is_below(self, pk: int, top: int) -> bool:
         """Whether ``pk`` is ``top`` itself or a node under it."""
-        return any(key == top for key, _, _ in q.path_keys(self._state.conn, pk))
+        return any(keys.pk == top for keys in q.path_keys(self._state.conn, pk))
 
     def subtree(self, pk: int) -> list[int]:
         """A node and every node below it, parents first."""
@@ -562,7 +574,7 @@ class Editor:
         # The active pointers above HEAD are not journaled: undo and redo restore HEAD
         # and repoint its path, which is what those pointers always are.
         if self._batch is not None:
-            return self._batch[0]
+            return self._batch.recorder
         return Recorder(self._state.conn, self._state.record.pk, self._state.head_pk)
 
     @contextmanager
@@ -575,7 +587,7 @@ class Editor:
         if self._batch is not None:
             raise InvalidOperationError("edit batches do not nest")
         state = self._state
-        self._batch = (Recorder(state.conn, state.record.pk, state.head_pk), [])
+        self._batch = _Batch(Recorder(state.conn, state.record.pk, state.head_pk), [])
         try:
             yield
             recorder, actions = self._batch
@@ -612,7 +624,7 @@ class Editor:
             settle_all(state.conn, state.schema, settle, state.every)
         state.set_head(head)
         if self._batch is not None:
-            self._batch[1].append(action)
+            self._batch.actions.append(action)
         else:
             position = journal_position(state.conn, state.record.pk)
             new_position = recorder.write(action, head, position)
@@ -624,7 +636,7 @@ class Editor:
         """For a node taken out of the tree: the node its subtree hung under, if that is
         still in the tree; else the leaf of the last root; else None."""
         conn = self._state.conn
-        top = q.path_keys(conn, pk)[-1][0]
+        top = q.path_keys(conn, pk)[-1].pk
         home = self.row(top).detached_from_pk
         if home is not None and q.top_detached(conn, home) is None:
             return home

@@ -101,7 +101,7 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for i in range(0, len(wanted), 500):
         query = select(blobs.c.hash, blobs.c.content).where(blobs.c.hash.in_(wanted[i : i + 500]))
-        out.update({row[0]: row[1] for row in conn.execute(query)})
+        out.update({row.hash: row.content for row in conn.execute(query)})
     return out
 
 
@@ -225,7 +225,7 @@ def load_trace(conn: Connection, node_pk: int, node_id: str) -> Trace | None:
     ).first()
     if row is None:
         return None
-    parts: list[dict[str, Any]] = json.loads(row[0])
+    parts: list[dict[str, Any]] = json.loads(row.messages)
     texts = get_blobs(conn, (part["blob"] for part in parts if "blob" in part))
     messages: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -242,13 +242,14 @@ def load_trace(conn: Connection, node_pk: int, node_id: str) -> Trace | None:
             messages.extend(rebuilt)
             if problem:
                 problems.append(problem)
-    verified = messages_hash(messages) == row[1]
+    verified = messages_hash(messages) == row.messages_hash
     if not verified and not problems:
         problems.append(
             "a message of the history was edited in place since it was sent "
             "(the rebuilt messages differ from the ones hashed)"
         )
-    return Trace(node_id, messages, row[1], verified, json.loads(row[2]), parts, problems)
+    document = json.loads(row.document)
+    return Trace(node_id, messages, row.messages_hash, verified, document, parts, problems)
 
 
 def _rebuild_run(
@@ -261,11 +262,13 @@ def _rebuild_run(
         gone = first if first not in keys else last
         return [], f"node {gone} of the history no longer exists (purged)"
     rows = q.walk_up(conn, keys[last], "n.enabled, n.id, n.role, n.content")
-    ids = [row[2] for row in rows]
+    ids = [node_id for _, _, node_id, _, _ in rows]
     if first not in ids:
         return [], f"node {first} is no longer above node {last} (the tree was edited since)"
     segment = rows[ids.index(first) :]
-    rebuilt = [{"role": row[3], "content": row[4]} for row in segment if row[1]]
+    rebuilt = [
+        {"role": role, "content": content} for _, enabled, _, role, content in segment if enabled
+    ]
     if len(rebuilt) != count:
         return rebuilt, (
             f"the history from {first} to {last} now has {len(rebuilt)} enabled messages, "
