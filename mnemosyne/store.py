@@ -518,6 +518,23 @@ class SessionTransaction:
         """Edits made inside are one journal entry: one undo takes them all back."""
         return self._editor.batch()
 
+    def apply_all(self, batch: Sequence[EditCommand]) -> list[EditResult]:
+        """Edit operations in order, as one journal entry (:meth:`batch`).
+
+        Raises:
+            MnemosyneError: what the refused operation raised, with ``operation`` set
+                to its index in ``batch`` (the transaction must not commit).
+        """
+        results = []
+        with self.batch():
+            for index, edit in enumerate(batch):
+                try:
+                    results.append(self.apply(edit))
+                except MnemosyneError as error:
+                    error.operation = index  # type: ignore[attr-defined]  # named, re-raised
+                    raise
+        return results
+
     # Shorthands for the operations that predate :meth:`apply` (callers use them);
     # an operation added to mnemosyne.edits needs none.
 
@@ -1138,14 +1155,8 @@ class Store:
             MnemosyneError: what the refused operation raised, with ``operation`` set
                 to its index in ``batch``; none of them happened.
         """
-        results = []
-        with self.transaction(session_id, expected_version=expected_version) as tx, tx.batch():
-            for index, edit in enumerate(batch):
-                try:
-                    results.append(tx.apply(edit))
-                except MnemosyneError as error:
-                    error.operation = index  # type: ignore[attr-defined]  # named, re-raised
-                    raise
+        with self.transaction(session_id, expected_version=expected_version) as tx:
+            results = tx.apply_all(batch)
         return results, tx.session
 
     def undo(
