@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from sqlalchemy import Connection, func, insert, select, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, insert, select
 
+from . import _dialect as dialect
 from . import _documents as docs
 from . import _queries as q
 from . import _worldstate as ws
@@ -227,7 +227,7 @@ _POINT = "UPDATE nodes SET active_child_pk = {p} WHERE pk = {p}"
 
 
 def _executemany(conn: Connection, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    sql = statement.format(p="?" if conn.dialect.paramstyle == "qmark" else "%s")
+    sql = statement.format(p=dialect.param(conn))
     cursor = conn.connection.cursor()
     try:
         cursor.executemany(sql, rows)
@@ -241,18 +241,6 @@ def _time_writer(conn: Connection) -> Any:
     column = nodes.c.created_at.type.dialect_impl(conn.dialect)
     convert = column.bind_processor(conn.dialect)
     return convert if convert is not None else (lambda value: value)
-
-
-def _allot(conn: Connection, count: int) -> list[int]:
-    """``count`` fresh keys for node rows, increasing (sibling order is key order)."""
-    if conn.dialect.name == "postgresql":
-        query = text(
-            "SELECT nextval(pg_get_serial_sequence('nodes', 'pk')) FROM generate_series(1, :n)"
-        )
-        return sorted(conn.execute(query, {"n": count}).scalars())
-    # SQLite hands out max(rowid) + 1; the transaction holds the write lock.
-    start = conn.execute(select(func.max(nodes.c.pk))).scalar() or 0
-    return list(range(start + 1, start + 1 + count))
 
 
 # --- writing nodes -----------------------------------------------------------------------
@@ -564,7 +552,7 @@ def insert_nodes(
 
     # Write: keys first, then one executemany per table.
     if count:
-        pks = _allot(conn, count)
+        pks = dialect.new_node_keys(conn, count)
 
         def key(ref: int | str | None) -> int | None:
             if ref is None:
@@ -573,11 +561,7 @@ def insert_nodes(
 
         time = _time_writer(conn)
         pointers = [(pks[j], pk) for pk, j in stored_active.items()]
-        # SQLite counts a reference to a row not there yet as a deferred violation, and
-        # while any is pending it looks for the rows that name each row inserted;
-        # active_child_pk has no index for that (a scan per row). Rows written with no
-        # forward reference, then pointed at their children, leave none pending.
-        later = conn.dialect.name == "sqlite"
+        later = dialect.defers_forward_references(conn)
         rows = []
         for i, p in enumerate(prepared):
             child = key(active[i])
@@ -738,9 +722,8 @@ def insert_traces(
                 seen[node_id],
             )
     if texts:
-        dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
         conn.execute(
-            dialect.insert(blobs).on_conflict_do_nothing(),
+            dialect.insert_or_ignore(conn, blobs),
             [{"hash": digest, "content": content} for digest, content in texts.items()],
         )
     if rows:

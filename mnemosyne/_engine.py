@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, exc, inspect, text
 from sqlalchemy.engine import make_url
 
+from . import _dialect as dialect
 from ._schema import SCHEMA_REVISION
 from .errors import StorageError
 
@@ -131,7 +132,7 @@ def ensure_schema(engine: Engine, *, migrate: bool) -> None:
     """
     current = schema_revision(engine)
     if current == SCHEMA_REVISION:
-        _use_wal(engine)
+        dialect.use_wal(engine)
         return
     if current is not None and current not in KNOWN_REVISIONS:
         raise StorageError(
@@ -143,27 +144,8 @@ def ensure_schema(engine: Engine, *, migrate: bool) -> None:
         raise StorageError(
             f"{describe(engine)} {state}, not {SCHEMA_REVISION!r}: run `clotho db upgrade`"
         )
-    _use_wal(engine)
+    dialect.use_wal(engine)
     upgrade(engine)
-
-
-def _use_wal(engine: Engine) -> None:
-    """Put a SQLite file of ours in WAL mode (it stays so): readers never block the writer.
-
-    Done only once the file is known to be ours, so that opening somebody else's
-    file changes nothing in it.
-    """
-    if engine.dialect.name != "sqlite":
-        return
-    raw = engine.raw_connection()  # outside any transaction, as the pragma requires
-    try:
-        cursor = raw.cursor()
-        mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
-        if str(mode).lower() not in ("wal", "memory"):
-            cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.close()
-    finally:
-        raw.close()
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -179,8 +161,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
         with engine.connect().execution_options(**{WRITE_OPTION: True}) as conn, conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(7321001)"))
+            dialect.lock_for_migration(conn)
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
     except exc.DBAPIError as error:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Row, Text, literal, select, type_coerce
 
+from . import _dialect as dialect
 from ._schema import ID_LENGTH, nodes, sessions
 from .errors import (
     AmbiguousIdError,
@@ -417,8 +418,7 @@ _MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content"
 
 
 @lru_cache(maxsize=64)
-def _walk_up_sql(paramstyle: str, columns: str, stops: int = 0, limit: int = MAX_DEPTH) -> str:
-    param = "?" if paramstyle == "qmark" else "%s"
+def _walk_up_sql(param: str, columns: str, stops: int = 0, limit: int = MAX_DEPTH) -> str:
     stop = f" AND n.pk NOT IN ({', '.join([param] * stops)})" if stops else ""
     return _WALK_UP.format(param=param, limit=int(limit), stop=stop, columns=columns)
 
@@ -443,7 +443,7 @@ def walk_up(
     the connection's transaction: SQLAlchemy's row objects would cost more than the
     query itself.
     """
-    sql = _walk_up_sql(conn.dialect.paramstyle, columns, len(stops), limit)
+    sql = _walk_up_sql(dialect.param(conn), columns, len(stops), limit)
     cursor = conn.connection.cursor()
     try:
         cursor.execute(sql, (pk, *stops))
@@ -491,10 +491,9 @@ def placement(conn: Connection, pk: int) -> tuple[int, str | None] | None:
     """Where a node is, in one walk up: its depth below the top of its subtree, and
     how that top is detached (``None``: it is a root of the tree). ``None`` if there
     is no such node."""
-    param = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(_TOP.format(param=param, limit=MAX_DEPTH), (pk,))
+        cursor.execute(_TOP.format(param=dialect.param(conn), limit=MAX_DEPTH), (pk,))
         row = cursor.fetchone()
     finally:
         cursor.close()

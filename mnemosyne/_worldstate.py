@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, literal, select
 
+from . import _dialect as dialect
 from ._queries import MAX_DEPTH, NamedRow, walk_up
 from ._schema import keyframes, nodes
 from .state.delta import State, apply_delta, touches, value_at
@@ -38,8 +39,8 @@ FROM up JOIN nodes n ON n.pk = up.pk LEFT JOIN keyframes k ON k.node_pk = up.pk"
 
 
 @lru_cache(maxsize=4)
-def _walk_sql(paramstyle: str) -> str:
-    return _WALK_TO_KEYFRAME.format(param="?" if paramstyle == "qmark" else "%s", limit=MAX_DEPTH)
+def _walk_sql(param: str) -> str:
+    return _WALK_TO_KEYFRAME.format(param=param, limit=MAX_DEPTH)
 
 
 @lru_cache(maxsize=64)
@@ -64,7 +65,7 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
     """The state after node ``pk``: the nearest keyframe above plus the deltas below it."""
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(_walk_sql(conn.dialect.paramstyle), (pk,))
+        cursor.execute(_walk_sql(dialect.param(conn)), (pk,))
         # sorted(): SQLAlchemy's DBAPI protocol types the driver's list as a Sequence
         rows = sorted(cursor.fetchall(), key=lambda row: row[0], reverse=True)  # by depth
     finally:

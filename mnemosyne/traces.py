@@ -28,8 +28,8 @@ from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
 
+from . import _dialect as dialect
 from . import _queries as q
 from ._schema import blobs, nodes, traces
 from .errors import InvalidOperationError
@@ -90,8 +90,7 @@ def put_blob(conn: Connection, text: str) -> str:
     if "\x00" in text:
         raise InvalidOperationError("a blob must not contain NUL characters (\\x00)")
     digest = blob_hash(text)
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
-    conn.execute(dialect.insert(blobs).values(hash=digest, content=text).on_conflict_do_nothing())
+    conn.execute(dialect.insert_or_ignore(conn, blobs).values(hash=digest, content=text))
     return digest
 
 
