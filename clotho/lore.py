@@ -203,9 +203,8 @@ def session_planner(
     books = session_books(store, session_id)
     if not books:
         return RuleBasedPlanner()
-    lore: dict[str, Any] = campaign.lore if campaign else {}
-    scan = lore.get("scan")
-    vectors = lore.get("vectors") or VectorSettings()
+    scan = campaign.lore.scan if campaign else None
+    vectors = campaign.lore.vectors if campaign else VectorSettings()
     index = lore_index(settings, books) if vectors.enabled and settings.vectors else None
     return LorePlanner(books, scan, index=index, vectors=vectors)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clotho.errors import ClothoError
-from clotho.formats.campaign import Campaign, load_campaign
+from clotho.formats.campaign import Campaign, ModelTable, load_campaign
 from clotho.settings import Settings
 
 if TYPE_CHECKING:
@@ -75,56 +75,40 @@ def turn_setup(
     Raises:
         NoModelError: neither names a model.
     """
-    from orchestrator import Character, ModelConfig, TurnSetup
+    from orchestrator import Character, TurnSetup
     from prompts import Templates
 
-    table = dict(campaign.model) if campaign else {}
-    model = settings.model or table.get("model") or (None if require_model else "none")
+    table = campaign.model if campaign else ModelTable()
+    model = settings.model or table.model or (None if require_model else "none")
     if not model:
         raise NoModelError(
             "no model to play with: pass --model (a litellm model string such as "
             "openai/gpt-4o-mini, with --api-base for a local server) or set [model] model in "
             "the campaign; `clotho demo` plays with a scripted one"
         )
-    config = ModelConfig(
-        model=model,
-        api_base=settings.api_base or table.get("api_base"),
-        api_key=settings.api_key,
-        params=dict(table.get("params", {})),
-        timeout=float(table.get("timeout", 120.0)),
-        retries=int(table.get("retries", 2)),
-        context_window=table.get("context_window"),
-        reply_tokens=int(table.get("reply_tokens", 1024)),
+    config = table.config(
+        model, api_base=settings.api_base or table.api_base, api_key=settings.api_key
     )
-    extraction = settings.extraction_model or table.get("extraction_model")
-    summary = table.get("summary_model")
-    planner = table.get("planner_model")
+    extraction = settings.extraction_model or table.extraction_model
     if card is not None:
         from clotho.lore import card_character
 
         character = card_character(card)
     elif campaign is not None:
-        table = campaign.character  # [character]: the texts it names (checked when read)
-        default = Character()
-        character = Character(
-            name=table.get("name", default.name),
-            description=table.get("description", default.description),
-            personality=table.get("personality", default.personality),
-            scenario=table.get("scenario", default.scenario),
-        )
+        character = Character(**campaign.character.model_dump())
     else:
         character = Character()
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
-        summary_model=config.with_model(summary) if summary else None,
-        planner_model=config.with_model(planner) if planner else None,
-        plan_by_model=bool(campaign and campaign.lore.get("planner") == "model"),
+        summary_model=config.with_model(table.summary_model) if table.summary_model else None,
+        planner_model=config.with_model(table.planner_model) if table.planner_model else None,
+        plan_by_model=bool(campaign and campaign.lore.planner == "model"),
         templates=Templates(campaign.templates if campaign else None),
         character=character,
         player=(campaign.player if campaign else None) or "Player",
         title=campaign.title if campaign else None,
-        extract=bool(table.get("extract", True)),
+        extract=table.extract,
     )
 
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mnemosyne.jsontext import preview
+from mnemosyne.validation import problem_line
 
 from ._compile import (
     Item,
@@ -33,19 +37,19 @@ __all__ = ["CompiledWorld", "ScanSettings", "Variant"]
 MAX_SCAN_DEPTH = 1000
 
 
-@dataclass(frozen=True)
-class ScanSettings:
-    """World Info's global settings; the defaults are those of a new SillyTavern install.
+class ScanSettings(BaseModel):
+    """World Info's global settings; the defaults are those of a new SillyTavern install
+    (``default/content/settings.json``). Constructed with a value of the wrong type or
+    out of range, it raises pydantic's ``ValidationError``; :meth:`from_mapping` raises
+    a :class:`LorebookError` naming the setting."""
 
-    Raises:
-        LorebookError: a value of the wrong type or out of range (named).
-    """
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    scan_depth: int = 2
+    scan_depth: int = Field(2, ge=0, le=MAX_SCAN_DEPTH)
     """How many of the newest messages are scanned (an entry's ``scan_depth`` overrides)."""
-    budget_percent: float = 25
+    budget_percent: float = Field(25, gt=0, le=100, allow_inf_nan=False)
     """The lore budget, in percent of the context window."""
-    budget_cap: int = 0
+    budget_cap: int = Field(0, ge=0)
     """The budget never exceeds this many tokens (0: no cap)."""
     include_names: bool = True
     """Messages are scanned as ``name: text``."""
@@ -54,32 +58,24 @@ class ScanSettings:
     case_sensitive: bool = False
     match_whole_words: bool = True
     use_group_scoring: bool = False
-    min_activations: int = 0
+    min_activations: int = Field(0, ge=0)
     """Scan ever older messages until this many entries are active (0: off)."""
-    min_activations_depth_max: int = 0
+    min_activations_depth_max: int = Field(0, ge=0)
     """... but never deeper than this many messages (0: the whole chat)."""
-    max_recursion_steps: int = 0
+    max_recursion_steps: int = Field(0, ge=0)
     """At most this many scan loops (0: unlimited)."""
 
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            _check_type(item.name, getattr(self, item.name), str(item.type))
-        _check_range("scan_depth", self.scan_depth, 0, MAX_SCAN_DEPTH)
-        if not 0 < self.budget_percent <= 100:
-            raise LorebookError(
-                f"budget_percent: expected more than 0 and at most 100, got {self.budget_percent!r}"
-            )
-        for name in ("budget_cap", "min_activations", "min_activations_depth_max"):
-            _check_range(name, getattr(self, name), 0, None)
-        _check_range("max_recursion_steps", self.max_recursion_steps, 0, None)
+    @model_validator(mode="after")
+    def _one_of_min_activations_and_recursion_steps(self) -> ScanSettings:
         if self.min_activations and self.max_recursion_steps:
-            raise LorebookError(
+            raise ValueError(
                 "min_activations and max_recursion_steps exclude each other "
                 "(SillyTavern resets one when the other is set)"
             )
+        return self
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> ScanSettings:
+    def from_mapping(cls, data: Any) -> ScanSettings:
         """Settings from a mapping (a campaign's ``[lore]`` table); missing keys
         keep their defaults.
 
@@ -88,12 +84,11 @@ class ScanSettings:
                 or out of range; the message names it.
         """
         if not isinstance(data, Mapping):
-            raise LorebookError(f"expected a table of settings, got {data!r}")
-        known = [item.name for item in fields(cls)]
-        for key in data:
-            if key not in known:
-                raise LorebookError(f"{key}: unknown setting (known: {', '.join(known)})")
-        return cls(**dict(data))
+            raise LorebookError(f"expected a table of settings, got {preview(data)}")
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as error:
+            raise LorebookError(problem_line(error, model=cls)) from None
 
     def budget(self, context_window: int) -> int:
         """The lore budget in tokens for a context window, as SillyTavern computes it
@@ -102,24 +97,6 @@ class ScanSettings:
         if self.budget_cap > 0 and budget > self.budget_cap:
             budget = self.budget_cap
         return budget
-
-
-def _check_type(name: str, value: Any, kind: str) -> None:
-    if kind == "bool":
-        ok, wanted = isinstance(value, bool), "true or false"
-    elif kind == "float":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok, wanted = ok and math.isfinite(value), "a number"
-    else:
-        ok, wanted = isinstance(value, int) and not isinstance(value, bool), "an integer"
-    if not ok:
-        raise LorebookError(f"{name}: expected {wanted}, got {value!r}")
-
-
-def _check_range(name: str, value: int, low: int, high: int | None) -> None:
-    if value < low or (high is not None and value > high):
-        bound = f"from {low} to {high}" if high is not None else f"{low} or more"
-        raise LorebookError(f"{name}: expected {bound}, got {value!r}")
 
 
 class Variant:

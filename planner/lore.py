@@ -19,34 +19,36 @@ import json
 import random
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .base import LoreHit, Plan, PlanContext, Retrieval
 from .conditions import parse_condition
-from .errors import ConditionError, PlannerError, RetrievalError
+from .errors import ConditionError, RetrievalError
 from .lorebook import Entry, Lorebook
 from .worldinfo import ScanResult, ScanSettings, WorldInfo
 
 if TYPE_CHECKING:
     from .vectors import LoreIndex
 
-__all__ = ["Ask", "LorePlanner", "VectorSettings", "entry_placement", "vector_settings"]
+__all__ = ["Ask", "LorePlanner", "VectorSettings", "entry_placement"]
 
 _ROLES = {0: "system", 1: "user", 2: "assistant"}
 
 
-@dataclass(frozen=True)
-class VectorSettings:
-    """How lore is found by meaning."""
+class VectorSettings(BaseModel):
+    """How lore is found by meaning (a campaign's ``[lore.vectors]``)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     enabled: bool = True
-    hits: int = 3
+    hits: int = Field(3, ge=0)
     """At most this many entries are activated by similarity per turn."""
-    max_distance: float = 0.6
+    max_distance: float = Field(0.6, ge=0, allow_inf_nan=False)
     """Entries farther than this from the query are not activated (cosine distance)."""
-    query_messages: int = 2
+    query_messages: int = Field(2, ge=1)
     """The query is the newest this-many messages."""
 
 
@@ -54,29 +56,6 @@ class VectorSettings:
 #: and a record of the call (model, messages, usage) for the trace.
 Ask = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any]]]]
 MAX_QUERIES = 4
-
-
-def vector_settings(table: Any) -> VectorSettings:
-    """:class:`VectorSettings` from a mapping (a campaign's ``[lore.vectors]``).
-
-    Raises:
-        PlannerError: an unknown key or a value of the wrong type (named).
-    """
-    if not isinstance(table, Mapping):
-        raise PlannerError(f"vectors: a table, not {table!r}")
-    defaults = VectorSettings()
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if not hasattr(defaults, key):
-            known = ", ".join(field.name for field in fields(VectorSettings))
-            raise PlannerError(f"vectors.{key}: unknown (known: {known})")
-        kind = type(getattr(defaults, key))
-        if isinstance(value, bool) != (kind is bool) or not isinstance(
-            value, (int, float) if kind is float else kind
-        ):
-            raise PlannerError(f"vectors.{key}: expected {kind.__name__}, got {value!r}")
-        values[key] = kind(value)
-    return VectorSettings(**values)
 
 
 def entry_placement(entry: Entry) -> dict[str, Any]:

@@ -1,9 +1,13 @@
 """Campaign folders: ``campaign.toml`` and the files it names.
 
-Today a campaign gives a session its title and its world-state schema; cards,
-lorebooks, templates and model settings join with later issues. Example::
+A campaign gives a session its title, its world-state schema, its model settings,
+its character, its lorebooks and card, and its templates. Example::
 
     title = "The Goblin Cave"
+
+    [model]
+    model = "openai/gpt-4o-mini"
+    timeout = 60
 
     [state.variables.hp]
     type = "int"
@@ -17,6 +21,11 @@ lorebooks, templates and model settings join with later issues. Example::
 
 or ``state = "state.toml"`` to keep the schema in its own file (its top level is
 then what ``[state]`` holds: ``[variables.hp]`` ...). See ``docs/state.md``.
+
+The file is read into :class:`CampaignFile` (pydantic, strict: a value of the wrong
+type and an unknown key are refused, the key named with the nearest known one); a
+refusal is one line naming the file, the key (``[model].timeout``), its line when it
+can be told, and what was wrong.
 """
 
 from __future__ import annotations
@@ -24,15 +33,32 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 
 from clotho.errors import ClothoError
 from mnemosyne import PERMISSIVE, SchemaError, StateSchema, jsontext, schema_from_mapping
+from mnemosyne.validation import problem_line, toml_place
+from orchestrator.config import ModelSettings
+from orchestrator.setup import Character
+from planner.lore import VectorSettings
+from planner.worldinfo import ScanSettings
 
-__all__ = ["CAMPAIGN_FILE", "Campaign", "CampaignError", "load_campaign"]
+__all__ = [
+    "CAMPAIGN_FILE",
+    "Campaign",
+    "CampaignError",
+    "CampaignFile",
+    "CharacterTable",
+    "LoreTable",
+    "ModelTable",
+    "load_campaign",
+]
 
 CAMPAIGN_FILE = "campaign.toml"
 
@@ -43,32 +69,110 @@ class CampaignError(ClothoError, ValueError):
     code = "invalid_campaign"
 
 
+def _in_folder(name: str, info: ValidationInfo) -> str:
+    """A file the campaign names: inside its folder, and there."""
+    folder: Path | None = (info.context or {}).get("folder")
+    if folder is None:
+        return name
+    target = (folder / name).resolve()
+    if folder.resolve() not in target.parents:
+        raise ValueError(f"{name!r}: the file must be inside the folder")
+    if not target.is_file():
+        raise ValueError(f"{name!r}: no such file")
+    return name
+
+
+#: The name of a file of the campaign's folder (checked when the folder is given as
+#: the validation's ``context={"folder": ...}``).
+FileName = Annotated[str, Field(min_length=1), AfterValidator(_in_folder)]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ModelTable(ModelSettings):
+    """``[model]``: which models, and how they are called (the settings and their
+    defaults are :class:`orchestrator.config.ModelSettings`'); ``[model.params]`` is
+    sent as it is."""
+
+    model: str | None = None
+    """A litellm model string; the command line's ``--model`` comes first."""
+    api_base: str | None = None
+    extraction_model: str | None = None
+    """The model that extracts state deltas (default: ``model``)."""
+    summary_model: str | None = None
+    """The model that writes running summaries (default: ``model``)."""
+    planner_model: str | None = None
+    """The model that plans lore lookups (default: ``model``)."""
+    extract: bool = True
+    """Whether replies go through state extraction."""
+
+
+_NO_CHARACTER = Character()
+
+
+class CharacterTable(_Table):
+    """``[character]``: the character of a session without a card."""
+
+    name: str = _NO_CHARACTER.name
+    description: str = _NO_CHARACTER.description
+    personality: str = _NO_CHARACTER.personality
+    scenario: str = _NO_CHARACTER.scenario
+
+
+class LoreTable(ScanSettings):
+    """``[lore]``: World Info's settings (:class:`planner.worldinfo.ScanSettings`,
+    ``scan_depth``, ``budget_percent``, ``recursive``... in the table itself), the
+    files copied into each new session, how lore is found by meaning and planned."""
+
+    books: list[FileName] = Field(default_factory=list)
+    """World Info files of the folder."""
+    card: FileName | None = None
+    """A character card (PNG or JSON) of the folder."""
+    planner: Literal["rules", "model"] = "rules"
+    """What proposes the lore lookups: rules, or a model call."""
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
+    """``[lore.vectors]``."""
+
+    @property
+    def scan(self) -> ScanSettings:
+        """The World Info settings alone."""
+        return ScanSettings(**{name: getattr(self, name) for name in ScanSettings.model_fields})
+
+
+class CampaignFile(_Table):
+    """``campaign.toml``."""
+
+    title: str | None = None
+    player: str | None = None
+    """What ``{{user}}`` becomes."""
+    state: Any = None
+    """The world-state schema: a table, or the name of a TOML file of the folder (read
+    by :func:`mnemosyne.schema_from_mapping`, which names its own problems)."""
+    model: ModelTable = Field(default_factory=ModelTable)
+    character: CharacterTable = Field(default_factory=CharacterTable)
+    lore: LoreTable = Field(default_factory=LoreTable)
+
+
 @dataclass(frozen=True)
 class Campaign:
     folder: Path
     title: str | None
     schema: StateSchema
-    model: dict[str, Any] = field(default_factory=dict)
-    """``[model]``: model, api_base, context_window, extraction_model, summary_model,
-    timeout, retries, and ``[model.params]`` (sent as they are)."""
-    character: dict[str, str] = field(default_factory=dict)
-    """``[character]``: name, description, personality, scenario."""
+    model: ModelTable = field(default_factory=ModelTable)
+    character: CharacterTable = field(default_factory=CharacterTable)
     player: str | None = None
     """``player = "Name"``: what ``{{user}}`` becomes."""
-    lore: dict[str, Any] = field(default_factory=dict)
-    """``[lore]``: ``books`` (World Info files) and ``card`` (a character card) in the
-    folder, copied into each new session; ``scan``, the World Info settings
-    (``scan_depth``, ``budget_percent``, ``recursive``... in the table), and ``vectors``
-    (``[lore.vectors]``), both parsed; ``planner`` (``rules`` or ``model``)."""
+    lore: LoreTable = field(default_factory=LoreTable)
 
     @property
     def book_files(self) -> list[Path]:
-        return [self.folder / name for name in self.lore.get("books", [])]
+        return [self.folder / name for name in self.lore.books]
 
     @property
     def card_file(self) -> Path | None:
-        card = self.lore.get("card")
-        return self.folder / card if card else None
+        return self.folder / self.lore.card if self.lore.card else None
 
     @property
     def templates(self) -> Path:
@@ -109,7 +213,8 @@ def _check_toml(text: str) -> None:
         raise CampaignError(f"nested too deep: more than {jsontext.MAX_DEPTH} levels (the limit)")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The file's text and its TOML, read within the limits."""
     try:
         size = path.stat().st_size
         if size > MAX_TOML_BYTES:
@@ -121,7 +226,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise CampaignError(f"{path}: cannot be read ({error})") from error
     try:
         _check_toml(text)
-        return tomllib.loads(text, parse_float=_finite)
+        return text, tomllib.loads(text, parse_float=_finite)
     except tomllib.TOMLDecodeError as error:
         raise CampaignError(f"{path}: not valid TOML: {error}") from error
     except CampaignError as error:
@@ -132,27 +237,62 @@ def load_campaign(folder: Path) -> Campaign:
     """Read a campaign folder.
 
     Raises:
-        CampaignError: the folder, its ``campaign.toml`` or the schema file it names
-            is missing or wrong; the message names the file and the line or key.
+        CampaignError: the folder, its ``campaign.toml`` or a file it names is missing
+            or wrong; the message names the file and the key (and its line).
     """
     if not folder.is_dir():
         raise CampaignError(f"{folder}: not a campaign folder (no such folder)")
     path = folder / CAMPAIGN_FILE
     if not path.is_file():
         raise CampaignError(f"{folder}: not a campaign folder (no {CAMPAIGN_FILE})")
-    data = _read_toml(path)
-    title = data.get("title")
-    if title is not None and not isinstance(title, str):
-        raise CampaignError(f"{path}: title: expected text, got {title!r}")
-    model = _model_table(path, data.get("model", {}))
-    character = _text_table(path, "character", data.get("character", {}), CHARACTER_KEYS)
-    player = _text(path, "player", data.get("player"))
-    lore = _lore_table(path, folder, data.get("lore", {}))
-    state = data.get("state")
-    schema = PERMISSIVE if state is None else _state_schema(path, folder, state)
+    text, data = _read_toml(path)
+    try:
+        read = CampaignFile.model_validate(data, context={"folder": folder})
+    except ValidationError as error:
+        where = problem_line(
+            error, str(path), place=toml_place, model=CampaignFile, line=_line_finder(text)
+        )
+        raise CampaignError(where) from None
+    schema = PERMISSIVE if read.state is None else _state_schema(path, folder, read.state)
     return Campaign(
-        folder.resolve(), title, schema, model=model, character=character, player=player, lore=lore
+        folder.resolve(),
+        read.title,
+        schema,
+        model=read.model,
+        character=read.character,
+        player=read.player,
+        lore=read.lore,
     )
+
+
+_HEADER = re.compile(r"\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_KEY = re.compile(r"\s*([A-Za-z0-9_-]+)\s*=")
+
+
+def _line_finder(text: str) -> Callable[[Sequence[int | str]], int | None]:
+    """The line of ``[table] key = ...`` for a place, when the file writes it so
+    (a dotted or quoted key, an inline table: no line)."""
+    lines = text.splitlines()
+
+    def line(loc: Sequence[int | str]) -> int | None:
+        keys = [str(part) for part in loc if not isinstance(part, int)]
+        if not keys:
+            return None
+        table, key = ".".join(keys[:-1]), keys[-1]
+        current = ""
+        for number, content in enumerate(lines, start=1):
+            header = _HEADER.match(content)
+            if header:
+                current = header.group(1).replace(" ", "")
+                if current == ".".join(keys):
+                    return number
+                continue
+            found = _KEY.match(content)
+            if found and found.group(1) == key and current == table:
+                return number
+        return None
+
+    return line
 
 
 def _state_schema(path: Path, folder: Path, state: object) -> StateSchema:
@@ -161,7 +301,7 @@ def _state_schema(path: Path, folder: Path, state: object) -> StateSchema:
         schema_path = (folder / state).resolve()
         if folder.resolve() not in schema_path.parents:
             raise CampaignError(f"{path}: state = {state!r}: the file must be inside the folder")
-        source, mapping = str(schema_path), _read_toml(schema_path)
+        source, (_, mapping) = str(schema_path), _read_toml(schema_path)
     elif isinstance(state, dict):
         source, mapping = f"{path} [state]", state
     else:
@@ -170,89 +310,3 @@ def _state_schema(path: Path, folder: Path, state: object) -> StateSchema:
         return schema_from_mapping(mapping, source=source)
     except SchemaError as error:
         raise CampaignError("; ".join(error.problems)) from error
-
-
-CHARACTER_KEYS = ("name", "description", "personality", "scenario")
-MODEL_KEYS: dict[str, type | tuple[type, ...]] = {
-    "model": str,
-    "api_base": str,
-    "extraction_model": str,
-    "summary_model": str,
-    "planner_model": str,
-    "context_window": int,
-    "reply_tokens": int,
-    "timeout": (int, float),
-    "retries": int,
-    "extract": bool,
-    "params": dict,
-}
-
-
-def _text(path: Path, key: str, value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise CampaignError(f"{path}: {key}: expected text, got {value!r}")
-    return value
-
-
-def _text_table(path: Path, name: str, table: Any, keys: tuple[str, ...]) -> dict[str, str]:
-    if not isinstance(table, dict):
-        raise CampaignError(f"{path}: [{name}] must be a table, not {table!r}")
-    for key, value in table.items():
-        if key not in keys:
-            raise CampaignError(f"{path}: [{name}] {key}: unknown (known: {', '.join(keys)})")
-        _text(path, f"{name}.{key}", value)
-    return dict(table)
-
-
-def _model_table(path: Path, table: Any) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise CampaignError(f"{path}: [model] must be a table, not {table!r}")
-    for key, value in table.items():
-        kind = MODEL_KEYS.get(key)
-        if kind is None:
-            raise CampaignError(f"{path}: [model] {key}: unknown (known: {', '.join(MODEL_KEYS)})")
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise CampaignError(f"{path}: [model] {key}: wrong type ({value!r})")
-    return dict(table)
-
-
-def _inside(path: Path, folder: Path, key: str, name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise CampaignError(f"{path}: [lore] {key}: expected a file name, got {name!r}")
-    target = (folder / name).resolve()
-    if folder.resolve() not in target.parents:
-        raise CampaignError(f"{path}: [lore] {key} = {name!r}: the file must be inside the folder")
-    if not target.is_file():
-        raise CampaignError(f"{path}: [lore] {key} = {name!r}: no such file")
-    return name
-
-
-def _lore_table(path: Path, folder: Path, table: Any) -> dict[str, Any]:
-    from planner.errors import PlannerError
-    from planner.lore import vector_settings
-    from planner.worldinfo import ScanSettings
-
-    if not isinstance(table, dict):
-        raise CampaignError(f"{path}: [lore] must be a table, not {table!r}")
-    lore = dict(table)
-    books = lore.pop("books", [])
-    if not isinstance(books, list):
-        raise CampaignError(f"{path}: [lore] books: a list of file names, not {books!r}")
-    card = lore.pop("card", None)
-    vectors = lore.pop("vectors", {})
-    planner = lore.pop("planner", "rules")
-    if planner not in ("rules", "model"):
-        raise CampaignError(f"{path}: [lore] planner: 'rules' or 'model', not {planner!r}")
-    try:
-        scan, search = ScanSettings.from_mapping(lore), vector_settings(vectors)
-    except PlannerError as error:
-        raise CampaignError(f"{path}: [lore] {error}") from None
-    out: dict[str, Any] = {
-        "books": [_inside(path, folder, "books", name) for name in books],
-        "scan": scan,
-        "vectors": search,
-        "planner": planner,
-    }
-    if card is not None:
-        out["card"] = _inside(path, folder, "card", card)
-    return out

@@ -109,15 +109,17 @@ def test_settings_from_a_campaign_table_keep_defaults_for_missing_keys() -> None
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"depth": 3}, "depth: unknown setting"),
-        ({"scan_depth": "4"}, "scan_depth: expected an integer, got '4'"),
-        ({"scan_depth": True}, "scan_depth: expected an integer, got True"),
-        ({"recursive": 1}, "recursive: expected true or false, got 1"),
-        ({"budget_percent": "25%"}, "budget_percent: expected a number"),
-        ({"budget_percent": 0}, "budget_percent: expected more than 0"),
-        ({"scan_depth": 1001}, "scan_depth: expected from 0 to 1000, got 1001"),
-        ({"budget_cap": -1}, "budget_cap: expected 0 or more, got -1"),
-        ({"min_activations": 2, "max_recursion_steps": 3}, "min_activations and max_recursion"),
+        ({"depth": 3}, "depth: unknown key (known: scan_depth, budget_percent,"),
+        ({"scan_dept": 3}, "scan_dept: unknown key (did you mean 'scan_depth'?)"),
+        ({"scan_depth": "4"}, "scan_depth: Input should be a valid integer (got '4')"),
+        ({"scan_depth": True}, "scan_depth: Input should be a valid integer (got True)"),
+        ({"recursive": 1}, "recursive: Input should be a valid boolean (got 1)"),
+        ({"budget_percent": "25%"}, "budget_percent: Input should be a valid number"),
+        ({"budget_percent": 0}, "budget_percent: Input should be greater than 0"),
+        ({"budget_percent": float("inf")}, "budget_percent: Input should be a finite number"),
+        ({"scan_depth": 1001}, "scan_depth: Input should be less than or equal to 1000 (got 1001)"),
+        ({"budget_cap": -1}, "budget_cap: Input should be greater than or equal to 0 (got -1)"),
+        ({"min_activations": 2, "max_recursion_steps": 3}, "(top): min_activations and max_recurs"),
     ],
 )
 def test_settings_errors_name_the_setting(table: dict[str, Any], message: str) -> None:
