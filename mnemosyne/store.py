@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from . import _bulk as bulk
+from . import _dialect as dialect
 from . import _documents as docs
 from . import _idempotency as idem
 from . import _paths as paths
@@ -643,7 +643,7 @@ class Store:
         """
         engine = create_store_engine(url)
         if migrate is None:
-            migrate = engine.dialect.name == "sqlite"
+            migrate = dialect.migrates_itself(engine)
         try:
             ensure_schema(engine, migrate=migrate)
             return cls(engine, keyframe_every=keyframe_every)
@@ -680,9 +680,7 @@ class Store:
     def read(self) -> Iterator[Connection]:
         """A read transaction: every query in it sees one consistent snapshot."""
         try:
-            conn = self._engine.connect()
-            if conn.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            conn = dialect.read_isolation(self._engine.connect())
             with conn, conn.begin():
                 yield conn
         except exc.DBAPIError as error:
@@ -932,19 +930,8 @@ class Store:
             record = q.session_record(conn, session_id)
             if record.head_pk is None:
                 return record.session, []
-            rows = q.path_rows(conn, record.head_pk)
-            ids: dict[int, str] = {}
-            made = q.nodes_from_rows(conn, rows, record.id, ids)
-            siblings = q.sibling_lists(conn, record, (row[2] for row in rows))
-            ids.update(
-                q.public_ids(conn, {pk for pks in siblings.values() for pk in pks} - ids.keys())
-            )
-            turns = []
-            for row, node in zip(rows, made, strict=True):
-                if node.enabled or disabled:
-                    keys = siblings[row[2]]
-                    turns.append(TurnView(node, [ids[k] for k in keys], keys.index(row[0])))
-            return record.session, turns
+            views = q.turn_views_of_rows(conn, record, q.path_rows(conn, record.head_pk))
+            return record.session, [view for view in views if view.node.enabled or disabled]
 
     def projection_page(
         self,
@@ -1293,10 +1280,8 @@ class Store:
     def set_preference(self, key: str, value: str) -> None:
         """Store a preference, replacing any earlier value."""
         with self.write() as conn:
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            statement = dialect.insert(preferences).values(key=key, value=value)
             conn.execute(
-                statement.on_conflict_do_update(index_elements=["key"], set_={"value": value})
+                dialect.insert_or_replace(conn, preferences, "key", {"key": key, "value": value})
             )
 
 
