@@ -562,9 +562,9 @@ class Server:
 def api_case(server: Server, case: Case, timeout: float) -> tuple[str, str, float, float]:
     client = server.client
     try:
-        session = client.post("/api/sessions", json={"title": case.name}).json()["id"]
+        session = client.post("/api/sessions", json={"title": case.name}).json()["session"]["id"]
     except httpx.TransportError:  # the connection a previous case broke: once more
-        session = client.post("/api/sessions", json={"title": case.name}).json()["id"]
+        session = client.post("/api/sessions", json={"title": case.name}).json()["session"]["id"]
     base = f"/api/sessions/{session}"
     if case.kind in ("lore-test", "turn"):
         made = client.post(
@@ -598,10 +598,7 @@ def api_case(server: Server, case: Case, timeout: float) -> tuple[str, str, floa
             f"{base}/lore/test", json={"text": case.text}, timeout=timeout
         ),
         "turn": lambda: client.post(
-            f"{base}/turns",
-            json={"kind": "say", "text": case.text},
-            headers={"Accept": "application/json"},
-            timeout=timeout,
+            f"{base}/turns", json={"kind": "say", "text": case.text}, timeout=timeout
         ),
     }[case.kind]
     before = server.reset_peak()
@@ -626,6 +623,9 @@ def api_case(server: Server, case: Case, timeout: float) -> tuple[str, str, floa
     ms = (time.perf_counter() - started) * 1000
     mb = server.status("VmHWM") - before
     kind = response.headers.get("content-type", "")
+    last_event = response.text.rstrip().rsplit("\n\n", 1)[-1] if "event-stream" in kind else ""
+    if last_event.startswith("event: error"):  # a turn's events: the last says how it ended
+        return "crashed", f"{response.status_code} {last_event[:150]}", ms, mb
     if response.is_success:
         return "imported", f"{response.status_code}", ms, mb
     detail = ""

@@ -82,8 +82,8 @@ for ``--duration`` seconds (default 30), all at once:
   window is checked after the clock stopped: ``limit`` messages (fewer only at the
   root), the last of a window the parent of the first of the window after it.
 - a player, a thread of this process, plays ``say`` turns one after another
-  (``POST .../turns`` with ``Accept: application/json``: the turn played to its end,
-  then the next), so that the session's version moves under the readers.
+  (``POST .../turns``, its events read to the last, ``node``: the turn played to its
+  end, then the next), so that the session's version moves under the readers.
 
 Printed: p50, p99 (nearest rank), mean and max over every read, and the newest windows
 and the windows back apart; the turns played and their p50; where the CPU went
@@ -541,9 +541,8 @@ def _play(base: str, path: str, headers: dict[str, str], start: Any, until: Any)
                 answer = client.post(
                     path,
                     json={"kind": "say", "text": f"I walk on, turn {number} of the benchmark."},
-                    headers={"Accept": "application/json"},
                 )
-                if answer.status_code != 200:
+                if answer.status_code != 201 or "event: node" not in answer.text:
                     raise RuntimeError(f"POST {path}: {answer.status_code} {answer.text[:300]}")
                 playing.turns_ms.append((time.perf_counter() - started) * 1000)
     except BaseException as error:  # noqa: BLE001 -- reported by the benchmark's process
@@ -750,10 +749,10 @@ def measure_pages(db: Path, session_id: str, logs: Path, args: argparse.Namespac
             warm = httpx.post(
                 f"{base}{where}/turns",
                 json={"kind": "say", "text": "I set out."},
-                headers={**headers, "Accept": "application/json"},
+                headers=headers,
                 timeout=120,
             )
-            if warm.status_code != 200:
+            if warm.status_code != 201 or "event: node" not in warm.text:
                 raise RuntimeError(f"the first turn: {warm.status_code} {warm.text[:300]}")
             first_turn_ms = (time.perf_counter() - started) * 1000
             spy = None

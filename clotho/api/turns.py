@@ -1,45 +1,56 @@
-"""Playing turns (say, reroll, edit, continue, impersonate), streamed as server-sent
-events.
+"""Playing turns (say, reroll, edit, continue, impersonate): each turn is a resource with
+an id, its events streamed as server-sent events (``fastapi.sse``).
 
-Events, each a JSON object in ``data``:
+``POST .../turns`` starts a turn (``201``, ``Location: .../turns/{turn_id}``) and answers
+with its events, each with an ``id`` (its number in the turn) and a JSON ``data``:
 
+- ``turn``: first, the turn as ``GET .../turns/{turn_id}`` shows it;
 - ``status`` ``{"text"}``: what the engine is doing: each step until the reply begins
   (reading the story, choosing the lore, building the prompt, waiting for the model),
   then anything that takes a while (summarising, updating the world state);
 - ``token`` / ``reasoning`` ``{"text"}``: the reply (or the model's reasoning) as it
   is written;
-- ``warning`` ``{"text"}``: something the player should know (an incomplete reply, a
-  state delta that failed);
-- ``node``: the turn was committed: ``{"node", "user_node", "session", "state",
-  "incomplete", "warnings", "usage"}``; the last event;
-- ``error``: a problem document (RFC 9457); the last event, nothing was stored.
+- ``warning`` ``{"text"}``: something the player should know;
+- last, one of: ``node`` (stored: ``{"node", "user_node", "session", "state",
+  "incomplete", "warnings", "usage"}``, ``session`` holding the new version and HEAD),
+  ``cancelled`` (stopped before its reply began: the turn's status document) or
+  ``error`` (a problem document; nothing was stored).
 
-A client that disconnects while the reply streams stops it: the text so far is kept,
-marked incomplete, as Ctrl+C does in the terminal (before its first word, no reply is
-stored: the player's message of a say or an edit is, HEAD on it). A client that
-disconnects at any other moment stops nothing: the turn is played to its end and
-stored whole (while the state delta is extracted, that costs one call and loses
-nothing, unlike Ctrl+C, which a player presses on purpose). With ``Accept:
-application/json`` the turn is played to the end and its result returned as one
-document instead.
+``GET .../turns/{turn_id}/events`` follows the same events (from the start, or after
+``Last-Event-ID``); once the turn has ended, only its last event. ``DELETE
+.../turns/{turn_id}`` stops it, keeping what a client leaving keeps (below) and, before
+the reply has begun, the player's message alone. An ``Idempotency-Key`` makes a retried
+``POST`` follow the turn it started instead of playing another.
+
+When the last client following a turn leaves while its reply streams, the reply stops:
+the text so far is kept, marked incomplete, as Ctrl+C does in the terminal (before its
+first word, no reply is stored: the player's message of a say or an edit is, HEAD on
+it). At any other moment leaving stops nothing: the turn is played to its end and stored
+whole. ``?detach=true``: the turn plays to its end even when every client has left
+(the page does this: it stops a turn with ``DELETE`` and rejoins it after a reload).
+
+The turns are kept in this process's memory (:mod:`clotho.api.turn_registry`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, Response
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
-from ._common import context, document
-from .context import ApiContext, check_version, etag, expected_version
-from .problems import problem_of
-from .schemas import TurnBody, TurnResultOut
+from mnemosyne import IdempotencyKeyReusedError
+
+from .context import ApiContext, check_version
+from .deps import ContextDep, IdempotencyKey, IfMatch, SessionDep
+from .problems import ApiError, problem_of
+from .schemas import TurnBody
+from .turn_registry import Asked, Turn, TurnRegistry
+from .turn_schemas import EVENT_STREAM, TurnOut, TurnsOut
 
 if TYPE_CHECKING:
     from orchestrator import Engine, TurnRequest, TurnResult
@@ -48,30 +59,79 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["playing"])
 log = logging.getLogger("clotho.api")
-KEEP_ALIVE_S = 15.0
-
-_EVENTS_DOC = (
-    'Server-sent events: `status`, `token`, `reasoning`, `warning` (`{"text"}`), then '
-    "`node` (the committed turn, as the JSON response) or `error` (a problem document)."
-)
-
-#: One event of the stream (OpenAPI before 3.2 has the schema of an event stream describe
-#: each event; ``data`` is a JSON document).
-SSE_EVENT = {
-    "type": "object",
-    "required": ["event", "data"],
-    "properties": {
-        "event": {
-            "type": "string",
-            "enum": ["status", "token", "reasoning", "warning", "node", "error"],
-        },
-        "data": {"type": "string", "contentMediaType": "application/json"},
-    },
-}
 
 
-def _sse(event: str, data: Any) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+def _registry(request: Request) -> TurnRegistry:
+    """The turns of this server process (made with the first one)."""
+    state = request.app.state
+    if not hasattr(state, "turns"):
+        state.turns = TurnRegistry()
+    registry: TurnRegistry = state.turns
+    return registry
+
+
+Registry = Annotated[TurnRegistry, Depends(_registry)]
+
+
+def _last_event_id(
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            description="The `id` of the last event the client saw: the stream goes on after it.",
+        ),
+    ] = None,
+) -> int | None:
+    if last_event_id is None or not last_event_id.strip():
+        return None
+    text = last_event_id.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise ApiError(
+            400, "bad_last_event_id", f"Last-Event-ID must be an event's id, not {text!r}"
+        )
+    return int(text)
+
+
+LastEventId = Annotated[int | None, Depends(_last_event_id)]
+
+
+def _path(turn: Turn) -> str:
+    return f"/api/sessions/{turn.session_id}/turns/{turn.turn_id}"
+
+
+def _status(turn: Turn) -> dict[str, Any]:
+    """The turn's status document (:class:`TurnOut`)."""
+    asked = turn.asked
+    return {
+        "turn_id": turn.turn_id,
+        "session_id": turn.session_id,
+        "status": turn.status,
+        "request": {"kind": asked.kind, "text": asked.text, "node_id": asked.node_id},
+        "detach": asked.detach,
+        "created_at": turn.created_at.isoformat(),
+        "ended_at": turn.ended_at.isoformat() if turn.ended_at else None,
+        "events": _path(turn) + "/events",
+        **turn.outcome,
+    }
+
+
+def _known(registry: TurnRegistry, session_id: str, turn_id: str) -> Turn:
+    turn = registry.get(session_id, turn_id)
+    if turn is None:
+        raise ApiError(
+            404,
+            "unknown_turn",
+            f"no turn {turn_id} in session {session_id} on this server (turns are kept "
+            "an hour after they end)",
+        )
+    return turn
+
+
+def _turn(session: SessionDep, turn_id: str, registry: Registry) -> Turn:
+    return _known(registry, session.id, turn_id)
+
+
+KnownTurn = Annotated[Turn, Depends(_turn)]
 
 
 def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
@@ -99,88 +159,249 @@ def _prepare(ctx: ApiContext, session_id: str, body: TurnBody, expected: int | N
     return session, request, ctx.engine(session.id)
 
 
-@router.post(
-    "/sessions/{session_id}/turns",
-    summary="Play a turn (streamed)",
-    response_model=TurnResultOut,
-    responses={
-        200: {
-            "description": _EVENTS_DOC + " With `Accept: application/json`: the result.",
-            "content": {"text/event-stream": {"schema": SSE_EVENT}},
-        }
-    },
-)
-async def play_turn(request: Request, session_id: str, body: TurnBody) -> Response:
-    """say (a player's message and the reply), reroll (a new alternative of a reply),
-    edit (a player's message forked with new text, and the reply), continue (one more
-    reply), impersonate (the model writes the player's next message)."""
-    ctx = context(request)
-    expected = expected_version(request)
+def _accepts_events(
+    accept: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> None:
+    """Refuse (406) a client that takes no event stream (a turn answers with one)."""
+    if not accept:
+        return
+    types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    if not types & {"text/event-stream", "text/*", "*/*"}:
+        raise ApiError(
+            406,
+            "not_acceptable",
+            "a turn answers with its events (text/event-stream); the last one is the "
+            "result, also at GET .../turns/{turn_id} once the turn has ended",
+        )
+
+
+async def _start(
+    request: Request,
+    response: Response,
+    session_id: str,
+    body: TurnBody,
+    ctx: ContextDep,
+    registry: Registry,
+    expected: IfMatch,
+    key: IdempotencyKey,
+    detach: Annotated[
+        bool,
+        Query(
+            description="Play the turn to its end even when every client has left "
+            "(stop it with DELETE; rejoin it at its events)."
+        ),
+    ] = False,
+) -> Turn:
+    """The turn asked for: started here, or the one this Idempotency-Key started."""
+    asked = Asked(body.kind, body.text, body.node_id, detach)
     await request.app.state.warmup.wait()  # a server just started: what it is loading
-    session, turn, engine = await run_in_threadpool(_prepare, ctx, session_id, body, expected)
-    accept = request.headers.get("accept", "")
-    if "application/json" in accept and "text/event-stream" not in accept:
-        result = await _play(ctx, engine, session.id, turn, None)
-        payload = await run_in_threadpool(_result, ctx, result)
-        return document(payload, result.session)
-    queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
-
-    def on_event(kind: str, text: str) -> None:
-        # the engine's progress through its steps is a status to the page
-        queue.put_nowait(("status" if kind == "progress" else kind, {"text": text}))
-
-    started = asyncio.Event()  # this turn holds the session's lock (is the engine's)
-
-    async def play() -> None:
-        try:
-            result = await _play(ctx, engine, session.id, turn, on_event, started)
-            queue.put_nowait(("node", await run_in_threadpool(_result, ctx, result)))
-        except Exception as error:  # every failure ends the stream, named
-            if getattr(error, "code", None) is None:
-                log.exception("turn failed in session %s", session.id)
-            queue.put_nowait(("error", problem_of(error, request.url.path)))
-        finally:
-            queue.put_nowait(None)
-
-    task = asyncio.create_task(play())
+    if key is not None:
+        full_id = (await run_in_threadpool(ctx.store.session, session_id)).id
+        known = _same_key(registry, full_id, key, asked)
+        if known is not None:
+            response.status_code = 200
+            response.headers["Location"] = _path(known)
+            return known
+    session, turn_request, engine = await run_in_threadpool(
+        _prepare, ctx, session_id, body, expected
+    )
+    if key is not None:  # another request with the key may have started it meanwhile
+        known = _same_key(registry, session.id, key, asked)
+        if known is not None:
+            response.status_code = 200
+            response.headers["Location"] = _path(known)
+            return known
+    turn = registry.create(session.id, asked, key)
+    turn.publish("turn", _status(turn))
+    task = asyncio.create_task(_play(ctx, registry, turn, engine, turn_request))
     ctx.tasks.add(task)
     task.add_done_callback(ctx.tasks.discard)
+    turn.on_cancel = lambda: _cancel(turn, engine, task)
+    if not detach:
+        turn.on_abandoned = lambda: _abandoned(turn, engine)
+    response.headers["Location"] = _path(turn)
+    return turn
 
-    async def events() -> AsyncIterator[bytes]:
-        try:
-            while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
-                except TimeoutError:
-                    yield b": keep-alive\n\n"
-                    continue
-                if item is None:
-                    return
-                yield _sse(*item)
-        finally:
-            if not task.done() and started.is_set():
-                engine.stop_reply()  # the client left: keep the reply so far, incomplete
 
-    headers = {
-        "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no",
-        "ETag": etag(session.version),
-    }
-    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+def _same_key(registry: TurnRegistry, session_id: str, key: str, asked: Asked) -> Turn | None:
+    """The turn this key started, if this process still knows it.
+
+    Raises:
+        IdempotencyKeyReusedError: the key started another turn (422).
+    """
+    known = registry.by_key(session_id, key)
+    if known is not None and known.asked != asked:
+        raise IdempotencyKeyReusedError(key)
+    return known
 
 
 async def _play(
-    ctx: ApiContext,
-    engine: Engine,
-    session_id: str,
-    turn: TurnRequest,
-    on_event: Any,
-    started: asyncio.Event | None = None,
-) -> TurnResult:
-    lock = ctx.turn_lock(session_id)
-    if lock.locked() and on_event is not None:
-        on_event("status", "waiting for the turn being played in this session")
-    async with lock:
-        if started is not None:
-            started.set()
-        return await engine.run(session_id, turn, on_event)
+    ctx: ApiContext, registry: TurnRegistry, turn: Turn, engine: Engine, request: TurnRequest
+) -> None:
+    """Play the turn (after its session's turn before it) and end it with its last event."""
+    from orchestrator import TurnInterrupted
+
+    def on_event(kind: str, text: str) -> None:
+        # the engine's progress through its steps is a status to the page
+        turn.publish("status" if kind == "progress" else kind, {"text": text})
+
+    lock = ctx.turn_lock(turn.session_id)
+    try:
+        if lock.locked():
+            on_event("status", "waiting for the turn being played in this session")
+        async with lock:
+            turn.started = True
+            result = await engine.run(turn.session_id, request, on_event)
+        payload = await run_in_threadpool(_result, ctx, result)
+        turn.end(
+            "done",
+            "node",
+            payload,
+            node_id=result.node.id,
+            user_node_id=result.user_node.id if result.user_node else None,
+            version=result.session.version,
+            head_id=result.session.head_id,
+            incomplete=result.completion.incomplete,
+            result=payload,
+        )
+    except TurnInterrupted as stopped:
+        await _end_cancelled(ctx, turn, stopped.user_node.id if stopped.user_node else None)
+    except asyncio.CancelledError:  # cancelled before it began: nothing was stored
+        await _end_cancelled(ctx, turn, None)
+        raise
+    except Exception as error:  # every failure ends the stream, named
+        if getattr(error, "code", None) is None:
+            log.exception("turn failed in session %s", turn.session_id)
+        problem = problem_of(error, f"/api/sessions/{turn.session_id}/turns")
+        turn.end("failed", "error", problem, problem=problem)
+    finally:
+        registry.ended(turn)
+
+
+async def _end_cancelled(ctx: ApiContext, turn: Turn, user_node_id: str | None) -> None:
+    session = await run_in_threadpool(ctx.store.session, turn.session_id)
+    turn.end(
+        "cancelled",
+        "cancelled",
+        lambda: _status(turn),
+        user_node_id=user_node_id,
+        version=session.version,
+        head_id=session.head_id,
+    )
+
+
+def _abandoned(turn: Turn, engine: Engine) -> None:
+    """Every client left: a reply streaming stops (what they were shown is kept)."""
+    if turn.started:
+        engine.stop_reply()
+
+
+def _cancel(turn: Turn, engine: Engine, task: asyncio.Task[None]) -> None:
+    """Stop the turn, keeping what the player typed or saw: a reply streaming stops
+    (kept, incomplete); before the reply, only the player's message is kept; a reply
+    already whole is stored whole (its state delta is still extracted)."""
+    if not turn.started:
+        task.cancel()  # waiting for the session's turn before it: nothing was stored
+    elif engine.stop_reply():
+        return
+    elif not turn.replied:
+        engine.interrupt()
+
+
+_EVENTS_RESPONSE = {
+    "description": "The turn's events (server-sent events); the last is `node`, "
+    "`cancelled` or `error`.",
+    "content": {"text/event-stream": EVENT_STREAM},
+    "headers": {
+        "Location": {"description": "The turn.", "schema": {"type": "string"}},
+    },
+}
+
+
+@router.post(
+    "/sessions/{session_id}/turns",
+    summary="Play a turn (its events streamed)",
+    status_code=201,
+    response_class=EventSourceResponse,
+    dependencies=[Depends(_accepts_events)],
+    responses={
+        201: _EVENTS_RESPONSE,
+        200: {
+            **_EVENTS_RESPONSE,
+            "description": "The turn this Idempotency-Key started: its events (after "
+            "`Last-Event-ID`), or its last event if it has ended.",
+        },
+        406: {"description": "The client takes no `text/event-stream`."},
+    },
+)
+async def play_turn(
+    turn: Annotated[Turn, Depends(_start)], after: LastEventId
+) -> AsyncIterator[ServerSentEvent]:
+    """say (a player's message and the reply), reroll (a new alternative of a reply),
+    edit (a player's message forked with new text, and the reply), continue (one more
+    reply), impersonate (the model writes the player's next message). What can be
+    refused before the model is called is refused with a status (422, 412, 503)."""
+    async for event in turn.follow(after):
+        yield event
+
+
+@router.get(
+    "/sessions/{session_id}/turns",
+    summary="The session's turns this server knows",
+    response_model=TurnsOut,
+)
+async def list_turns(
+    session: SessionDep,
+    registry: Registry,
+    status: Annotated[
+        Literal["running", "done", "failed", "cancelled"] | None,
+        Query(description="Only the turns in this status (`running`: the one to rejoin)."),
+    ] = None,
+) -> dict[str, Any]:
+    """Running turns and those ended within the hour, newest first."""
+    turns = registry.of_session(session.id)
+    return {"turns": [_status(turn) for turn in turns if status in (None, turn.status)]}
+
+
+@router.get(
+    "/sessions/{session_id}/turns/{turn_id}",
+    summary="A turn's status",
+    response_model=TurnOut,
+)
+async def turn_status(turn: KnownTurn) -> dict[str, Any]:
+    """running, done (the nodes it stored and the session's version after it), failed
+    (the problem), or cancelled."""
+    return _status(turn)
+
+
+@router.get(
+    "/sessions/{session_id}/turns/{turn_id}/events",
+    summary="Follow or rejoin a turn's events",
+    response_class=EventSourceResponse,
+    responses={200: {**_EVENTS_RESPONSE, "headers": {}}},
+)
+async def turn_events(turn: KnownTurn, after: LastEventId) -> AsyncIterator[ServerSentEvent]:
+    """From the start (or after `Last-Event-ID`) while the turn runs; once it has ended,
+    its last event. Leaving does not stop the turn unless every client has left while
+    its reply streams (and it was not started with `detach`)."""
+    async for event in turn.follow(after):
+        yield event
+
+
+@router.delete(
+    "/sessions/{session_id}/turns/{turn_id}",
+    summary="Stop a turn",
+    status_code=202,
+    response_model=TurnOut,
+    responses={200: {"model": TurnOut, "description": "The turn had already ended."}},
+)
+async def cancel_turn(turn: KnownTurn, response: Response) -> dict[str, Any]:
+    """Stops the turn, keeping what the player typed or saw: a reply streaming stops
+    (kept, marked incomplete: the turn ends `done`); before the reply begins, only the
+    player's message of a say or an edit is kept (`cancelled`); a reply already whole is
+    stored whole. The turn's events say when it has ended."""
+    if turn.ended or turn.on_cancel is None:
+        response.status_code = 200
+    else:
+        turn.on_cancel()
+    return _status(turn)

@@ -48,7 +48,7 @@ def leave_on(api: httpx.Client, sid: str, text: str, event: str, data: str | Non
     """A say turn whose client closes the connection at the first such event."""
     body = {"kind": "say", "text": text}
     with api.stream("POST", f"/api/sessions/{sid}/turns", json=body) as response:
-        assert response.status_code == 200
+        assert response.status_code == 201
         for seen in events(response):
             assert seen.event not in ("node", "error"), seen
             if seen.event == event and (data is None or data in seen.data["text"]):
@@ -66,7 +66,7 @@ def nodes_once_stored(api: httpx.Client, sid: str, timeout: float = 30.0) -> lis
 
 
 def new_session(api: httpx.Client) -> str:
-    return api.post("/api/sessions", json={"title": "leave"}).json()["id"]
+    return api.post("/api/sessions", json={"title": "leave"}).json()["session"]["id"]
 
 
 def test_a_client_leaving_during_the_extraction_still_gets_the_turn_stored_whole(

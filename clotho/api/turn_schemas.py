@@ -1,0 +1,90 @@
+"""The documents of a turn as a resource: its status, the list of a session's turns, and
+the description of its event stream (for the OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .schemas import TurnBody, TurnResultOut
+
+__all__ = ["EVENT_STREAM", "TurnOut", "TurnsOut"]
+
+
+class TurnOut(BaseModel):
+    """A turn: what it was asked, how it stands, and once ended what it left."""
+
+    turn_id: str
+    session_id: str
+    status: Literal["running", "done", "failed", "cancelled"] = Field(
+        description="`running` (waiting for its session's previous turn, or playing); "
+        "`done`: stored (`incomplete` if its reply was stopped); `failed`: nothing stored "
+        "(`problem` says why); `cancelled`: stopped before its reply began (the player's "
+        "message of a say or an edit is kept: `user_node_id`)."
+    )
+    request: TurnBody
+    detach: bool = Field(description="The turn plays on when every client has left.")
+    created_at: str
+    ended_at: str | None
+    events: str = Field(description="The path of its events (`GET`: follow or rejoin them).")
+    node_id: str | None = Field(default=None, description="done: the reply (HEAD).")
+    user_node_id: str | None = Field(
+        default=None, description="done or cancelled: the player's message it stored."
+    )
+    version: int | None = Field(
+        default=None, description="Once ended: the session's version after it (its ETag)."
+    )
+    head_id: str | None = Field(default=None, description="Once ended: HEAD after it.")
+    incomplete: bool | None = Field(default=None, description="done: the reply was stopped.")
+    problem: dict[str, Any] | None = Field(
+        default=None, description="failed: the problem document (as the `error` event)."
+    )
+    result: TurnResultOut | None = Field(
+        default=None, description="done: what the `node` event carried."
+    )
+
+
+class TurnsOut(BaseModel):
+    turns: list[TurnOut] = Field(description="Newest first.")
+
+
+def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": {"const": name},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": schema,
+            },
+            "id": {"type": "string", "description": "The event's number in the turn."},
+        },
+    }
+
+
+_TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+_REF = "#/components/schemas/"
+
+_EVENTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("turn", "The first: the turn as `GET .../turns/{turn_id}` shows it.",
+     {"$ref": _REF + "TurnOut"}),
+    ("status", "What the turn is doing (each step until the reply begins, then what takes"
+     " a while).", _TEXT),
+    ("reasoning", "The model's reasoning, as it is written.", _TEXT),
+    ("token", "The reply, as it is written.", _TEXT),
+    ("warning", "Something the player should know (an incomplete reply, a state delta that"
+     " failed).", _TEXT),
+    ("node", "Last: the turn was stored; `session` holds the new version and HEAD.",
+     {"$ref": _REF + "TurnResultOut"}),
+    ("cancelled", "Last: stopped before the reply began (`user_node_id`: the player's message"
+     " kept).", {"$ref": _REF + "TurnOut"}),
+    ("error", "Last: the turn failed, nothing was stored (a problem document).",
+     {"type": "object"}),
+]  # fmt: skip
+
+#: The ``text/event-stream`` of a turn (OpenAPI 3.2's ``itemSchema``: one item per event).
+EVENT_STREAM: dict[str, Any] = {"itemSchema": {"oneOf": [_event(*event) for event in _EVENTS]}}
