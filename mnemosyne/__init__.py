@@ -41,6 +41,7 @@ from .models import (
     WorldState,
 )
 from .pages import Page
+from .protocols import TurnStore, TurnTransaction
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
 from .store import SessionTransaction, Store
 from .traces import Trace
@@ -81,6 +82,8 @@ __all__ = [
     "StoredTrace",
     "Trace",
     "Tree",
+    "TurnStore",
+    "TurnTransaction",
     "TurnView",
     "UnknownNodeError",
     "UnknownSessionError",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
 
@@ -54,6 +54,7 @@ from .models import (
     TurnView,
     WorldState,
 )
+from .protocols import TurnStore
 from .state.delta import apply_delta, diff_states, value_at
 from .state.schema import StateSchema
 
@@ -1312,3 +1313,9 @@ def _storage_error(error: exc.DBAPIError) -> MnemosyneError:
 def _check_variable_path(path: object) -> None:
     if not isinstance(path, str) or not path.strip():
         raise InvalidOperationError("a variable path is needed, such as 'hp' or 'affinity.marla'")
+
+
+if TYPE_CHECKING:  # the type checker holds Store to the Protocols it implements
+
+    def _turn_store(store: Store) -> TurnStore:
+        return store

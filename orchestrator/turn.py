@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
 
-from mnemosyne import Message, Node, Session, SessionTransaction, StateSchema, Store
+from mnemosyne import Message, Node, Session, StateSchema, TurnStore, TurnTransaction
 from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
 from prompts import (
@@ -150,7 +150,7 @@ class Engine:
 
     def __init__(
         self,
-        store: Store,
+        store: TurnStore,
         setup: TurnSetup,
         *,
         gateway: Gateway | None = None,
@@ -653,7 +653,7 @@ class Engine:
 
 
 def _place_players_message(
-    tx: SessionTransaction, request: TurnRequest, anchor: Anchor
+    tx: TurnTransaction, request: TurnRequest, anchor: Anchor
 ) -> Node | None:
     """In a commit's transaction: HEAD back where the turn grows the tree, and the
     player's new message (say, edit) stored there; that message, if any."""
@@ -723,7 +723,7 @@ def _lore_delta(state: dict[str, Any], retrieval: Retrieval) -> list[dict[str, A
     return delta
 
 
-def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:
+def load_anchor(store: TurnStore, session_id: str, request: TurnRequest) -> Anchor:
     """Where the turn grows the tree and the history it follows.
 
     Raises:
@@ -734,7 +734,7 @@ def load_anchor(store: Store, session_id: str, request: TurnRequest) -> Anchor:
 
 
 def locate_turn(
-    store: Store, session_id: str, request: TurnRequest
+    store: TurnStore, session_id: str, request: TurnRequest
 ) -> tuple[Session, str | None, dict[str, Any]]:
     """Where a turn grows the tree, without reading its history: the session, the node
     the new node(s) hang under, and how (what it is an alternative of, the player's
@@ -775,7 +775,7 @@ def locate_turn(
 
 
 def _anchor(
-    store: Store,
+    store: TurnStore,
     session: Session,
     parent_id: str | None,
     *,
