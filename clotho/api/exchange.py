@@ -12,13 +12,15 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.wiring import preview_lore
-from mnemosyne import Node, Session
+from mnemosyne import Node, Session, Store
 from planner.cards import Card
 from planner.lorebook import Lorebook
 
-from ._common import context, document, read_body
-from .context import etag, expected_version
-from .schemas import CardOut, ChatImportOut, LorebookOut, LoreHitOut, LoreTestBody
+from ._common import document, read_body
+from .context import etag
+from .deps import ContextDep, IfMatch, StoreDep
+from .idempotency import Outcome, answer, result
+from .schemas import ImportedOut, LoreHitOut, LoreTestBody, WriteOut
 from .worker import (
     import_card_at,
     import_chat_at,
@@ -50,30 +52,35 @@ def _body_doc(media: str, description: str) -> dict[str, object]:
     "/imports/chat",
     summary="A new session from a SillyTavern chat",
     status_code=201,
-    response_model=ChatImportOut,
+    response_model=WriteOut,
     openapi_extra=_body_doc("application/jsonl", "The chat file (.jsonl) as the body."),
 )
 async def import_chat_file(
     request: Request,
+    response: Response,
+    store: StoreDep,
     filename: Annotated[str, Query(min_length=1, max_length=255)] = "chat.jsonl",
     title: Annotated[str | None, Query(max_length=500)] = None,
-) -> Response:
+) -> WriteOut:
     """Swipes become alternatives (siblings), hidden messages disabled nodes; every field
-    is kept, so exporting it unchanged gives the same file back."""
+    is kept, so exporting it unchanged gives the same file back. `imported.nodes`: how
+    many nodes it made."""
     data = await read_body(request)
-    store = context(request).store
 
     def inline() -> str:
         return import_chat(store, data, filename, title=title).id
 
     session_id = await importing(store, data, inline, import_chat_at, filename, title)
+    return await run_in_threadpool(_imported_session, store, session_id, "chat", response)
 
-    def answer() -> Response:
-        session = store.session(session_id)
-        nodes = len(store.tree(session.id).nodes)
-        return document({"session": session.as_dict(), "nodes": nodes}, session, 201)
 
-    return await run_in_threadpool(answer)
+def _imported_session(store: Store, session_id: str, kind: str, response: Response) -> WriteOut:
+    """The answer of an import that made a session: `imported.nodes` counts its tree."""
+    session = store.session(session_id)
+    count = len(store.tree(session.id).nodes)
+    made = result("import", None, session.head_id, head_moved=True, count=count)
+    imported = ImportedOut.model_validate({"kind": kind, "nodes": count})
+    return answer(session, Outcome([made], imported=imported), response)
 
 
 @router.get(
@@ -82,17 +89,17 @@ async def import_chat_file(
     responses={200: {"content": {"application/jsonl": {}}, "description": "The chat file."}},
 )
 def export_chat_file(
-    request: Request,
+    store: StoreDep,
     session_id: str,
-    head: Annotated[
-        str | None, Query(min_length=6, max_length=32, description="Default: HEAD.")
+    head_id: Annotated[
+        str | None,
+        Query(min_length=6, max_length=32, description="The branch's last node. Default: HEAD."),
     ] = None,
 ) -> Response:
-    """The path to `head` with each fork's alternatives as swipes. `X-Clotho-Dropped`
+    """The path to `head_id` with each fork's alternatives as swipes. `X-Clotho-Dropped`
     counts the nodes below other alternatives, which the format cannot hold."""
-    store = context(request).store
     session = store.session(session_id)
-    exported = export_chat(store, session.id, head)
+    exported = export_chat(store, session.id, head_id)
     name = (session.title or session.id[:8]).replace('"', "")
     return Response(
         exported.text.encode(),
@@ -110,35 +117,37 @@ def export_chat_file(
     "/imports/tree",
     summary="A session from a Clotho tree file",
     status_code=201,
+    response_model=WriteOut,
     openapi_extra=_body_doc("application/json", "The tree file (JSON) as the body."),
 )
 async def import_tree_file(
     request: Request,
+    response: Response,
+    store: StoreDep,
     filename: Annotated[str, Query(min_length=1, max_length=255)] = "tree.json",
     new_ids: Annotated[
         bool, Query(description="Give the session and its nodes fresh ids (a copy).")
     ] = False,
-) -> Response:
+) -> WriteOut:
+    """The session as it was exported, HEAD, fragments and trash included.
+    `imported.nodes`: how many nodes its tree has."""
     from clotho.formats.treefile import import_tree
 
     data = await read_body(request)
-    store = context(request).store
 
     def inline() -> str:
         return import_tree(store, data, filename, new_ids=new_ids).id
 
     session_id = await importing(store, data, inline, import_tree_at, filename, new_ids)
-    session = await run_in_threadpool(store.session, session_id)
-    return document(session.as_dict(), session, 201)
+    return await run_in_threadpool(_imported_session, store, session_id, "tree", response)
 
 
 @router.get("/sessions/{session_id}/exports/tree", summary="The whole session, lossless")
-def export_tree_file(request: Request, session_id: str) -> Response:
+def export_tree_file(store: StoreDep, session_id: str) -> Response:
     """Every node (fragments and trash too), deltas, traces, documents and HEAD, as one
     versioned JSON document that `POST /api/imports/tree` takes back."""
     from clotho.formats.treefile import export_tree
 
-    store = context(request).store
     session = store.session(session_id)
     return document(export_tree(store, session.id), session)
 
@@ -146,14 +155,20 @@ def export_tree_file(request: Request, session_id: str) -> Response:
 @router.post(
     "/sessions/{session_id}/imports/lorebook",
     summary="Add a World Info lorebook",
-    response_model=LorebookOut,
+    response_model=WriteOut,
     openapi_extra=_body_doc("application/json", "The World Info file as the body."),
 )
-async def import_lorebook_file(request: Request, session_id: str, name: FileName) -> Response:
-    """A book of the same name is replaced."""
+async def import_lorebook_file(
+    request: Request,
+    response: Response,
+    session_id: str,
+    name: FileName,
+    ctx: ContextDep,
+    expected: IfMatch,
+) -> WriteOut:
+    """A book of the same name is replaced. `imported`: the book, its entries and how
+    many are enabled."""
     data = await read_body(request)
-    ctx = context(request)
-    expected = expected_version(request)
 
     book_name = name.removesuffix(".json")
 
@@ -166,12 +181,16 @@ async def import_lorebook_file(request: Request, session_id: str, name: FileName
         ctx.store, data, inline, import_lorebook_at, session_id, book_name, expected
     )
 
-    def work() -> Response:
+    def work() -> WriteOut:
         if ctx.settings.vectors:
             lore.lore_index(ctx.settings, [book])
         enabled = sum(1 for entry in book.entries if not entry.disable)
-        body = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
-        return document(body, session)
+        entries = len(book.entries)
+        imported = ImportedOut(
+            kind="lorebook", name=book.name, book=book.name, entries=entries, enabled=enabled
+        )
+        made = result("import", None, session.head_id, count=entries, note=book.name)
+        return answer(session, Outcome([made], imported=imported), response)
 
     return await run_in_threadpool(work)
 
@@ -179,15 +198,21 @@ async def import_lorebook_file(request: Request, session_id: str, name: FileName
 @router.post(
     "/sessions/{session_id}/imports/card",
     summary="Make a character card the session's character",
-    response_model=CardOut,
+    response_model=WriteOut,
     openapi_extra=_body_doc("application/octet-stream", "The card (PNG or JSON) as the body."),
 )
-async def import_card_file(request: Request, session_id: str, filename: FileName) -> Response:
+async def import_card_file(
+    request: Request,
+    response: Response,
+    session_id: str,
+    filename: FileName,
+    ctx: ContextDep,
+    expected: IfMatch,
+) -> WriteOut:
     """V1/V2/V3, PNG or JSON; its lorebook comes along, and an empty session starts with
-    its greeting (alternate greetings as alternatives)."""
+    its greeting (alternate greetings as alternatives). `nodes`: the greetings;
+    `imported`: the character's name, the card's spec, its book and entries."""
     data = await read_body(request)
-    ctx = context(request)
-    expected = expected_version(request)
 
     def inline() -> tuple[Card, list[Node], Session]:
         return lore.import_card(ctx.store, session_id, data, filename, expected_version=expected)
@@ -196,25 +221,36 @@ async def import_card_file(request: Request, session_id: str, filename: FileName
         ctx.store, data, inline, import_card_at, session_id, filename, expected
     )
 
-    def work() -> Response:
+    def work() -> WriteOut:
         if card.book is not None and ctx.settings.vectors:
             lore.lore_index(ctx.settings, [card.book])
-        body = {
-            "name": card.name,
-            "spec": card.spec,
-            "book": card.book.name if card.book else None,
-            "book_entries": len(card.book.entries) if card.book else 0,
-            "greetings": [node.id for node in greetings],
-            "session": session.as_dict(),
-        }
-        return document(body, session)
+        book = card.book
+        entries = len(book.entries) if book else 0
+        imported = ImportedOut(
+            kind="card",
+            name=card.name,
+            spec=card.spec,
+            book=book.name if book else None,
+            nodes=len(greetings),
+            entries=entries,
+            enabled=sum(1 for entry in book.entries if not entry.disable) if book else 0,
+        )
+        made = result(
+            "import",
+            None,
+            session.head_id,
+            head_moved=bool(greetings),
+            created=[node.id for node in greetings],
+            count=entries,
+            note=card.name,
+        )
+        return answer(session, Outcome([made], greetings, imported), response)
 
     return await run_in_threadpool(work)
 
 
 @router.get("/sessions/{session_id}/lore", summary="The session's lorebooks")
-def lorebooks(request: Request, session_id: str) -> Response:
-    store = context(request).store
+def lorebooks(store: StoreDep, session_id: str) -> Response:
     session = store.session(session_id)
     books = lore.lorebooks_document(lore.session_books(store, session.id))
     return document(books, session)
@@ -226,13 +262,12 @@ def lorebooks(request: Request, session_id: str) -> Response:
     response_model=list[LoreHitOut] | dict[str, list[dict]],
 )
 def lore_test(
-    request: Request, session_id: str, body: LoreTestBody, skipped: bool = False
+    ctx: ContextDep, session_id: str, body: LoreTestBody, skipped: bool = False
 ) -> Response:
     """The entries that would fire if `text` were the next message at HEAD, and why
     (nothing is generated or stored). `?skipped=true`: `{"fired": [...], "skipped":
     [...]}`, the skipped being the entries that could have fired and did not, each with
     why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
-    ctx = context(request)
     session = ctx.store.session(session_id)
     preview = preview_lore(ctx.settings, ctx.store, session.id, body.text)
     if skipped:

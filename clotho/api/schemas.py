@@ -254,28 +254,58 @@ class ChangesOut(BaseModel):
     changes: list[ChangeOut]
 
 
-class EditResultOut(BaseModel):
-    action: str
-    node_id: str | None
-    head_id: str | None
-    head_moved: bool
-    created: list[str]
-    note: str
+class ResultOut(BaseModel):
+    """What one operation of a write did."""
+
+    action: str = Field(
+        description="The operation: `checkout`, `swipe`, `append`, `fork`, an edit's `op`,"
+        " `undo`/`redo` (then `note` names the edit taken back or done again), `purge`,"
+        " `create`, `trash`, `restore`, `import`."
+    )
+    node_id: str | None = Field(description="The node it was about, if one.")
+    head_id: str | None = Field(description="HEAD after it.")
+    head_moved: bool = Field(description="Whether it moved HEAD.")
+    created: list[str] = Field(description="The ids of the nodes it made.")
+    note: str = Field(description="A line for people (empty when there is nothing to add).")
+    count: int | None = Field(
+        default=None,
+        description="`purge`: how many nodes were deleted for good; `import`: how many "
+        "nodes (a chat, a tree) or lore entries (a lorebook, a card's book) came in.",
+    )
 
 
-class EditsOut(BaseModel):
-    results: list[EditResultOut]
+class ImportedOut(BaseModel):
+    """What an imported file brought."""
+
+    kind: Literal["chat", "tree", "lorebook", "card"]
+    name: str | None = Field(default=None, description="The book's or the character's name.")
+    nodes: int = Field(default=0, description="The nodes it added (a card: its greetings).")
+    entries: int = Field(
+        default=0, description="The lore entries it brought (a lorebook, a card's book)."
+    )
+    enabled: int = Field(default=0, description="How many of those entries are enabled.")
+    book: str | None = Field(
+        default=None, description="The lorebook it added (a lorebook, a card's book)."
+    )
+    spec: str | None = Field(default=None, description="A card's spec (`chara_card_v2`...).")
+
+
+class WriteOut(BaseModel):
+    """What every write answers: the session as the write left it (its `version` is the
+    response's ETag), what each operation did, and the nodes the write made or moved
+    HEAD to."""
+
     session: SessionOut
-
-
-class TravelOut(BaseModel):
-    result: EditResultOut
-    session: SessionOut
-
-
-class NodeWrite(BaseModel):
-    node: NodeOut
-    session: SessionOut
+    results: list[ResultOut] = Field(
+        description="One per operation: one for a simple write, one per edit of a batch."
+    )
+    nodes: list[NodeOut] = Field(
+        description="The nodes the write made (a message, a fork, an edit's new nodes, a "
+        "card's greetings) or moved HEAD to (checkout, swipe), as they are now."
+    )
+    imported: ImportedOut | None = Field(
+        default=None, description="Imports only: what the file brought."
+    )
 
 
 class JournalEntryOut(BaseModel):
@@ -296,26 +326,6 @@ class TurnResultOut(BaseModel):
     incomplete: bool
     warnings: list[str]
     usage: dict[str, Any]
-
-
-class ChatImportOut(BaseModel):
-    session: SessionOut
-    nodes: int
-
-
-class LorebookOut(BaseModel):
-    book: str
-    entries: int
-    enabled: int
-
-
-class CardOut(BaseModel):
-    name: str
-    spec: str
-    book: str | None
-    book_entries: int
-    greetings: list[str]
-    session: SessionOut
 
 
 class LoreHitOut(BaseModel):

@@ -9,8 +9,10 @@ from fastapi import APIRouter, Request, Response
 from clotho.sessions import new_session
 
 from ._common import context, document
-from .context import expected_version, not_modified
-from .schemas import NewSession, SessionOut
+from .context import not_modified
+from .deps import IfMatch, StoreDep
+from .idempotency import Outcome, answer, result
+from .schemas import NewSession, SessionOut, WriteOut
 
 router = APIRouter(tags=["sessions"])
 
@@ -21,13 +23,14 @@ def list_sessions(request: Request) -> Response:
     return document([s.as_dict() for s in context(request).store.sessions()])
 
 
-@router.post("/sessions", summary="Create a session", status_code=201, response_model=SessionOut)
-def create_session(request: Request, body: NewSession) -> Response:
+@router.post("/sessions", summary="Create a session", status_code=201, response_model=WriteOut)
+def create_session(response: Response, body: NewSession, store: StoreDep) -> WriteOut:
     """An empty session; with `campaign` (a campaign folder on the server), it takes the
-    campaign's state schema, card, lorebooks and title."""
+    campaign's state schema, card, lorebooks and title. (No `Idempotency-Key`: keys are
+    kept per session.)"""
     campaign = Path(body.campaign) if body.campaign else None
-    session = new_session(context(request).store, title=body.title, campaign=campaign)
-    return document(session.as_dict(), session, status=201)
+    session = new_session(store, title=body.title, campaign=campaign)
+    return answer(session, Outcome([result("create", None, session.head_id)]), response)
 
 
 @router.get("/sessions/{session_id}", summary="Read a session", response_model=SessionOut)
@@ -38,15 +41,15 @@ def get_session(request: Request, session_id: str) -> Response:
 
 
 @router.delete(
-    "/sessions/{session_id}", summary="Move a session to the trash", response_model=SessionOut
+    "/sessions/{session_id}", summary="Move a session to the trash", response_model=WriteOut
 )
-def trash_session(request: Request, session_id: str) -> Response:
+def trash_session(
+    response: Response, session_id: str, store: StoreDep, version: IfMatch
+) -> WriteOut:
     """The session leaves the list and refuses changes; it stays whole and restorable
-    (`POST /api/trash/sessions/{id}/restore`) until purged."""
-    session = context(request).store.trash_session(
-        session_id, expected_version=expected_version(request)
-    )
-    return document(session.as_dict(), session)
+    (`POST /api/trash/sessions/{session_id}/restore`) until purged."""
+    session = store.trash_session(session_id, expected_version=version)
+    return answer(session, Outcome([result("trash", None, session.head_id)]), response)
 
 
 @router.get(
@@ -59,13 +62,13 @@ def trashed_sessions(request: Request) -> Response:
 @router.post(
     "/trash/sessions/{session_id}/restore",
     summary="Take a session out of the trash",
-    response_model=SessionOut,
+    response_model=WriteOut,
 )
-def restore_session(request: Request, session_id: str) -> Response:
-    session = context(request).store.restore_session(
-        session_id, expected_version=expected_version(request)
-    )
-    return document(session.as_dict(), session)
+def restore_session(
+    response: Response, session_id: str, store: StoreDep, version: IfMatch
+) -> WriteOut:
+    session = store.restore_session(session_id, expected_version=version)
+    return answer(session, Outcome([result("restore", None, session.head_id)]), response)
 
 
 @router.delete(
@@ -74,7 +77,8 @@ def restore_session(request: Request, session_id: str) -> Response:
     status_code=204,
     response_class=Response,
 )
-def purge_session(request: Request, session_id: str) -> Response:
-    """Irreversible: the session, its nodes, traces and documents are gone."""
-    context(request).store.purge_session(session_id, expected_version=expected_version(request))
+def purge_session(session_id: str, store: StoreDep, version: IfMatch) -> Response:
+    """Irreversible: the session, its nodes, traces and documents are gone (nothing is
+    left to answer with: 204)."""
+    store.purge_session(session_id, expected_version=version)
     return Response(status_code=204)

@@ -1,130 +1,294 @@
 """Changing a session without a model: HEAD, swipes, messages, forks, the tree editor
 (one or several operations in one request, atomically), undo and redo.
 
-Every write takes ``If-Match: "<version>"``: if the session has moved on since that
-version, the write is refused with 412 and the current version, and changes nothing.
+Every write answers a :class:`~clotho.api.schemas.WriteOut` (the session as the write
+left it, what each operation did, the nodes it made or moved HEAD to) with the new
+version as ETag. Every write takes ``If-Match: "<version>"``: if the session has moved
+on since that version, the write is refused with 412 and the current version, and
+changes nothing. Every write takes an ``Idempotency-Key`` (see
+:mod:`clotho.api.idempotency`).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from ._common import context, document
-from .context import expected_version
+from mnemosyne import JournalMismatchError, SessionTransaction
+
+from .deps import IdempotencyKey, IfMatch, StoreDep
+from .idempotency import Outcome, result, session_write
 from .schemas import (
     AppendBody,
     EditsBody,
-    EditsOut,
     ForkBody,
     HeadBody,
-    NodeWrite,
+    ResultOut,
     SwipeBody,
-    TravelOut,
+    WriteOut,
 )
+
+__all__ = ["router"]
 
 router = APIRouter(tags=["writing"])
 
 
-@router.put("/sessions/{session_id}/head", summary="Move HEAD", response_model=NodeWrite)
-def put_head(request: Request, session_id: str, body: HeadBody) -> Response:
-    """Checkout: HEAD moves to the node (the state follows it)."""
-    node, session = context(request).store.checkout(
-        session_id, body.node_id, expected_version=expected_version(request)
+@router.put("/sessions/{session_id}/head", summary="Move HEAD", response_model=WriteOut)
+def put_head(
+    request: Request,
+    response: Response,
+    session_id: str,
+    body: HeadBody,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """Checkout: HEAD moves to the node (the state follows it). `nodes`: that node."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        before = tx.head_id
+        node = tx.checkout(body.node_id)
+        moved = node.id != before
+        return Outcome([result("checkout", node.id, node.id, head_moved=moved)], [node])
+
+    return session_write(
+        store,
+        session_id,
+        act,
+        request=request,
+        response=response,
+        body=body,
+        expected_version=version,
+        key=key,
     )
-    return document({"node": node.as_dict(), "session": session.as_dict()}, session)
 
 
 @router.post(
     "/sessions/{session_id}/swipe",
     summary="Switch to the next or previous alternative",
-    response_model=NodeWrite,
+    response_model=WriteOut,
 )
-def swipe(request: Request, session_id: str, body: SwipeBody) -> Response:
+def swipe(
+    request: Request,
+    response: Response,
+    session_id: str,
+    body: SwipeBody,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
     """The next/previous sibling of `node_id` (default HEAD), then down to the leaf last
-    visited there, which becomes HEAD."""
-    node, session = context(request).store.switch_sibling(
-        session_id, body.direction, body.node_id, expected_version=expected_version(request)
+    visited there, which becomes HEAD. `nodes`: that leaf."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        before = tx.head_id
+        node = tx.switch_sibling(body.direction, body.node_id)
+        moved = node.id != before
+        return Outcome([result("swipe", node.id, node.id, head_moved=moved)], [node])
+
+    return session_write(
+        store,
+        session_id,
+        act,
+        request=request,
+        response=response,
+        body=body,
+        expected_version=version,
+        key=key,
     )
-    return document({"node": node.as_dict(), "session": session.as_dict()}, session)
 
 
 @router.post(
     "/sessions/{session_id}/messages",
     summary="Add a message under HEAD (no model)",
     status_code=201,
-    response_model=NodeWrite,
+    response_model=WriteOut,
 )
-def append(request: Request, session_id: str, body: AppendBody) -> Response:
-    node, session = context(request).store.append(
+def append(
+    request: Request,
+    response: Response,
+    session_id: str,
+    body: AppendBody,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """A message under HEAD, which moves to it. `nodes`: the new message."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        node = tx.append(body.role, body.content, name=body.name, delta=body.operations())
+        made = result("append", node.id, node.id, head_moved=True, created=[node.id])
+        return Outcome([made], [node])
+
+    return session_write(
+        store,
         session_id,
-        body.role,
-        body.content,
-        name=body.name,
-        delta=body.operations(),
-        expected_version=expected_version(request),
+        act,
+        request=request,
+        response=response,
+        body=body,
+        expected_version=version,
+        key=key,
     )
-    return document({"node": node.as_dict(), "session": session.as_dict()}, session, 201)
 
 
 @router.post(
     "/sessions/{session_id}/nodes/{node_id}/fork",
     summary="A new alternative of a node, with its own text (no model)",
     status_code=201,
-    response_model=NodeWrite,
+    response_model=WriteOut,
 )
-def fork(request: Request, session_id: str, node_id: str, body: ForkBody) -> Response:
-    node, session = context(request).store.add_sibling(
+def fork(
+    request: Request,
+    response: Response,
+    session_id: str,
+    node_id: str,
+    body: ForkBody,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """A new sibling of `node_id` (same parent, same role) with its own text; HEAD moves
+    to it. `nodes`: the new node."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        node = tx.add_sibling(node_id, body.content, delta=body.operations())
+        made = result("fork", node.id, node.id, head_moved=True, created=[node.id])
+        return Outcome([made], [node])
+
+    return session_write(
+        store,
         session_id,
-        node_id,
-        body.content,
-        delta=body.operations(),
-        expected_version=expected_version(request),
+        act,
+        request=request,
+        response=response,
+        body=body,
+        expected_version=version,
+        key=key,
     )
-    return document({"node": node.as_dict(), "session": session.as_dict()}, session, 201)
 
 
 @router.post(
     "/sessions/{session_id}/edits",
     summary="Apply editor operations atomically",
-    response_model=EditsOut,
+    response_model=WriteOut,
 )
-def edits(request: Request, session_id: str, body: EditsBody) -> Response:
+def edits(
+    request: Request,
+    response: Response,
+    session_id: str,
+    body: EditsBody,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
     """The operations run in order in one transaction: if one is refused, none happened
     (the problem names which one: `operation`, and `detail` starts `operations[i]`).
-    They are one entry of the undo journal: one undo takes them all back."""
-    results, session = context(request).store.edits(
-        session_id, body.operations, expected_version=expected_version(request)
+    They are one entry of the undo journal: one undo takes them all back. `results`:
+    one per operation; `nodes`: the nodes they made (inject, copy)."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        done = tx.apply_all(body.operations)
+        made = [tx.node(node_id) for one in done for node_id in one.created]
+        return Outcome([ResultOut.model_validate(one.as_dict()) for one in done], made)
+
+    return session_write(
+        store,
+        session_id,
+        act,
+        request=request,
+        response=response,
+        body=body,
+        expected_version=version,
+        key=key,
     )
-    answer = {"results": [result.as_dict() for result in results], "session": session.as_dict()}
-    return document(answer, session)
 
 
-@router.post("/sessions/{session_id}/undo", summary="Undo the last edit", response_model=TravelOut)
-def undo(request: Request, session_id: str) -> Response:
-    result, session = context(request).store.undo(
-        session_id, expected_version=expected_version(request)
-    )
-    return document({"result": result.as_dict(), "session": session.as_dict()}, session)
+def _travel(
+    way: str,
+    request: Request,
+    response: Response,
+    session_id: str,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    def act(tx: SessionTransaction) -> Outcome:
+        done = tx.undo() if way == "undo" else tx.redo()
+        return Outcome([ResultOut.model_validate(done.as_dict())])
+
+    try:
+        return session_write(
+            store,
+            session_id,
+            act,
+            request=request,
+            response=response,
+            body=None,
+            expected_version=version,
+            key=key,
+        )
+    except JournalMismatchError:  # the journal is cleared, as a change of its own
+        with store.transaction(session_id) as tx:
+            tx.drop_journal()
+        raise
+
+
+@router.post("/sessions/{session_id}/undo", summary="Undo the last edit", response_model=WriteOut)
+def undo(
+    request: Request,
+    response: Response,
+    session_id: str,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """Take back the last entry of the journal (an edit batch, a turn...). `results`: one,
+    whose `note` names what was taken back."""
+    return _travel("undo", request, response, session_id, store, version, key)
 
 
 @router.post(
-    "/sessions/{session_id}/redo", summary="Redo the last undone edit", response_model=TravelOut
+    "/sessions/{session_id}/redo", summary="Redo the last undone edit", response_model=WriteOut
 )
-def redo(request: Request, session_id: str) -> Response:
-    result, session = context(request).store.redo(
-        session_id, expected_version=expected_version(request)
-    )
-    return document({"result": result.as_dict(), "session": session.as_dict()}, session)
+def redo(
+    request: Request,
+    response: Response,
+    session_id: str,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """Do again the last entry taken back. `results`: one."""
+    return _travel("redo", request, response, session_id, store, version, key)
 
 
 @router.delete(
     "/sessions/{session_id}/trash",
     summary="Empty the session's trash for good",
-    responses={200: {"description": '`{"purged": <nodes deleted>, "session": ...}`'}},
+    response_model=WriteOut,
 )
-def purge(request: Request, session_id: str) -> Response:
-    """Irreversible; it also clears the undo journal."""
-    count, session = context(request).store.purge(
-        session_id, expected_version=expected_version(request)
+def purge(
+    request: Request,
+    response: Response,
+    session_id: str,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> WriteOut:
+    """Irreversible; it also clears the undo journal. `results[0].count`: how many nodes
+    were deleted."""
+
+    def act(tx: SessionTransaction) -> Outcome:
+        count = tx.purge()
+        return Outcome([result("purge", None, tx.head_id, count=count)])
+
+    return session_write(
+        store,
+        session_id,
+        act,
+        request=request,
+        response=response,
+        body=None,
+        expected_version=version,
+        key=key,
     )
-    return document({"purged": count, "session": session.as_dict()}, session)

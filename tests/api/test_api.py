@@ -31,7 +31,7 @@ def problem(response: Any, status: int, code: str | None = None) -> dict[str, An
 def new_session(client: TestClient, **body: Any) -> dict[str, Any]:
     response = client.post("/api/sessions", json=body)
     assert response.status_code == 201, response.text
-    return response.json()
+    return response.json()["session"]
 
 
 def add(client: TestClient, sid: str, role: str, content: str, **more: Any) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def add(client: TestClient, sid: str, role: str, content: str, **more: Any) -> d
         f"/api/sessions/{sid}/messages", json={"role": role, "content": content, **more}
     )
     assert response.status_code == 201, response.text
-    return response.json()["node"]
+    return response.json()["nodes"][0]
 
 
 def version(client: TestClient, sid: str) -> int:
@@ -77,7 +77,7 @@ def test_sessions_are_created_listed_trashed_restored_and_purged(
     assert got.headers["etag"] == '"0"'
 
     trashed = client.delete(f"/api/sessions/{first['id']}", headers={"If-Match": '"0"'})
-    assert trashed.status_code == 200 and trashed.json()["trashed_at"]
+    assert trashed.status_code == 200 and trashed.json()["session"]["trashed_at"]
     assert [s["id"] for s in client.get("/api/sessions").json()] == [second["id"]]
     assert [s["id"] for s in client.get("/api/trash/sessions").json()] == [first["id"]]
     problem(
@@ -89,7 +89,7 @@ def test_sessions_are_created_listed_trashed_restored_and_purged(
     )
 
     restored = client.post(f"/api/trash/sessions/{first['id']}/restore")
-    assert restored.json()["trashed_at"] is None
+    assert restored.json()["session"]["trashed_at"] is None
     problem(client.delete(f"/api/trash/sessions/{first['id']}"), 422)  # not in the trash
     client.delete(f"/api/sessions/{first['id']}")
     assert client.delete(f"/api/trash/sessions/{first['id']}").status_code == 204
@@ -121,7 +121,7 @@ def test_projection_tree_node_state_diff_blame(client: TestClient) -> None:
         json={"content": "You dodge.", "delta": [{"op": "set", "path": "hp", "value": 100}]},
     )
     assert fork.status_code == 201
-    dodge = fork.json()["node"]
+    dodge = fork.json()["nodes"][0]
 
     projection = client.get(f"/api/sessions/{sid}/projection")
     assert projection.headers["etag"] == f'"{version(client, sid)}"'
@@ -218,9 +218,9 @@ def test_swipe_moves_between_alternatives(client: TestClient) -> None:
     add(client, sid, "user", "hi")
     a = add(client, sid, "assistant", "A")
     b = client.post(f"/api/sessions/{sid}/nodes/{a['id']}/fork", json={"content": "B"})
-    assert b.json()["node"]["content"] == "B"
+    assert b.json()["nodes"][0]["content"] == "B"
     back = client.post(f"/api/sessions/{sid}/swipe", json={"direction": "prev"})
-    assert back.json()["node"]["id"] == a["id"]
+    assert back.json()["nodes"][0]["id"] == a["id"]
     problem(client.post(f"/api/sessions/{sid}/swipe", json={"direction": "up"}), 422)
 
 
@@ -285,7 +285,7 @@ def test_an_edit_batch_is_atomic_and_one_undo_step(client: TestClient) -> None:
     assert client.get(f"/api/sessions/{sid}/state").json()["variables"] == {}
 
     undone = client.post(f"/api/sessions/{sid}/undo")
-    assert undone.json()["result"]["action"] == "undo batch"
+    assert [r["action"] for r in undone.json()["results"]] == ["undo batch"]
     after = client.get(f"/api/sessions/{sid}/tree").json()
     assert after["nodes"] == before["nodes"] and after["head_id"] == before["head_id"]
     assert client.get(f"/api/sessions/{sid}/state").json()["variables"] == {"gold": 5}
@@ -371,7 +371,7 @@ def test_delete_restore_and_purge_nodes(client: TestClient) -> None:
     trash = client.get(f"/api/sessions/{sid}/trash").json()
     assert trash[0]["top"]["id"] == c["id"] and trash[0]["size"] == 2
     purged = client.delete(f"/api/sessions/{sid}/trash")
-    assert purged.json()["purged"] == 2
+    assert purged.json()["results"][0]["count"] == 2
     assert client.get(f"/api/sessions/{sid}/trash").json() == []
 
 
@@ -385,7 +385,7 @@ def test_a_sillytavern_chat_goes_in_and_comes_back_out_unchanged(client: TestCli
     )
     assert response.status_code == 201, response.text
     session = response.json()["session"]
-    assert session["title"] == "Seraphina" and response.json()["nodes"] > 0
+    assert session["title"] == "Seraphina" and response.json()["imported"]["nodes"] > 0
     exported = client.get(f"/api/sessions/{session['id']}/exports/chat")
     assert exported.status_code == 200
     assert exported.headers["content-type"].startswith("application/jsonl")
@@ -417,7 +417,8 @@ def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> 
         params={"name": "Eldoria.json"},
     )
     assert book.status_code == 200, book.text
-    assert book.json()["book"] == "Eldoria" and book.json()["entries"] > 0
+    imported = book.json()["imported"]
+    assert imported["book"] == "Eldoria" and imported["entries"] > 0
     listed = client.get(f"/api/sessions/{sid}/lore").json()
     assert [b["book"] for b in listed] == ["Eldoria"]
     card = {
@@ -436,7 +437,7 @@ def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> 
         params={"filename": "marla.json"},
     )
     assert made.status_code == 200, made.text
-    assert len(made.json()["greetings"]) == 2
+    assert len(made.json()["nodes"]) == 2 == made.json()["imported"]["nodes"]
     projection = client.get(f"/api/sessions/{sid}/projection").json()
     assert projection["nodes"][0]["content"] == "Welcome to the forge."
     assert len(projection["nodes"][0]["siblings"]) == 2
@@ -458,7 +459,7 @@ def test_a_tree_file_goes_out_and_back_in(client: TestClient) -> None:
     assert problem(taken, 422)["code"] == "ids_taken"
     copied = client.post("/api/imports/tree", content=exported.content, params={"new_ids": True})
     assert copied.status_code == 201, copied.text
-    copy = copied.json()["id"]
+    copy = copied.json()["session"]["id"]
     assert copy != sid
     texts = [n["content"] for n in client.get(f"/api/sessions/{copy}/projection").json()["nodes"]]
     assert texts == ["a", "b", "c"]

@@ -160,7 +160,7 @@ def routes(api: httpx.Client) -> list[str]:
     page, and the API (a session's read)."""
     created = api.post("/api/sessions", json={"title": "hosts"})
     assert created.status_code == 201, created.text
-    projection = f"/api/sessions/{created.json()['id']}/projection"
+    projection = f"/api/sessions/{created.json()['session']['id']}/projection"
     assert api.get(projection).status_code == 200
     return ["/", "/static/main.js", "/api/health", "/docs", "/openapi.json", projection]
 

@@ -30,7 +30,7 @@ def book(bombs: int) -> bytes:
 
 
 def test_lore_test_reports_a_slow_key_as_skipped(client: TestClient) -> None:
-    sid = client.post("/api/sessions", json={}).json()["id"]
+    sid = client.post("/api/sessions", json={}).json()["session"]["id"]
     imported = client.post(
         f"/api/sessions/{sid}/imports/lorebook", params={"name": "bombs"}, content=book(1)
     )
@@ -55,7 +55,7 @@ def test_health_answers_while_a_regex_bomb_is_matched(tmp_path: Path) -> None:
         running(f"sqlite:///{tmp_path / 'clotho.db'}", tmp_path / "data") as server,
         server.client() as api,
     ):
-        sid = api.post("/api/sessions", json={}).json()["id"]
+        sid = api.post("/api/sessions", json={}).json()["session"]["id"]
         imported = api.post(
             f"/api/sessions/{sid}/imports/lorebook", params={"name": "bombs"}, content=book(30)
         )

@@ -41,7 +41,7 @@ def test_health_says_warming_then_ready_and_the_output_says_when(server: Server)
 
 def test_a_turn_says_each_step_before_the_reply(server: Server) -> None:
     with server.client() as api:
-        sid = api.post("/api/sessions", json={"title": "warm"}).json()["id"]
+        sid = api.post("/api/sessions", json={"title": "warm"}).json()["session"]["id"]
         body = {"kind": "say", "text": "I knock."}
         with api.stream("POST", f"/api/sessions/{sid}/turns", json=body, timeout=60) as response:
             seen = [(event.event, event.data) for event in events(response)]

@@ -43,11 +43,11 @@ def test_a_large_chat_and_tree_are_imported_by_a_worker(client: TestClient, stor
     assert made.status_code == 201, made.text
     session = made.json()["session"]
     assert session["title"] == "big"
-    assert made.json()["nodes"] == len(store.tree(session["id"]).nodes) > 2
+    assert made.json()["imported"]["nodes"] == len(store.tree(session["id"]).nodes) > 2
     exported = client.get(f"/api/sessions/{session['id']}/exports/tree")
     copied = client.post("/api/imports/tree", content=exported.content, params={"new_ids": True})
     assert copied.status_code == 201, copied.text
-    copy = copied.json()["id"]
+    copy = copied.json()["session"]["id"]
     assert copy != session["id"]
     assert [n.content for n in store.messages(copy)] == [
         n.content for n in store.messages(session["id"])
@@ -75,13 +75,13 @@ def test_a_refused_large_import_is_the_same_problem_and_stores_nothing(
 
 @pytest.mark.usefixtures("in_worker")
 def test_a_large_lorebook_and_card_are_imported_by_a_worker(client: TestClient) -> None:
-    sid = client.post("/api/sessions", json={"title": "lore"}).json()["id"]
+    sid = client.post("/api/sessions", json={"title": "lore"}).json()["session"]["id"]
     card = client.post(
         f"/api/sessions/{sid}/imports/card", content=CARD.read_bytes(), params={"filename": "s.png"}
     )
     assert card.status_code == 200, card.text
-    assert card.json()["name"] == "Seraphina"
-    assert len(card.json()["greetings"]) >= 1
+    assert card.json()["imported"]["name"] == "Seraphina"
+    assert len(card.json()["nodes"]) >= 1
     version = card.json()["session"]["version"]
     book = client.post(
         f"/api/sessions/{sid}/imports/lorebook",
@@ -90,8 +90,8 @@ def test_a_large_lorebook_and_card_are_imported_by_a_worker(client: TestClient) 
         headers={"If-Match": f'"{version}"'},
     )
     assert book.status_code == 200, book.text
-    assert book.json()["book"] == "eldoria"
-    assert book.json()["entries"] > 0
+    assert book.json()["imported"]["book"] == "eldoria"
+    assert book.json()["imported"]["entries"] > 0
     names = [b["book"] for b in client.get(f"/api/sessions/{sid}/lore").json()]
     assert "eldoria" in names
     stale = client.post(

@@ -143,7 +143,7 @@ def write(
 def hammer(servers: list[Server]) -> None:
     """Every thread of every server writes to one session at once; then the checks."""
     with servers[0].client() as api:
-        sid = api.post("/api/sessions", json={"title": "contended"}).json()["id"]
+        sid = api.post("/api/sessions", json={"title": "contended"}).json()["session"]["id"]
         root = api.post(f"/api/sessions/{sid}/messages", json={"role": "system", "content": "go"})
         assert root.status_code == 201, root.text
         root_id = root.json()["node"]["id"]

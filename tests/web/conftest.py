@@ -77,7 +77,7 @@ def new_session(site: Server, api: httpx.Client) -> Callable[[str], str]:
     def make(title: str) -> str:
         answer = api.post("/api/sessions", json={"title": title, "campaign": str(site.campaign)})  # type: ignore[attr-defined]
         assert answer.status_code == 201, answer.text
-        return answer.json()["id"]
+        return answer.json()["session"]["id"]
 
     return make
 

@@ -38,7 +38,7 @@ def slow_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, browser: Any) -> None:
     with slow_site.client() as api:
-        sid = api.post("/api/sessions", json={"title": "slow"}).json()["id"]
+        sid = api.post("/api/sessions", json={"title": "slow"}).json()["session"]["id"]
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         try:
             page = context.new_page()

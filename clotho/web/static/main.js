@@ -107,11 +107,11 @@ class App {
   async newSession(title, draw = true) {
     try {
       const { data } = await this.api.request("POST", "/api/sessions", { json: { title } });
-      this.sessions.unshift(data);
-      this.sid = data.id;
+      this.sessions.unshift(data.session);
+      this.sid = data.session.id;
       if (draw) {
         this.fillSessionPicker();
-        this.choose(data.id);
+        this.choose(data.session.id);
       }
     } catch (error) {
       this.fail(error, "Creating a session");
@@ -178,7 +178,7 @@ class App {
     const path = isTree ? "/api/imports/tree" : `/api/imports/chat?filename=${encodeURIComponent(file.name)}`;
     try {
       const { data } = await this.api.request("POST", path, { body: file, contentType: "application/octet-stream" });
-      const session = data.session || data;
+      const session = data.session;
       await this.loadSessions();
       this.sid = session.id;
       this.fillSessionPicker();
@@ -263,7 +263,7 @@ class App {
   async undo(which) {
     const done = await this.write("POST", `/${which}`, undefined, which === "undo" ? "Undo" : "Redo");
     if (done && typeof done === "object") {
-      const result = done.result || {};
+      const result = done.results?.[0] || {};
       const what = [result.action, result.note].filter(Boolean).join(": ");
       toast(which === "undo" ? "Undone" : "Redone", preview(what, 120));
     }
