@@ -146,7 +146,7 @@ def hammer(servers: list[Server]) -> None:
         sid = api.post("/api/sessions", json={"title": "contended"}).json()["session"]["id"]
         root = api.post(f"/api/sessions/{sid}/messages", json={"role": "system", "content": "go"})
         assert root.status_code == 201, root.text
-        root_id = root.json()["node"]["id"]
+        root_id = root.json()["nodes"][0]["id"]
     record = Record()
     jobs = [
         (server, f"s{s}-{kind}{t}", root_id if kind == "e" else None)

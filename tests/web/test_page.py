@@ -55,7 +55,7 @@ def add(api: httpx.Client, sid: str, role: str, content: str, delta: Any = None)
     body = {"role": role, "content": content, "delta": delta}
     answer = api.post(f"/api/sessions/{sid}/messages", json=body)
     assert answer.status_code == 201, answer.text
-    return answer.json()["node"]["id"]
+    return answer.json()["nodes"][0]["id"]
 
 
 def node(api: httpx.Client, sid: str, nid: str) -> dict[str, Any]:
@@ -172,7 +172,7 @@ def test_tree_folds_grafts_by_dragging_and_undoes_with_ctrl_z(
     # An alternative of u2 with a reply: a branch off the trunk, folded at first.
     fork = api.post(f"/api/sessions/{sid}/nodes/{u2}/fork", json={"content": "I go back."})
     assert fork.status_code == 201, fork.text
-    back = fork.json()["node"]["id"]
+    back = fork.json()["nodes"][0]["id"]
     daylight = add(api, sid, "assistant", "Daylight again.", [PAID, LANTERN])
     assert api.put(f"/api/sessions/{sid}/head", json={"node_id": a2}).status_code == 200
 
