@@ -1,5 +1,8 @@
-"""Stopping a reply from the page: the model is slow, the player clicks Stop while the
-reply streams in; the text so far is kept (marked incomplete) and Continue goes on."""
+"""Stopping and rejoining a turn from the page: the model is slow; the player clicks Stop
+while the reply streams in, which stops the turn through the API (DELETE: the page's
+turns are detached, so only that can stop them): the text so far is kept (marked
+incomplete) and Continue goes on. A reload while a turn plays rejoins it: the reply so
+far, then the rest as it comes."""
 
 from __future__ import annotations
 
@@ -13,20 +16,24 @@ import pytest
 from orchestrator.loopback import ModelServer, Reply
 from tests.api._server import Server, running_with_model
 
+from .conftest import screenshot
 from .test_page import expect
 
 pytestmark = pytest.mark.slow
 
 WORDS = 400
+SHORT = 60
 
 
 def slow_gm(request: dict[str, Any]) -> Reply | str:
     """A reply of many words, 40 ms apart; no state change."""
     if "response_format" in request:
         return json.dumps({"operations": []})
-    if request["messages"][-1]["role"] != "user":
+    last = request["messages"][-1]
+    if last["role"] != "user":
         return Reply("And the story goes on.", chunk_delay=0.01)
-    return Reply(" ".join(f"word{i}" for i in range(WORDS)), chunk_delay=0.04)
+    words = SHORT if "reload" in last["content"] else WORDS
+    return Reply(" ".join(f"word{i}" for i in range(words)), chunk_delay=0.04)
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +63,44 @@ def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, bro
             assert kept.startswith("word0 word1") and f"word{WORDS - 1}" not in kept
             node = _head(api, sid)
             assert node["metadata"]["incomplete"] is True and node["content"] == kept
+            (turn,) = api.get(f"/api/sessions/{sid}/turns").json()["turns"]
+            assert turn["detach"] is True  # leaving would not have stopped it: DELETE did
+            assert turn["status"] == "done" and turn["incomplete"] is True
 
             page.locator("#continue").click()
             expect(page.locator("article.message.assistant:not(.pending)")).to_have_count(2)
             expect(page.locator("article.message.assistant").last).to_contain_text(
                 "And the story goes on."
             )
+        finally:
+            context.close()
+
+
+def test_a_reload_while_a_turn_plays_rejoins_it(slow_site: Server, browser: Any) -> None:
+    with slow_site.client() as api:
+        sid = api.post("/api/sessions", json={"title": "reload"}).json()["session"]["id"]
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(f"{slow_site.url}/#token={slow_site.token}&session={sid}")
+            page.fill("#composer-input", "Tell me, then I reload.")
+            page.press("#composer-input", "Enter")
+            expect(page.locator("article.message.streaming .content")).to_contain_text("word3 ")
+            page.reload()
+            streaming = page.locator("article.message.streaming .content")
+            expect(streaming).to_contain_text("word0 word1 word2 word3 ")  # from the start
+            expect(page.locator("article.message.user.pending")).to_contain_text(
+                "Tell me, then I reload."
+            )
+            expect(streaming).to_contain_text("word30 ")  # and on as it comes
+            screenshot(page, "turn-rejoined")
+            reply = page.locator("article.message.assistant:not(.pending)")
+            expect(reply).to_have_count(1)
+            expect(reply.locator(".content")).to_have_text(
+                " ".join(f"word{i}" for i in range(SHORT))
+            )
+            expect(page.locator("article.message.pending")).to_have_count(0)
+            assert "incomplete" not in (reply.locator("footer").text_content() or "")
         finally:
             context.close()
 

@@ -1,6 +1,6 @@
 // The HTTP API as the page uses it: the token on every request, the session's version
 // (ETag) read from every answer and sent back as If-Match on writes, problem documents
-// turned into errors, and turns read as server-sent events.
+// turned into errors, and turns' server-sent events read as they come.
 
 /** An error answered by the API (RFC 9457 problem document), or a transport failure. */
 export class Problem extends Error {
@@ -87,16 +87,38 @@ export class Api {
   }
 
   /**
-   * A turn: POST the request and call onEvent(kind, data) for each server-sent event
-   * (status, reasoning, token, warning, node, error). Resolves with the last event.
+   * Every item of a list read a page at a time (`{<key>: [...], next}`), following
+   * `next` to the end. Returns {items, first, last}: the items, and the first and last
+   * pages' answers (as request() gives them).
+   */
+  async pages(path, key) {
+    let answer = await this.request("GET", path);
+    const first = answer;
+    const items = [...answer.data[key]];
+    while (answer.data.next) {
+      answer = await this.request("GET", answer.data.next);
+      items.push(...answer.data[key]);
+    }
+    return { items, first, last: answer };
+  }
+
+  /**
+   * A turn's server-sent events: POST `json` to start one (ifMatch: the version it is
+   * based on), or GET a turn's events (`json` undefined; lastEventId: go on after it).
+   * Calls onEvent(kind, data) for each event (turn, status, reasoning, token, warning,
+   * then node, cancelled or error). Resolves with the last event.
    * Refusals before the stream (422, 412, 503...) throw a Problem.
    */
-  async stream(path, json, { ifMatch, onEvent, signal } = {}) {
-    const headers = this.headers({ "Content-Type": "application/json", Accept: "text/event-stream" });
+  async stream(path, json, { ifMatch, lastEventId, onEvent, signal } = {}) {
+    const headers = this.headers({ Accept: "text/event-stream" });
+    if (json !== undefined) headers["Content-Type"] = "application/json";
     if (ifMatch != null) headers["If-Match"] = `"${ifMatch}"`;
+    if (lastEventId != null) headers["Last-Event-ID"] = String(lastEventId);
+    const method = json === undefined ? "GET" : "POST";
+    const body = json === undefined ? undefined : JSON.stringify(json);
     let response;
     try {
-      response = await fetch(path, { method: "POST", headers, body: JSON.stringify(json), signal });
+      response = await fetch(path, { method, headers, body, signal });
     } catch (error) {
       if (error.name === "AbortError") throw error;
       throw unreachable(error);

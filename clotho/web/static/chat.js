@@ -18,6 +18,8 @@ export class ChatView {
     this.shown = PAGE; // how many of the last messages to show
     this.state = null;
     this.running = null; // the AbortController of the turn streaming now
+    this.turn = null; // that turn, as its first event told (its id, its events)
+    this.stopping = false; // the player asked to stop it
     document.getElementById("composer").addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();
@@ -30,7 +32,7 @@ export class ChatView {
     });
     document.getElementById("continue").addEventListener("click", () => this.play({ kind: "continue" }));
     document.getElementById("impersonate").addEventListener("click", () => this.play({ kind: "impersonate" }));
-    document.getElementById("stop").addEventListener("click", () => this.running?.abort());
+    document.getElementById("stop").addEventListener("click", () => this.stop());
   }
 
   reset() {
@@ -50,6 +52,22 @@ export class ChatView {
     this.render(story);
     renderState(this.side, state, this.state);
     this.state = state;
+    if (!this.running) this.resume(sid);
+  }
+
+  /** A turn playing in this session that this page is not showing (a reload while it
+   * plays, or another tab's): its bubbles and its events from the start. */
+  async resume(sid) {
+    let turns;
+    try {
+      ({ turns } = await this.app.api.get(this.app.path("/turns?status=running")));
+    } catch {
+      return; // the turns are a nicety here: the story is shown
+    }
+    if (sid !== this.app.sid || this.running || !turns.length) return;
+    const turn = turns[0];
+    this.pending(turn.request);
+    await this.follow((handlers) => this.app.api.stream(turn.events, undefined, handlers), turn);
   }
 
   /**
@@ -143,7 +161,7 @@ export class ChatView {
         type: "button",
         text: node.enabled ? "Hide" : "Unhide",
         title: node.enabled ? "Hide from the model (it stays in the story, dimmed)" : "Show to the model again",
-        onclick: () => this.app.edit([{ op: "toggle", node: node.id }], node.enabled ? "Hiding" : "Unhiding"),
+        onclick: () => this.app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? "Hiding" : "Unhiding"),
       }),
       generated ? el("button.trace", { type: "button", text: "Trace", title: "What the model was sent, and why", onclick: () => this.app.openTrace(node.id) }) : null,
     );
@@ -198,39 +216,60 @@ export class ChatView {
       const at = shown.findIndex((item) => item.dataset.nodeId === replacing.id);
       if (at >= 0) shown.slice(at).forEach((item) => item.remove());
     }
+    this.pending(request);
+    // detach: the turn plays on if this page goes (a reload rejoins it); Stop cancels it.
+    const path = app.path("/turns?detach=true");
+    return this.follow((handlers) => app.api.stream(path, request, { ifMatch: app.version, ...handlers }));
+  }
+
+  /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
+  pending(request) {
     this.list.querySelector("p.empty")?.remove();
     if (request.kind === "say" || request.kind === "edit") {
       this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: "user" })), el("div.content", { text: request.text })));
     }
     const role = request.kind === "impersonate" ? "user" : "assistant";
-    const content = el("div.content");
-    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: role })), content);
+    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: role })), el("div.content"));
     this.list.append(bubble);
     this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  /**
+   * Show a turn's events as they come (open(handlers) reads them: a new turn's or a
+   * rejoined one's) into the last pending bubble; then reload. Whether it was stored.
+   */
+  async follow(open, turn = null) {
+    const app = this.app;
+    const content = [...this.list.querySelectorAll(".pending.streaming .content")].pop();
     const started = app.version;
+    const warned = new Set();
     this.running = new AbortController();
+    this.turn = turn;
+    this.stopping = false;
     this.root.classList.add("busy");
     this.setStatus("starting");
     let ok = false;
     try {
-      const last = await app.api.stream(app.path("/turns"), request, {
-        ifMatch: app.version,
+      const last = await open({
         signal: this.running.signal,
         onEvent: (kind, data) => {
-          if (kind === "token") {
+          if (kind === "turn") {
+            this.turn = data;
+            if (this.stopping) this.cancel(); // Stop was pressed before the turn had an id
+          } else if (kind === "token") {
             if (!content.childNodes.length) this.setStatus(""); // the reply has begun
             content.append(data.text);
             this.list.scrollTop = this.list.scrollHeight;
           } else if (kind === "status") this.setStatus(data.text);
           else if (kind === "reasoning") this.setStatus("thinking");
-          else if (kind === "warning") app.notify("Warning", data.text);
+          else if (kind === "warning") this.warn(data.text, warned);
           else if (kind === "error") app.problem(data, "The turn failed");
         },
       });
-      ok = last?.kind === "node";
-      if (ok) {
-        for (const warning of last.data.warnings || []) app.notify("Note", warning);
-      }
+      ok = last?.kind === "node" || Boolean(last?.kind === "cancelled" && last.data.user_node_id);
+      if (last?.kind === "node" && this.stopping && last.data.incomplete) app.notify("Stopped", "The reply so far is kept, marked incomplete.");
+      else if (last?.kind === "node") for (const warning of last.data.warnings || []) this.warn(warning, warned);
+      if (last?.kind === "cancelled") app.notify("Stopped", "Stopped before the reply began: your message is kept.");
     } catch (error) {
       if (error.name === "AbortError") {
         app.notify("Stopped", "The reply so far is kept, marked incomplete.");
@@ -238,11 +277,38 @@ export class ChatView {
       } else app.fail(error, "The turn was refused");
     } finally {
       this.running = null;
+      this.turn = null;
       this.root.classList.remove("busy");
       this.setStatus("");
     }
     await app.refresh();
     return ok;
+  }
+
+  /** A warning once (the event and the stored turn's list name the same ones). */
+  warn(text, warned) {
+    if (warned.has(text) || this.stopping) return;
+    warned.add(text);
+    this.app.notify("Warning", text);
+  }
+
+  /**
+   * Stop the turn through the API: its reply so far is kept (or, before the reply,
+   * the player's message); the stream goes on to the turn's last event.
+   */
+  stop() {
+    if (!this.running || this.stopping) return;
+    this.stopping = true;
+    this.setStatus("stopping");
+    if (this.turn) this.cancel(); // else as soon as its first event names it
+  }
+
+  async cancel() {
+    try {
+      await this.app.api.request("DELETE", this.app.path(`/turns/${encodeURIComponent(this.turn.turn_id)}`));
+    } catch {
+      this.running?.abort(); // a turn this server does not know (another worker's): leave it
+    }
   }
 
   /** Until the server has committed the stopped reply (the version moves), ~5 s at most. */
