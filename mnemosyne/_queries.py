@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Row, Text, literal, select, type_coerce
+from sqlalchemy import Connection, Row, Text, select, type_coerce
 
 from . import _dialect as dialect
 from ._schema import ID_LENGTH, nodes, sessions
@@ -545,20 +545,3 @@ def projection(conn: Connection, record: SessionRecord, pk: int | None) -> list[
     rows = path_rows(conn, pk)
     made = nodes_from_rows(conn, rows, record.id, {})
     return [node for node in made if node.enabled]
-
-
-def descend(conn: Connection, pk: int) -> int:
-    """Follow the active-child pointers down from ``pk`` to a leaf; its pk."""
-    start = select(nodes.c.pk, nodes.c.active_child_pk, literal(0).label("depth")).where(
-        nodes.c.pk == pk
-    )
-    down = start.cte("down", recursive=True)
-    step = select(nodes.c.pk, nodes.c.active_child_pk, (down.c.depth + 1).label("depth")).where(
-        nodes.c.pk == down.c.active_child_pk,
-        nodes.c.parent_pk == down.c.pk,
-        down.c.depth < MAX_DEPTH,
-    )
-    down = down.union_all(step)
-    query = select(down.c.pk).order_by(down.c.depth.desc()).limit(1)
-    leaf: int = conn.execute(query).scalar_one()
-    return leaf

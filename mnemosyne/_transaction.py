@@ -8,36 +8,19 @@ reads back. Nothing reaches into the other's attributes.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import NamedTuple
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, select, update
 
 from . import _queries as q
 from . import _worldstate as ws
 from ._schema import nodes, sessions
-from .errors import ConflictError, InvalidOperationError
+from .errors import ConflictError
 from .models import Session
 from .state.schema import StateSchema
 
-__all__ = ["NEAR_HEAD", "TransactionState"]
-
-#: How many of HEAD's nearest ancestors a move of HEAD looks for where its path meets
-#: HEAD's (see TransactionState.repoint).
-NEAR_HEAD = 16
-
-
-class _Walked(NamedTuple):
-    """A row of the walk up in :meth:`TransactionState.repoint`."""
-
-    depth: int
-    pk: int
-    parent_pk: int | None
-    active_child_pk: int | None
-    detached: str | None
+__all__ = ["TransactionState"]
 
 
 @dataclass(eq=False, slots=True)
@@ -93,72 +76,6 @@ class TransactionState:
         if pk is not None and node_id is None:
             node_id = self.conn.execute(select(nodes.c.id).where(nodes.c.pk == pk)).scalar_one()
         self.head_pk, self.head_id = pk, node_id if pk is not None else None
-
-    def repoint(self, pk: int, node_id: str | None) -> None:
-        """Check that node ``pk`` is in the tree (not in a fragment or in the trash;
-        ``node_id`` names it in the refusal) and make every node above it point its
-        active child along the path to it: what :meth:`point_path_at` does, for the
-        moves of HEAD, reading only the part of the path that is not HEAD's.
-
-        Every node above HEAD points along the path to HEAD (the invariant, true
-        between operations): where the path to ``pk`` meets the path to HEAD, the rest
-        of it above is right already, and it is in the tree. So the walk up from
-        ``pk`` stops at HEAD or at one of its nearest ancestors: a turn, a reroll, a
-        checkout back a few messages read a few rows, not the whole story. (A node
-        whose path meets HEAD's higher up is walked up to its top, as before.)
-        """
-        head = self.head_pk
-        near = (
-            q.walk_up(self.conn, head, "n.pk, n.active_child_pk", limit=NEAR_HEAD)
-            if head is not None
-            else []
-        )
-        active = {key: child for _, key, child in near}
-        if pk in active:
-            return
-        walked = q.walk_up(
-            self.conn, pk, "n.pk, n.parent_pk, n.active_child_pk, n.detached", list(active)
-        )
-        rows = [_Walked._make(row) for row in walked]  # the top first
-        top = rows[0]
-        if top.parent_pk is None and top.detached is not None:
-            where = "a fragment" if top.detached == "fragment" else "the trash"
-            hint = "graft it first" if top.detached == "fragment" else "restore it first"
-            raise InvalidOperationError(f"node {node_id or pk} is in {where}: {hint}")
-        changes = [
-            {"parent": parent.pk, "child": child.pk}
-            for parent, child in itertools.pairwise(rows)
-            if parent.active_child_pk != child.pk
-        ]
-        if top.parent_pk is not None and active[top.parent_pk] != top.pk:  # where paths meet
-            changes.append({"parent": top.parent_pk, "child": top.pk})
-        self.set_active_children(changes)
-
-    def point_path_at(self, pk: int, before_change: Callable[..., None] | None = None) -> None:
-        """Make every ancestor of ``pk`` point its active child along the path to it.
-
-        ``before_change`` is called with the pks about to change (the journal keeps
-        their rows as they were).
-        """
-        path = q.path_keys(self.conn, pk)
-        changes = [
-            {"parent": parent.pk, "child": child.pk}
-            for child, parent in itertools.pairwise(path)
-            if parent.active_child_pk != child.pk
-        ]
-        if changes and before_change is not None:
-            before_change(*(change["parent"] for change in changes))
-        self.set_active_children(changes)
-
-    def set_active_children(self, changes: list[dict[str, int]]) -> None:
-        """Set each ``{"parent", "child"}`` pair's active child, in one statement."""
-        if changes:
-            self.conn.execute(
-                update(nodes)
-                .where(nodes.c.pk == bindparam("parent"))
-                .values(active_child_pk=bindparam("child")),
-                changes,
-            )
 
     def commit(self) -> Session:
         """Write HEAD and bump the version once, if anything was written; the session

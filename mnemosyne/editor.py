@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 
+from . import _head
 from . import _queries as q
 from . import _worldstate as ws
 from ._checks import check_content, check_delta, check_name, check_role, new_id
@@ -563,9 +564,7 @@ class Editor:
 
     def move_head(self, pk: int, node_id: str) -> None:
         """HEAD to a node in the tree (a checkout: not journaled)."""
-        self._state.repoint(pk, node_id)
-        self._state.set_head(pk, node_id)
-        self._state.grew()
+        _head.checkout(self._state, pk, node_id)
 
     # -- the journal entry of an edit ------------------------------------------------------
 
@@ -613,35 +612,19 @@ class Editor:
         entry written (or left to the batch)."""
         state = self._state
         before_head = state.head_pk
-        head = state.head_pk
-        note = ""
-        if head is not None and q.top_detached(state.conn, head) is not None:
-            head = self._nearest_attached(head)
-            note = "HEAD was taken out of the tree; it moved to the nearest node still in it"
-        if head is not None:
-            state.point_path_at(head, recorder.touch)
+        new_head, note = _head.after_edit(state, recorder.touch)
         if settle:
             settle_all(state.conn, state.schema, settle, state.every)
-        state.set_head(head)
+        state.set_head(new_head)
         if self._batch is not None:
             self._batch.actions.append(action)
         else:
             position = journal_position(state.conn, state.record.pk)
-            new_position = recorder.write(action, head, position)
+            new_position = recorder.write(action, new_head, position)
             set_position(state.conn, state.record.pk, new_position)
         state.changed()
-        return EditResult(action, node_id, state.head_id, head != before_head, created or [], note)
-
-    def _nearest_attached(self, pk: int) -> int | None:
-        """For a node taken out of the tree: the node its subtree hung under, if that is
-        still in the tree; else the leaf of the last root; else None."""
-        conn = self._state.conn
-        top = q.path_keys(conn, pk)[-1].pk
-        home = self.row(top).detached_from_pk
-        if home is not None and q.top_detached(conn, home) is None:
-            return home
-        roots = q.sibling_keys(conn, self._state.record, None)
-        return q.descend(conn, roots[-1]) if roots else None
+        moved = new_head != before_head
+        return EditResult(action, node_id, state.head_id, moved, created or [], note)
 
     # -- undo and redo ---------------------------------------------------------------------
 
@@ -678,10 +661,10 @@ class Editor:
         for pk, pair in changed.items():
             write_image(conn, pk, pair[write], exists=current[pk] is not None)
         repair_active_pointers(conn, session_pk, changed)
-        head = payload["head"][write]
-        state.set_head(head)
-        if head is not None:
-            state.point_path_at(head)
+        new_head = payload["head"][write]
+        state.set_head(new_head)
+        if new_head is not None:
+            _head.point_path_at(state, new_head)
         # Rows the edit had deleted come back with no state to compare: settle them too.
         before.update({pk: None for pk in changed if current[pk] is None})
         settle_all(conn, state.schema, before, state.every)

@@ -14,18 +14,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
 
 from . import _bulk as bulk
 from . import _dialect as dialect
 from . import _documents as docs
+from . import _head, edits
 from . import _idempotency as idem
 from . import _paths as paths
 from . import _queries as q
 from . import _worldstate as ws
-from . import edits
 from . import pages as pg
 from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
@@ -60,7 +60,7 @@ from .state.schema import StateSchema
 
 __all__ = ["ProjectionPage", "SessionTransaction", "Store"]
 
-Direction = Literal["next", "prev"]
+Direction = _head.Direction
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +205,7 @@ class SessionTransaction:
         pk, node_id = self._editor.resolve(of)
         # in the tree, the nodes above pointing along the path to it; then the new
         # sibling takes its place in its parent's active child (in _insert)
-        self._state.repoint(pk, node_id)
+        _head.repoint(self._state, pk, node_id)
         self.clear_journal()
         original = q.get_node(self._state.conn, self._state.record, pk)
         parent_pk = q.parent_key(self._state.conn, pk)
@@ -336,7 +336,7 @@ class SessionTransaction:
             return []
         self.clear_journal()
         if done.repoint is not None:
-            self._state.point_path_at(done.repoint)
+            _head.point_path_at(self._state, done.repoint)
         if done.head is not None:
             self._state.head_pk, self._state.head_id = done.head
         self._state.grew()  # new nodes only, and active-child pointers
@@ -460,8 +460,8 @@ class SessionTransaction:
     def checkout(self, ref: str) -> Node:
         """Move HEAD to a node; every node above it now remembers this path."""
         pk, node_id = self._editor.resolve(ref)
-        self._state.repoint(pk, node_id)
-        return self._set_head_to(pk)
+        _head.checkout(self._state, pk, node_id)
+        return q.get_node(self._state.conn, self._state.record, pk)
 
     def switch_sibling(self, direction: Direction, ref: str | None = None) -> Node:
         """Move to the next/previous sibling of ``ref`` (default HEAD), then down its
@@ -470,36 +470,13 @@ class SessionTransaction:
         Raises:
             InvalidOperationError: the session is empty, or there is no sibling that way.
         """
-        if direction not in ("next", "prev"):
-            raise InvalidOperationError(f"direction must be 'next' or 'prev', not {direction!r}")
-        if ref is None:
-            if self._state.head_pk is None:
-                raise InvalidOperationError(
-                    f"session {self._state.record.id} is empty: nothing to switch"
-                )
-            pk, node_id = self._state.head_pk, self._state.head_id
-        else:
-            pk, node_id = self._editor.resolve(ref)
-            self._editor.require_attached(pk, node_id, "node")
-        siblings = q.sibling_keys(
-            self._state.conn, self._state.record, q.parent_key(self._state.conn, pk)
-        )
-        index = siblings.index(pk)
-        target = index + (1 if direction == "next" else -1)
-        if not 0 <= target < len(siblings):
-            end = "last" if direction == "next" else "first"
-            raise InvalidOperationError(
-                f"node {node_id} is the {end} of its {len(siblings)} alternative(s): "
-                f"there is no {direction} one"
-            )
-        leaf = q.descend(self._state.conn, siblings[target])
-        self._state.repoint(leaf, None)  # in the tree: a sibling of a node in it
-        return self._set_head_to(leaf)
-
-    def _set_head_to(self, pk: int) -> Node:
-        node = q.get_node(self._state.conn, self._state.record, pk)
-        self._state.set_head(pk, node.id)
-        self._state.grew()
+        at = None
+        if ref is not None:
+            at = self._editor.resolve(ref)
+            self._editor.require_attached(*at, "node")
+        leaf = _head.sibling_leaf(self._state, direction, at)
+        node = q.get_node(self._state.conn, self._state.record, leaf)
+        _head.checkout(self._state, leaf, node.id)  # in the tree: a sibling of a node in it
         return node
 
     # -- the tree editor ----------------------------------------------------------
@@ -540,28 +517,28 @@ class SessionTransaction:
     # an operation added to mnemosyne.edits needs none.
 
     def prune(self, ref: str) -> EditResult:
-        return self.apply(edits.Prune.checked(node=ref))
+        return self.apply(edits.Prune.checked(node_id=ref))
 
     def delete(self, ref: str) -> EditResult:
-        return self.apply(edits.Delete.checked(node=ref))
+        return self.apply(edits.Delete.checked(node_id=ref))
 
     def restore(self, ref: str) -> EditResult:
-        return self.apply(edits.Restore.checked(node=ref))
+        return self.apply(edits.Restore.checked(node_id=ref))
 
     def graft(self, ref: str, onto: str) -> EditResult:
-        return self.apply(edits.Graft.checked(node=ref, onto=onto))
+        return self.apply(edits.Graft.checked(node_id=ref, parent_id=onto))
 
     def move(self, ref: str, onto: str) -> EditResult:
-        return self.apply(edits.Move.checked(node=ref, onto=onto))
+        return self.apply(edits.Move.checked(node_id=ref, parent_id=onto))
 
     def copy(self, ref: str, onto: str, *, subtree: bool = False) -> EditResult:
-        return self.apply(edits.Copy.checked(node=ref, onto=onto, subtree=subtree))
+        return self.apply(edits.Copy.checked(node_id=ref, parent_id=onto, subtree=subtree))
 
     def rewrite(self, ref: str, content: str) -> EditResult:
-        return self.apply(edits.Rewrite.checked(node=ref, content=content))
+        return self.apply(edits.Rewrite.checked(node_id=ref, content=content))
 
     def toggle(self, ref: str) -> EditResult:
-        return self.apply(edits.Toggle.checked(node=ref))
+        return self.apply(edits.Toggle.checked(node_id=ref))
 
     def inject(
         self,
@@ -573,7 +550,9 @@ class SessionTransaction:
         delta: Sequence[Mapping[str, Any]] | None = None,
     ) -> EditResult:
         return self.apply(
-            edits.Inject.checked(after=after, role=role, content=content, name=name, delta=delta)
+            edits.Inject.checked(
+                parent_id=after, role=role, content=content, name=name, delta=delta
+            )
         )
 
     def undo(self) -> EditResult:

@@ -19,7 +19,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import mnemosyne._transaction
+import mnemosyne._head
 from mnemosyne import ROLES, ConflictError, InvalidOperationError, Store
 
 
@@ -188,7 +188,7 @@ def test_the_store_behaves_like_the_model(
 ) -> None:
     # how far up from HEAD a move of HEAD looks for where the paths meet: 0 and 1 make
     # most moves walk up to the root (the general case), 16 lets most meet HEAD's path
-    monkeypatch.setattr(mnemosyne._transaction, "NEAR_HEAD", near)
+    monkeypatch.setattr(mnemosyne._head, "NEAR_HEAD", near)
     TreeMachine.store = store
     run_state_machine_as_test(
         TreeMachine,
