@@ -8,7 +8,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clotho.settings import Settings
@@ -19,6 +20,7 @@ from . import exchange, reads, sessions, turns, writes
 from ._common import context, document
 from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, served_hosts
 from .context import ApiContext
+from .openapi import ConditionalGet, declare
 from .problems import ApiError, install, problem_response
 from .schemas import HealthOut
 from .warm import Warmup
@@ -33,8 +35,9 @@ Clotho's HTTP API: everything the `clotho` command line does, for front-ends.
 * Responses about a session carry its version as `ETag`; a write may send
   `If-Match: "<version>"` and is refused with **412** (and the current version) if the
   session has moved on since. Reads answer `If-None-Match` with 304.
-* Errors are `application/problem+json` (RFC 9457) with a `code` and a `detail` naming
-  what was wrong.
+* Errors are `application/problem+json` (RFC 9457): one schema, `Problem`, with a `code`
+  (each listed in docs/api.md) and a `detail` naming what was wrong; every route declares
+  each status it can answer.
 * Turns stream as server-sent events (`POST /api/sessions/{id}/turns`).
 * Node and session ids may be abbreviated to a unique prefix of at least 6 characters.
 * A request whose `Host` the server does not serve (loopback's names, its address,
@@ -73,6 +76,9 @@ class BodyLimit:
 
         await self.app(scope, limited, send)
 
+
+#: Where the vendored Swagger UI of ``/docs`` is served (the page's static files).
+SWAGGER = "/static/vendor"
 
 #: What a page of an origin in ``CLOTHO_CORS_ORIGINS`` may send, and read of the answers.
 CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE")
@@ -121,7 +127,7 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served below from the vendored Swagger UI: no CDN
         redoc_url=None,
     )
     app.state.warmup = Warmup()
@@ -146,7 +152,22 @@ def create_app(
             }
         )
 
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """Swagger UI over /openapi.json, from the page's vendored files (it works
+        offline; see clotho/web/static/vendor/README.md)."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="Clotho API",
+            swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER}/swagger-ui-favicon.png",
+            swagger_ui_parameters={"validatorUrl": None},  # its default asks a server
+        )
+
     mount_page(app)
+    declare(app)
+    app.add_middleware(ConditionalGet)
     # Each layer added goes outside the ones before: the Host check is the outermost.
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)
     origins = allowed_origins(settings)

@@ -1,0 +1,316 @@
+"""The OpenAPI document as the server behaves: every error status each route can answer,
+with the one :class:`~clotho.api.problems.Problem` schema, and the headers it reads and
+sends.
+
+A route's statuses follow from facts about it, read from the document FastAPI builds
+from the routes (:func:`facts`), in one place (:func:`statuses`):
+
+- every request can be refused for its ``Host`` (400, 421);
+- it needs the token (a security requirement) -> 401;
+- it names a session, node or turn in its path -> 404;
+- it takes ``If-Match`` -> 412, and 422 (a write refused: the session is in the trash,
+  nothing to undo...);
+- it takes a body or an upload -> 413 and 422; query parameters -> 422;
+- it reads a session -> its ``ETag``, ``If-None-Match`` and 304 (:class:`ConditionalGet`
+  makes that true of every such read);
+- it plays the model (a POST tagged ``playing``) -> 503 when none is configured (a model
+  failing later is the stream's ``error`` event).
+
+FastAPI's ``HTTPValidationError`` is gone: a 422 is the Problem with ``errors``.
+tests/api/test_contract.py makes each declared status happen, and checks that its flows
+answer no status undeclared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .context import none_match
+from .problems import MEDIA_TYPE, Problem, code_statuses
+
+__all__ = ["ConditionalGet", "Facts", "declare", "facts", "statuses"]
+
+PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+_READ_METHODS = ("get",)
+_PLAYING_TAG = "playing"
+
+ETAG_HEADER = {
+    "description": 'The session\'s version as a strong ETag ("12"): send it back as '
+    "`If-Match` to write on top of what you read, as `If-None-Match` to read only if it "
+    "changed.",
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "An ETag of the session read before: if the session is still at that "
+    'version, the answer is 304 with no body (weak comparison: `W/"12"` names '
+    '`"12"`; `*` names any).',
+    "schema": {"type": "string"},
+}
+
+#: What each error status means on this API (the codes that come with it are added).
+MEANING = {
+    400: "The request is malformed: its Host, its If-Match, an ambiguous id prefix.",
+    401: "No bearer token, or not this server's (`WWW-Authenticate: Bearer`).",
+    404: "The session or node named in the path does not exist.",
+    409: "The undo journal disagreed with the tree; it was cleared.",
+    412: "If-Match named another version than the session's: nothing was changed; "
+    "`current_version` (and `ETag`) is the version now.",
+    413: "The body is larger than the server's upload limit (or a file's size limit).",
+    421: "The Host is not a name this server answers for.",
+    422: "A parameter, a field of the body, a file or the operation was refused: "
+    "`errors` names each invalid field, `operation` the refused edit.",
+    406: "The client takes no answer the route can give.",
+    503: "No model is configured, or the database cannot be used.",
+}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the document says of one operation, from which its statuses follow."""
+
+    method: str
+    token: bool
+    path_ids: bool
+    if_match: bool
+    body: bool
+    query: bool
+    etag: bool
+    model: bool
+
+    @property
+    def writes(self) -> bool:
+        return self.method not in _READ_METHODS
+
+    @property
+    def conditional(self) -> bool:
+        return self.etag and not self.writes
+
+
+def _refers(schema: Any, name: str, components: dict[str, Any] | None = None) -> bool:
+    """Whether a schema is or holds a reference to component ``name`` (through the other
+    components it refers to, when given them)."""
+    seen: set[str] = set()
+
+    def walk(part: Any) -> bool:
+        if isinstance(part, dict):
+            ref = part.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                target = ref.rsplit("/", 1)[1]
+                if target == name:
+                    return True
+                if components is not None and target not in seen:
+                    seen.add(target)
+                    return walk(components.get(target))
+            return any(walk(value) for value in part.values())
+        if isinstance(part, list):
+            return any(walk(value) for value in part)
+        return False
+
+    return walk(schema)
+
+
+def _successes(operation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (status, response)
+        for status, response in operation.get("responses", {}).items()
+        if status.startswith("2")
+    ]
+
+
+def _carries_etag(
+    path: str, status: str, response: dict[str, Any], components: dict[str, Any]
+) -> bool:
+    """Whether a success answers with the session's version as ETag: one that holds a
+    session, and every answer about a session but a stream and the turns' own."""
+    content = response.get("content", {})
+    if status == "204" or (content and set(content) <= {"text/event-stream"}):
+        return False
+    return _holds_session(response, components) or ("{session_id}" in path and "/turns" not in path)
+
+
+def _holds_session(response: dict[str, Any], components: dict[str, Any]) -> bool:
+    """Whether an answer is one session, or holds one as a member (``session``): not a
+    list of them."""
+    for media in response.get("content", {}).values():
+        schema = media.get("schema", {})
+        if _refers({"$ref": schema.get("$ref")}, "SessionOut"):
+            return True
+        target = components.get(str(schema.get("$ref", "")).rsplit("/", 1)[-1], {})
+        members = target.get("properties", {}).values()
+        if any(_refers({"$ref": member.get("$ref")}, "SessionOut") for member in members):
+            return True
+    return False
+
+
+def facts(method: str, path: str, operation: dict[str, Any], components: dict[str, Any]) -> Facts:
+    """The facts of one operation of the document (``components``: its schemas)."""
+    params = operation.get("parameters", [])
+    where = {(p.get("in"), p.get("name", "").lower()) for p in params}
+    return Facts(
+        method=method,
+        token=bool(operation.get("security")),
+        path_ids=any(place == "path" for place, _ in where),
+        if_match=("header", "if-match") in where,
+        body="requestBody" in operation,
+        query=any(place == "query" for place, _ in where),
+        etag=any(
+            _carries_etag(path, status, response, components)
+            for status, response in _successes(operation)
+        ),
+        model=method == "post" and _PLAYING_TAG in operation.get("tags", ()),
+    )
+
+
+def statuses(found: Facts) -> list[int]:
+    """The error statuses an operation with these facts can answer (and 304)."""
+    out = {400, 421}
+    if found.token:
+        out.add(401)
+    if found.path_ids:
+        out.add(404)
+    if found.if_match:
+        out.add(412)
+    if found.body:
+        out |= {413, 422}
+    if found.query or found.if_match:  # a write on a session: refused in the trash, ...
+        out.add(422)
+    if found.conditional:
+        out.add(304)
+    if found.model:  # refused before it starts; a model failing later is an `error` event
+        out.add(503)
+    return sorted(out)
+
+
+def _codes_by_status() -> dict[int, list[str]]:
+    table: dict[int, list[str]] = {}
+    for code, (codes_statuses, _) in code_statuses().items():
+        for status in codes_statuses:
+            table.setdefault(status, []).append(code)
+    return table
+
+
+def _problem_response(status: int, codes: list[str]) -> dict[str, Any]:
+    listed = ", ".join(f"`{code}`" for code in codes)
+    meaning = MEANING.get(status, HTTPStatus(status).phrase)
+    response: dict[str, Any] = {
+        "description": f"{meaning} Codes: {listed}." if listed else meaning,
+        "content": {MEDIA_TYPE: {"schema": PROBLEM_REF}},
+    }
+    if status == 401:
+        response["headers"] = {
+            "WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}
+        }
+    if status == 412:
+        response["headers"] = {"ETag": ETAG_HEADER}
+    return response
+
+
+def _item_schemas(response: dict[str, Any]) -> None:
+    """OpenAPI 3.2's ``itemSchema`` (each event of a stream, as FastAPI's SSE support
+    writes it) as the ``schema`` of a 3.1 document, which describes each event there."""
+    for media in response.get("content", {}).values():
+        if "itemSchema" in media:
+            media.setdefault("schema", media.pop("itemSchema"))
+
+
+def _patch(document: dict[str, Any]) -> None:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(problem.pop("$defs", {}))
+    schemas["Problem"] = problem
+    by_status = _codes_by_status()
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            found = facts(method, path, operation, schemas)
+            responses = operation.setdefault("responses", {})
+            if _refers(responses.get("422"), "HTTPValidationError"):
+                del responses["422"]  # FastAPI's guess: ours is below, if the route can 422
+            for status in statuses(found):
+                if status == 304:
+                    responses["304"] = {
+                        "description": "Not modified: the session is at the version "
+                        "`If-None-Match` named.",
+                        "headers": {"ETag": ETAG_HEADER},
+                    }
+                else:
+                    responses[str(status)] = _problem_response(status, by_status.get(status, []))
+            for success, response in _successes(operation):
+                if _carries_etag(path, success, response, schemas):
+                    response.setdefault("headers", {})["ETag"] = ETAG_HEADER
+            for declared, response in responses.items():
+                if declared[0] in "45" and "content" not in response:  # declared by the route
+                    response["content"] = {MEDIA_TYPE: {"schema": PROBLEM_REF}}
+            if found.conditional:
+                params = operation.setdefault("parameters", [])
+                if not any(p.get("name", "").lower() == "if-none-match" for p in params):
+                    params.append(IF_NONE_MATCH)
+            for response in responses.values():
+                _item_schemas(response)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        if not _refers(document.get("paths"), unused):
+            schemas.pop(unused, None)
+
+
+def declare(app: FastAPI) -> None:
+    """Have ``app``'s OpenAPI document declare every route's error statuses, with the
+    Problem schema, and its headers (built once, after the routes)."""
+    built = FastAPI.openapi
+
+    def openapi() -> dict[str, Any]:
+        document = built(app)
+        if not document.get("x-clotho-contract"):
+            _patch(document)
+            document["x-clotho-contract"] = True
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+class ConditionalGet:
+    """Answer ``If-None-Match`` on every read that sends an ``ETag``: when the header
+    names the ETag of the answer (the session's version), a 304 with no body goes out
+    instead. (Routes may answer it sooner, before reading anything: this makes it true
+    of all of them.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        wanted = Headers(scope=scope).get("if-none-match")
+        if wanted is None:
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def conditional(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(raw=list(message["headers"]))
+                tag = headers.get("etag")
+                if message["status"] == 200 and tag is not None and none_match(wanted, tag):
+                    replaced = True
+                    kept = [
+                        (name, value)
+                        for name, value in headers.raw
+                        if name.lower() not in (b"content-length", b"content-type")
+                    ]
+                    await send({"type": "http.response.start", "status": 304, "headers": kept})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+            elif replaced:
+                return
+            await send(message)
+
+        await self.app(scope, receive, conditional)
