@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .problems import Problem
 from .schemas import TurnBody, TurnResultOut
 
 __all__ = ["EVENT_STREAM", "TurnOut", "TurnsOut"]
@@ -37,7 +38,7 @@ class TurnOut(BaseModel):
     )
     head_id: str | None = Field(default=None, description="Once ended: HEAD after it.")
     incomplete: bool | None = Field(default=None, description="done: the reply was stopped.")
-    problem: dict[str, Any] | None = Field(
+    problem: Problem | None = Field(
         default=None, description="failed: the problem document (as the `error` event)."
     )
     result: TurnResultOut | None = Field(
@@ -83,7 +84,7 @@ _EVENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("cancelled", "Last: stopped before the reply began (`user_node_id`: the player's message"
      " kept).", {"$ref": _REF + "TurnOut"}),
     ("error", "Last: the turn failed, nothing was stored (a problem document).",
-     {"type": "object"}),
+     {"$ref": _REF + "Problem"}),
 ]  # fmt: skip
 
 #: The ``text/event-stream`` of a turn (OpenAPI 3.2's ``itemSchema``: one item per event).
