@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -40,6 +40,8 @@ def json_place(loc: Place) -> str:
     """``("nodes", 12, "role")`` as ``nodes[12].role``; the empty place as ``(top)``."""
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's mark of a dict's key (the key is the part before)
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top)"
 
@@ -59,28 +61,29 @@ def toml_place(loc: Place) -> str:
 
 
 def known_keys(model: Any, loc: Place) -> list[str]:
-    """The keys a model takes at ``loc`` (its fields' names or aliases), following
-    nested models, lists and dicts of them; ``[]`` when the place is not a model's."""
+    """The keys a model (or a TypedDict) takes at ``loc`` (its fields' names or
+    aliases), following nested models, lists and dicts of them; ``[]`` when the place
+    is not a model's."""
     kind = model
     for part in loc:
         kind = _model_in(kind)
-        if isinstance(part, str) and isinstance(kind, type) and issubclass(kind, BaseModel):
-            field = _field(kind, part)
-            if field is None:
+        keys = _keys(kind)
+        if isinstance(part, str) and keys is not None:
+            if part not in keys:
                 return []
-            kind = field.annotation
+            kind = keys[part]
         else:  # an index of a list, a key of a dict
             kind = _item_of(kind)
-    kind = _model_in(kind)
+    return list(_keys(_model_in(kind)) or ())
+
+
+def _keys(kind: Any) -> dict[str, Any] | None:
+    """A model's or a TypedDict's keys (aliases where they have one) and their types."""
     if isinstance(kind, type) and issubclass(kind, BaseModel):
-        return [field.alias or name for name, field in kind.model_fields.items()]
-    return []
-
-
-def _field(model: type[BaseModel], key: str) -> Any:
-    for name, field in model.model_fields.items():
-        if key in (name, field.alias):
-            return field
+        return {field.alias or name: field.annotation for name, field in kind.model_fields.items()}
+    if isinstance(kind, type) and issubclass(kind, dict) and hasattr(kind, "__required_keys__"):
+        # a TypedDict (typing's or typing_extensions', which typing.is_typeddict misses)
+        return typing.get_type_hints(kind, include_extras=True)
     return None
 
 
@@ -92,7 +95,7 @@ def _model_in(kind: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         for arg in typing.get_args(kind):
             inner = _model_in(arg)
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
+            if _keys(inner) is not None:
                 return inner
     return kind
 
@@ -103,7 +106,7 @@ def _item_of(kind: Any) -> Any:
     return args[-1] if args else None
 
 
-def _problem(item: Any, model: Any) -> str:
+def _problem(item: Any, model: Any, patterns: Mapping[str, str]) -> str:
     kind = item["type"]
     if kind == "missing":
         return "missing"
@@ -114,6 +117,10 @@ def _problem(item: Any, model: Any) -> str:
         if close:
             return f"unknown key (did you mean {close[0]!r}?)"
         return f"unknown key (known: {', '.join(known)})" if known else "unknown key"
+    if kind == "is_instance_of" and item["ctx"]["class"].startswith("dict"):
+        return f"Input should be an object (got {preview(item.get('input'))})"
+    if kind == "string_pattern_mismatch" and item["ctx"]["pattern"] in patterns:
+        return f"{patterns[item['ctx']['pattern']]} (got {preview(item.get('input'))})"
     message = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind in ("value_error", "assertion_error") or kind in _NO_INPUT:
         return message
@@ -127,6 +134,7 @@ def problem_line(
     place: Callable[[Place], str] = json_place,
     model: Any = None,
     line: Callable[[Place], int | None] | None = None,
+    patterns: Mapping[str, str] | None = None,
     shown: int = SHOWN_PROBLEMS,
 ) -> str:
     """One line naming the first ``shown`` problems of ``error`` and counting the rest.
@@ -137,12 +145,14 @@ def problem_line(
         model: the model validated (a class, or a type such as ``list[Node]``): an
             unknown key is then answered with the nearest known one.
         line: the line of the file a place is on, when it can be told (``(line 7)``).
+        patterns: what a string pattern means (``{ID: "expected an id"}``), said
+            instead of pydantic's "should match pattern '^[0-9a-f]{32}$'".
     """
     problems = []
     for item in error.errors(include_url=False)[:shown]:
         number = line(item["loc"]) if line is not None else None
         at = f" (line {number})" if number else ""
-        problems.append(f"{place(item['loc'])}{at}: {_problem(item, model)}")
+        problems.append(f"{place(item['loc'])}{at}: {_problem(item, model, patterns or {})}")
     more = error.error_count() - len(problems)
     joined = "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
     return f"{source}: {joined}" if source else joined

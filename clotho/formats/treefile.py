@@ -38,15 +38,24 @@ hung, the traces, and ids quoted in metadata).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    PlainValidator,
+    ValidationError,
+    with_config,
+)
+from typing_extensions import TypedDict
 
 from clotho.errors import ClothoError
 from mnemosyne import (
-    ROLES,
     IdTakenError,
     InvalidDeltaError,
     InvalidOperationError,
@@ -63,43 +72,28 @@ from mnemosyne import (
 )
 from mnemosyne.errors import JsonTextError
 from mnemosyne.jsontext import preview
+from mnemosyne.models import Role
 from mnemosyne.traces import blob_hash
+from mnemosyne.validation import problem_line
 
 __all__ = ["FORMAT", "VERSION", "TreeFileError", "TreeIdsTakenError", "export_tree", "import_tree"]
 
 FORMAT = "clotho-tree"
 VERSION = 1
 
-SESSION_KEYS = (
-    "id",
-    "title",
-    "campaign",
-    "metadata",
-    "state_schema",
-    "created_at",
-    "updated_at",
-    "head_id",
-)
-NODE_KEYS = (
-    "id",
-    "parent_id",
-    "role",
-    "name",
-    "content",
-    "enabled",
-    "created_at",
-    "metadata",
-    "delta",
-    "active_child_id",
-    "detached",
-)
-DETACHED_KEYS = ("place", "from", "at", "state")
-TRACE_KEYS = ("parts", "messages_hash", "document")
-DOCUMENT_KEYS = ("kind", "name", "content")
-TOP_KEYS = ("format", "version", "session", "documents", "nodes", "traces", "blobs")
-_ID = re.compile(r"^[0-9a-f]{32}$")
-_HASH = re.compile(r"^[0-9a-f]{64}$")
-_KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # a document's kind, as the store takes it
+ID_PATTERN = r"^[0-9a-f]{32}$"
+HASH_PATTERN = r"^[0-9a-f]{64}$"
+KIND_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"  # a document's kind, as the store takes it
+NO_NUL_PATTERN = r"^[^\x00]*$"
+NAME_PATTERN = r"^[^\x00]*\S[^\x00]*$"
+#: What each pattern means, for messages.
+PATTERNS = {
+    ID_PATTERN: "expected an id (32 lowercase hex)",
+    HASH_PATTERN: "a blob is named by the SHA-256 of its text (64 lowercase hex)",
+    KIND_PATTERN: "lowercase letters, digits and '_'",
+    NO_NUL_PATTERN: "NUL characters (\\u0000) are not allowed",
+    NAME_PATTERN: "non-empty text without NUL characters",
+}
 
 
 class TreeFileError(ClothoError, ValueError):
@@ -193,6 +187,98 @@ def tree_text(document: Mapping[str, Any]) -> str:
 # --- reading and checking a document -----------------------------------------------------
 
 
+def _parsed_time(value: Any) -> datetime:
+    """An ISO 8601 time with its zone, as ``datetime.fromisoformat`` reads it."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed
+    raise ValueError(f"expected an ISO 8601 time with its zone, got {preview(value)}")
+
+
+Id = Annotated[str, Field(pattern=ID_PATTERN)]
+Text = Annotated[str, Field(pattern=NO_NUL_PATTERN)]
+Time = Annotated[datetime, PlainValidator(_parsed_time)]
+Object = InstanceOf[dict[str, Any]]
+"""A JSON object, kept as it is (not copied: a tree holds one per node, and more)."""
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class _Strict(BaseModel):
+    model_config = _STRICT
+
+
+class TreeSession(_Strict):
+    """``session``: every key present (``null`` where there is nothing)."""
+
+    id: Id
+    title: Text | None
+    campaign: Text | None
+    metadata: Object
+    state_schema: Object | None
+    created_at: Time
+    updated_at: Time
+    head_id: Id | None
+
+
+class TreeDocument(_Strict):
+    """``documents[i]``: a lorebook, a card... as the store keeps it (JSON text)."""
+
+    kind: Annotated[str, Field(pattern=KIND_PATTERN)]
+    name: Annotated[str, Field(max_length=200, pattern=NAME_PATTERN)]
+    content: Text
+
+
+# A node and its ``detached`` are TypedDicts, not models: a tree has up to a million
+# nodes, validated in one call, and as dicts that call takes about half the time.
+TreeDetached = TypedDict(
+    "TreeDetached",
+    {"place": Literal["fragment", "trash"], "from": Id | None, "at": Time, "state": Object},
+)
+"""``nodes[i].detached``: where the top of a fragment or of the trash hung."""
+TreeDetached.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]
+
+
+@with_config(_STRICT)
+class TreeNode(TypedDict):
+    """``nodes[i]``."""
+
+    id: Id
+    parent_id: Id | None
+    role: Role
+    name: Text | None
+    content: Text
+    enabled: bool
+    created_at: Time
+    metadata: Object
+    delta: list[Object]
+    active_child_id: Id | None
+    detached: TreeDetached | None
+
+
+class TreeTrace(_Strict):
+    """``traces[node id]``: a PromptTrace as stored (its parts checked by the store)."""
+
+    parts: list[Any]
+    messages_hash: Text
+    document: Object
+
+
+class TreeFile(_Strict):
+    """A tree file's document (checked for ``format`` and ``version`` first)."""
+
+    format: Literal["clotho-tree"]
+    version: Literal[1]
+    session: TreeSession
+    documents: list[TreeDocument]
+    nodes: list[TreeNode]
+    traces: dict[str, TreeTrace]
+    blobs: dict[Annotated[str, Field(pattern=HASH_PATTERN)], Text]
+
+
 @dataclass(frozen=True)
 class _Plan:
     """A checked document, ready to store."""
@@ -211,71 +297,14 @@ class _Plan:
     blobs: dict[str, str]
 
 
-class _Checker:
-    """Checks a parsed document; every error names its place (``nodes[3].role``)."""
+class _Fail:
+    """Errors of the checks past the models, naming their place (``nodes[3].parent_id``)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def fail(self, where: str, problem: str) -> TreeFileError:
+    def __call__(self, where: str, problem: str) -> TreeFileError:
         return TreeFileError(f"{self.name}: {where}: {problem}")
-
-    def object(self, value: Any, where: str, keys: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        unknown = [key for key in value if key not in keys]
-        if unknown:
-            raise self.fail(f"{where}.{unknown[0][:40]}", "unknown key")
-        missing = [key for key in keys if key not in value]
-        if missing:
-            raise self.fail(where, f"missing {', '.join(repr(key) for key in missing)}")
-        return value
-
-    def text(self, value: Any, where: str, *, optional: bool = False) -> Any:
-        if value is None and optional:
-            return None
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected text, got {_kind(value)}")
-        if "\x00" in value:
-            raise self.fail(where, "NUL characters (\\u0000) are not allowed")
-        return value
-
-    def id(self, value: Any, where: str, *, optional: bool = False) -> Any:
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not _ID.match(value):
-            raise self.fail(where, f"expected an id (32 lowercase hex), got {_kind(value)}")
-        return value
-
-    def time(self, value: Any, where: str) -> datetime:
-        if isinstance(value, str):
-            try:
-                parsed = datetime.fromisoformat(value)
-            except ValueError:
-                parsed = None
-            if parsed is not None and parsed.tzinfo is not None:
-                return parsed
-        raise self.fail(where, f"expected an ISO 8601 time with its zone, got {_kind(value)}")
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:39] + "…"
-        return f"text {shown!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
 
 
 def _parse(data: bytes | str, name: str) -> Any:
@@ -290,143 +319,114 @@ def _parse(data: bytes | str, name: str) -> Any:
         raise TreeFileError(f"{name}: {error}") from error
 
 
-def _check(document: Any, name: str) -> _Plan:
-    c = _Checker(name)
+def _validated(document: Any, name: str) -> TreeFile:
+    """The document as a :class:`TreeFile`: its format and version first (a newer
+    file is named as such, not by the keys it may have added), then the models."""
+    fail = _Fail(name)
     if not isinstance(document, dict):
-        raise TreeFileError(f"{name}: a tree file is a JSON object, not {_kind(document)}")
+        raise TreeFileError(f"{name}: a tree file is a JSON object, not {preview(document)}")
     if document.get("format") != FORMAT:
-        raise c.fail("format", f"expected {FORMAT!r}, got {_kind(document.get('format'))}")
+        raise fail("format", f"expected {FORMAT!r}, got {preview(document.get('format'))}")
     version = document.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise c.fail("version", f"expected {VERSION}, got {_kind(version)}")
+        raise fail("version", f"expected {VERSION}, got {preview(version)}")
     if version > VERSION:
-        raise c.fail("version", f"{version} is newer than this Clotho reads ({VERSION})")
-    c.object(document, "(top)", TOP_KEYS)
+        raise fail("version", f"{version} is newer than this Clotho reads ({VERSION})")
+    try:
+        return TreeFile.model_validate(document)
+    except ValidationError as error:
+        raise TreeFileError(problem_line(error, name, model=TreeFile, patterns=PATTERNS)) from None
 
-    session = c.object(document["session"], "session", SESSION_KEYS)
-    session_id = c.id(session["id"], "session.id")
-    title = c.text(session["title"], "session.title", optional=True)
-    campaign = c.text(session["campaign"], "session.campaign", optional=True)
-    metadata = c.mapping(session["metadata"], "session.metadata")
+
+def _check(document: Any, name: str) -> _Plan:
+    tree = _validated(document, name)
+    fail = _Fail(name)
+    session = tree.session
     schema = None
-    if session["state_schema"] is not None:
-        c.mapping(session["state_schema"], "session.state_schema")
+    if session.state_schema is not None:
         try:
-            schema = schema_from_mapping(session["state_schema"], source="session.state_schema")
+            schema = schema_from_mapping(session.state_schema, source="session.state_schema")
         except MnemosyneError as error:
             raise TreeFileError(f"{name}: {error}") from None
-    created_at = c.time(session["created_at"], "session.created_at")
-    updated_at = c.time(session["updated_at"], "session.updated_at")
-
     documents: list[tuple[str, str, str]] = []
-    if not isinstance(document["documents"], list):
-        raise c.fail("documents", f"expected a list, got {_kind(document['documents'])}")
     seen_documents: set[tuple[str, str]] = set()
-    for i, item in enumerate(document["documents"]):
-        where = f"documents[{i}]"
-        item = c.object(item, where, DOCUMENT_KEYS)
-        kind = c.text(item["kind"], f"{where}.kind")
-        if not _KIND.match(kind):
-            raise c.fail(f"{where}.kind", f"{preview(kind)}: lowercase letters, digits and '_'")
-        called = c.text(item["name"], f"{where}.name")
-        if not called.strip() or len(called) > 200:
-            raise c.fail(f"{where}.name", "non-empty text of at most 200 characters")
-        content = c.text(item["content"], f"{where}.content")
+    for i, item in enumerate(tree.documents):
         try:
-            jsontext.loads(content, jsontext.DOCUMENT)
+            jsontext.loads(item.content, jsontext.DOCUMENT)
         except JsonTextError as error:
-            raise c.fail(f"{where}.content", f"not JSON text the store keeps ({error})") from error
-        if (kind, called) in seen_documents:
-            raise c.fail(where, f"a second {kind} named {called!r}")
-        seen_documents.add((kind, called))
-        documents.append((kind, called, content))
-
-    records, index = _check_nodes(c, document["nodes"])
-    head_id = c.id(session["head_id"], "session.head_id", optional=True)
-    _check_head(c, records, index, head_id)
-    traces, blobs = _check_traces(c, document["traces"], document["blobs"], index)
+            raise fail(
+                f"documents[{i}].content", f"not JSON text the store keeps ({error})"
+            ) from error
+        if (item.kind, item.name) in seen_documents:
+            raise fail(f"documents[{i}]", f"a second {item.kind} named {item.name!r}")
+        seen_documents.add((item.kind, item.name))
+        documents.append((item.kind, item.name, item.content))
+    records, index = _check_nodes(fail, tree.nodes)
+    _check_head(fail, records, index, session.head_id)
+    traces = _check_traces(fail, tree, index)
     return _Plan(
-        session_id,
-        title,
-        campaign,
-        metadata,
+        session.id,
+        session.title,
+        session.campaign,
+        session.metadata,
         schema,
-        created_at,
-        updated_at,
-        head_id,
+        session.created_at,
+        session.updated_at,
+        session.head_id,
         documents,
         records,
         traces,
-        blobs,
+        tree.blobs,
     )
 
 
-def _check_nodes(c: _Checker, items: Any) -> tuple[list[NodeRecord], dict[str, int]]:
-    if not isinstance(items, list):
-        raise c.fail("nodes", f"expected a list, got {_kind(items)}")
+def _check_nodes(fail: _Fail, nodes: list[TreeNode]) -> tuple[list[NodeRecord], dict[str, int]]:
+    """The links between nodes: ids unique, parents before their children, detached
+    tops without a parent, active children among the children."""
     index: dict[str, int] = {}
-    for i, item in enumerate(items):
-        where = f"nodes[{i}]"
-        c.object(item, where, NODE_KEYS)
-        node_id = c.id(item["id"], f"{where}.id")
+    for i, node in enumerate(nodes):
+        node_id = node["id"]
         if node_id in index:
-            raise c.fail(f"{where}.id", f"{node_id} is nodes[{index[node_id]}] already")
+            raise fail(f"nodes[{i}].id", f"{node_id} is nodes[{index[node_id]}] already")
         index[node_id] = i
     records: list[NodeRecord] = []
     children: dict[str, list[str]] = {}
-    for i, item in enumerate(items):
-        where = f"nodes[{i}]"
-        parent = c.id(item["parent_id"], f"{where}.parent_id", optional=True)
+    for i, node in enumerate(nodes):
+        parent = node["parent_id"]
         if parent is not None:
             if parent not in index:
-                raise c.fail(f"{where}.parent_id", f"unknown node {parent!r}")
+                raise fail(f"nodes[{i}].parent_id", f"unknown node {parent!r}")
             if index[parent] >= i:
-                raise c.fail(
-                    f"{where}.parent_id",
+                raise fail(
+                    f"nodes[{i}].parent_id",
                     f"node {parent!r} is nodes[{index[parent]}]: parents come before children",
                 )
-            children.setdefault(parent, []).append(item["id"])
-        if item["role"] not in ROLES:
-            raise c.fail(
-                f"{where}.role", f"expected one of {', '.join(ROLES)}, got {_kind(item['role'])}"
-            )
-        if not isinstance(item["enabled"], bool):
-            raise c.fail(
-                f"{where}.enabled", f"expected true or false, got {_kind(item['enabled'])}"
-            )
-        delta = item["delta"]
-        if not isinstance(delta, list) or not all(isinstance(op, dict) for op in delta):
-            raise c.fail(f"{where}.delta", "expected a list of operations (objects)")
-        detached = item["detached"]
+            children.setdefault(parent, []).append(node["id"])
+        detached = node["detached"]
         place = source = at = state = None
         if detached is not None:
-            c.object(detached, f"{where}.detached", DETACHED_KEYS)
-            place = detached["place"]
-            if place not in ("fragment", "trash"):
-                raise c.fail(
-                    f"{where}.detached.place", f"expected 'fragment' or 'trash', got {_kind(place)}"
-                )
             if parent is not None:
-                raise c.fail(f"{where}.detached", "a detached node has no parent_id")
-            source = c.id(detached["from"], f"{where}.detached.from", optional=True)
+                raise fail(f"nodes[{i}].detached", "a detached node has no parent_id")
+            place, source, at, state = (
+                detached["place"],
+                detached["from"],
+                detached["at"],
+                detached["state"],
+            )
             if source is not None and source not in index:
-                raise c.fail(f"{where}.detached.from", f"unknown node {source!r}")
-            at = c.time(detached["at"], f"{where}.detached.at")
-            state = c.mapping(detached["state"], f"{where}.detached.state")
+                raise fail(f"nodes[{i}].detached.from", f"unknown node {source!r}")
         records.append(
             NodeRecord(
-                role=item["role"],
-                content=c.text(item["content"], f"{where}.content"),
+                role=node["role"],
+                content=node["content"],
                 parent=parent,
-                name=c.text(item["name"], f"{where}.name", optional=True),
-                enabled=item["enabled"],
-                metadata=c.mapping(item["metadata"], f"{where}.metadata"),
-                delta=delta,
-                id=item["id"],
-                created_at=c.time(item["created_at"], f"{where}.created_at"),
-                active_child=c.id(
-                    item["active_child_id"], f"{where}.active_child_id", optional=True
-                ),
+                name=node["name"],
+                enabled=node["enabled"],
+                metadata=node["metadata"],
+                delta=node["delta"],
+                id=node["id"],
+                created_at=node["created_at"],
+                active_child=node["active_child_id"],
                 detached=place,
                 detached_from=source,
                 detached_at=at,
@@ -437,7 +437,7 @@ def _check_nodes(c: _Checker, items: Any) -> tuple[list[NodeRecord], dict[str, i
         if record.active_child is not None and record.active_child not in children.get(
             str(record.id), []
         ):
-            raise c.fail(
+            raise fail(
                 f"nodes[{i}].active_child_id",
                 f"{record.active_child!r} is not a child of this node",
             )
@@ -445,7 +445,7 @@ def _check_nodes(c: _Checker, items: Any) -> tuple[list[NodeRecord], dict[str, i
 
 
 def _check_head(
-    c: _Checker, records: list[NodeRecord], index: dict[str, int], head_id: str | None
+    fail: _Fail, records: list[NodeRecord], index: dict[str, int], head_id: str | None
 ) -> None:
     def top(i: int) -> NodeRecord:
         while records[i].parent is not None:
@@ -455,44 +455,34 @@ def _check_head(
     in_tree = any(r.parent is None and r.detached is None for r in records)
     if head_id is None:
         if in_tree:
-            raise c.fail("session.head_id", "null, but the tree has nodes: name HEAD's node")
+            raise fail("session.head_id", "null, but the tree has nodes: name HEAD's node")
         return
     if head_id not in index:
-        raise c.fail("session.head_id", f"unknown node {head_id!r}")
+        raise fail("session.head_id", f"unknown node {head_id!r}")
     if top(index[head_id]).detached is not None:
-        raise c.fail("session.head_id", f"node {head_id!r} is not in the tree (it is detached)")
+        raise fail("session.head_id", f"node {head_id!r} is not in the tree (it is detached)")
     # Active children left null, or off the path to HEAD, are set as the store keeps them
     # (a node's last child; along the path to HEAD) rather than refused.
 
 
-def _check_traces(
-    c: _Checker, traces: Any, blobs: Any, index: dict[str, int]
-) -> tuple[list[StoredTrace], dict[str, str]]:
-    texts = c.mapping(blobs, "blobs")
-    for digest, content in texts.items():
-        where = f"blobs.{digest}"
-        if not _HASH.match(digest):
-            raise c.fail(where, "a blob is named by the SHA-256 of its text (64 lowercase hex)")
-        c.text(content, where)
+def _check_traces(fail: _Fail, tree: TreeFile, index: dict[str, int]) -> list[StoredTrace]:
+    """Each blob named by its text's hash; each trace a node's, its blobs there."""
+    for digest, content in tree.blobs.items():
         if blob_hash(content) != digest:
-            raise c.fail(where, f"the text hashes to {blob_hash(content)}, not to its name")
+            raise fail(
+                f"blobs.{digest}", f"the text hashes to {blob_hash(content)}, not to its name"
+            )
     stored = []
-    for node_id, item in c.mapping(traces, "traces").items():
+    for node_id, trace in tree.traces.items():
         where = f"traces.{node_id}"
         if node_id not in index:
-            raise c.fail(where, "not a node of this tree")
-        c.object(item, where, TRACE_KEYS)
-        parts = item["parts"]
-        if not isinstance(parts, list):
-            raise c.fail(f"{where}.parts", f"expected a list, got {_kind(parts)}")
-        for n, part in enumerate(parts):
+            raise fail(where, "not a node of this tree")
+        for n, part in enumerate(trace.parts):
             named = part.get("blob") if isinstance(part, dict) else None
-            if isinstance(named, str) and named not in texts:
-                raise c.fail(f"{where}.parts[{n}].blob", f"{named!r} is not in blobs")
-        c.text(item["messages_hash"], f"{where}.messages_hash")
-        c.mapping(item["document"], f"{where}.document")
-        stored.append(StoredTrace(node_id, parts, item["messages_hash"], item["document"]))
-    return stored, texts
+            if isinstance(named, str) and named not in tree.blobs:
+                raise fail(f"{where}.parts[{n}].blob", f"{named!r} is not in blobs")
+        stored.append(StoredTrace(node_id, trace.parts, trace.messages_hash, trace.document))
+    return stored
 
 
 # --- fresh ids ---------------------------------------------------------------------------

@@ -77,11 +77,11 @@ def a_lived_in_session(store: Store, server: ModelServer) -> str:
     store.append(sid, "assistant", "Time passes.", name="Seraphina", delta=inc("hp", 3))
     pruned, _ = store.append(sid, "user", "I go home.", delta=inc("gold", -2))
     store.append(sid, "assistant", "The road is long.")
-    store.edit(sid, Prune(node=pruned.id))  # a fragment
+    store.edit(sid, Prune(node_id=pruned.id))  # a fragment
     assert first.user_node is not None
     store.add_sibling(sid, first.user_node.id, "I talk to the goblin.")  # a fork
     deleted, _ = store.append(sid, "assistant", "It spits.", delta=inc("hp", -1))
-    store.edit(sid, Delete(node=deleted.id))  # to the trash
+    store.edit(sid, Delete(node_id=deleted.id))  # to the trash
     store.checkout(sid, quiet.id)
     return sid
 
@@ -127,7 +127,7 @@ def test_import_then_export_gives_the_same_document(
     assert not other_store.history(lived)  # the undo journal is not exported
     # the imported session works as any other: restore from the trash, then undo
     trashed = store.trash(lived)[0][0].id
-    other_store.edit(lived, Restore(node=trashed))
+    other_store.edit(lived, Restore(node_id=trashed))
     other_store.undo(lived)
     assert export_tree(other_store, lived)["nodes"] == document["nodes"]
 
@@ -216,7 +216,7 @@ def test_a_broken_document_is_refused_with_its_place_and_stores_nothing(
         ),
         (
             broken(document, set_(["nodes", 0, "role"], "narrator")),
-            "nodes[0].role: expected one of",
+            "nodes[0].role: Input should be 'system', 'user' or 'assistant' (got 'narrator')",
         ),
         (broken(document, set_(["nodes", 0, "colour"], "red")), "nodes[0].colour: unknown key"),
         (
@@ -247,11 +247,52 @@ def test_a_broken_document_is_refused_with_its_place_and_stores_nothing(
             broken(document, set_(["traces", traced, "parts"], [{"run": ["x"]}])),
             f"traces.{traced}: parts[0].run",
         ),
-        (broken(document, set_(["traces", unknown], {})), f"traces.{unknown}: not a node"),
-        (broken(document, set_(["documents", 1, "kind"], "Card")), "documents[1].kind: 'Card'"),
+        (
+            broken(document, set_(["traces", unknown], document["traces"][traced])),
+            f"traces.{unknown}: not a node",
+        ),
+        (broken(document, set_(["traces", traced], {})), f"traces.{traced}.parts: missing; "),
+        (broken(document, set_(["documents", 1, "kind"], "Card")), "documents[1].kind: lowercase"),
         (
             broken(document, set_(["session", "state_schema", "variables", "hp", "type"], "?")),
             "session.state_schema",
+        ),
+        (
+            broken(document, set_(["nodes", 2, "id"], "x" * 32)),
+            "nodes[2].id: expected an id (32 lowercase hex) (got 'xxxx",
+        ),
+        (
+            broken(document, set_(["nodes", 1, "content"], "a\x00b")),
+            "nodes[1].content: NUL characters (\\u0000) are not allowed (got 'a\\x00b')",
+        ),
+        (
+            broken(document, set_(["nodes", 1, "created_at"], 1700000000)),
+            "nodes[1].created_at: expected an ISO 8601 time with its zone, got 1700000000",
+        ),
+        (broken(document, set_(["nodes", 1, "enabled"], 1)), "nodes[1].enabled: Input should be"),
+        (
+            broken(document, set_(["nodes", 1, "metadata"], [])),
+            "nodes[1].metadata: Input should be an object (got [])",
+        ),
+        (
+            broken(document, lambda doc: doc["nodes"][1].pop("delta")),
+            "nodes[1].delta: missing",
+        ),
+        (
+            broken(document, set_(["nodes", 1, "contnet"], "")),
+            "nodes[1].contnet: unknown key (did you mean 'content'?)",
+        ),
+        (
+            broken(document, set_(["nodes", home, "detached", "place"], "attic")),
+            f"nodes[{home}].detached.place: Input should be 'fragment' or 'trash' (got 'attic')",
+        ),
+        (
+            broken(document, set_(["blobs", "not-a-hash"], "x")),
+            "blobs.not-a-hash: a blob is named by the SHA-256 of its text",
+        ),
+        (
+            broken(document, set_(["documents", 0, "name"], " ")),
+            "documents[0].name: non-empty text",
         ),
     ]
     for text, expected in cases:
@@ -261,6 +302,20 @@ def test_a_broken_document_is_refused_with_its_place_and_stores_nothing(
         assert str(caught.value).startswith("valley.json: ")
         assert other_store.sessions() == [] and other_store.node_counts() == {}
     assert import_tree(other_store, json.dumps(document), "valley.json").id == lived
+
+
+def test_many_problems_are_one_line_naming_the_first_three(
+    store: Store, other_store: Store, lived: str
+) -> None:
+    document = export_tree(store, lived)
+    for node in document["nodes"]:
+        node["role"] = "narrator"
+    with pytest.raises(TreeFileError) as caught:
+        import_tree(other_store, json.dumps(document), "valley.json")
+    message = str(caught.value)
+    assert "\n" not in message and message.count("role: Input should be") == 3
+    assert message.endswith(f"; and {len(document['nodes']) - 3} more")
+    assert other_store.sessions() == []
 
 
 def test_export_and_import_from_the_command_line(tmp_path: Path, serve: Any) -> None:
@@ -299,13 +354,13 @@ def test_what_edits_leave_behind_imports_too(store: Store, other_store: Store) -
         delta=[{"op": "remove", "path": "flags", "value": "cursed"}],
         enabled=False,
     )
-    store.edit(sid, Toggle(node=cursed.id))  # the disabled delta no longer applies under it
+    store.edit(sid, Toggle(node_id=cursed.id))  # the disabled delta no longer applies under it
     document = export_tree(store, sid)
     session = import_tree(other_store, json.dumps(document), "curse.json")
     assert export_tree(other_store, session.id) == document
     assert other_store.state(sid, lifted.id) == store.state(sid, lifted.id)
     with pytest.raises(InvalidDeltaError):  # enabling it is checked then
-        other_store.edit(sid, Toggle(node=lifted.id))
+        other_store.edit(sid, Toggle(node_id=lifted.id))
 
     elsewhere = store.create_session().id
     root, _ = store.append(elsewhere, "user", "root")
