@@ -146,30 +146,30 @@ class Prune(EditCommand):
     """Detach a node's subtree as a fragment, kept and ready to be grafted."""
 
     op: Literal["prune"] = "prune"
-    node: NodeRef
+    node_id: NodeRef
 
     def apply(self, editor: Editor) -> EditResult:
-        return editor.detach(self.node, "fragment", self.op)
+        return editor.detach(self.node_id, "fragment", self.op)
 
 
 class Delete(EditCommand):
     """Move a node and its subtree to the trash (restorable until a purge)."""
 
     op: Literal["delete"] = "delete"
-    node: NodeRef
+    node_id: NodeRef
 
     def apply(self, editor: Editor) -> EditResult:
-        return editor.detach(self.node, "trash", self.op)
+        return editor.detach(self.node_id, "trash", self.op)
 
 
 class Restore(EditCommand):
     """Put a trashed subtree back where it hung (or as a root, if it was one)."""
 
     op: Literal["restore"] = "restore"
-    node: NodeRef = Field(description="The top of a subtree in the trash.")
+    node_id: NodeRef = Field(description="The top of a subtree in the trash.")
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
+        pk, node_id = editor.resolve(self.node_id)
         row = editor.row(pk)
         if row.detached != "trash":
             raise InvalidOperationError(f"node {node_id} is not the top of a subtree in the trash")
@@ -190,12 +190,12 @@ class Graft(EditCommand):
     replayed on the new base. A cycle is refused."""
 
     op: Literal["graft"] = "graft"
-    node: NodeRef = Field(description="The top of a fragment, or a node in the tree.")
-    onto: NodeRef = Field(description="The node to hang it under.")
+    node_id: NodeRef = Field(description="The top of a fragment, or a node in the tree.")
+    parent_id: NodeRef = Field(description="The node to hang it under (its new parent).")
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
-        target, target_id = editor.resolve(self.onto)
+        pk, node_id = editor.resolve(self.node_id)
+        target, target_id = editor.resolve(self.parent_id)
         row = editor.row(pk)
         if editor.placement(pk) == "trash":
             raise InvalidOperationError(f"node {node_id} is in the trash: restore it first")
@@ -217,12 +217,12 @@ class Move(EditCommand):
     """Re-parent one node alone under another; its children go to its former parent."""
 
     op: Literal["move"] = "move"
-    node: NodeRef
-    onto: NodeRef = Field(description="The node to hang it under.")
+    node_id: NodeRef
+    parent_id: NodeRef = Field(description="The node to hang it under (its new parent).")
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
-        target, target_id = editor.resolve(self.onto)
+        pk, node_id = editor.resolve(self.node_id)
+        target, target_id = editor.resolve(self.parent_id)
         if target == pk:
             raise InvalidOperationError(f"cannot move {node_id} under itself")
         editor.require_attached(pk, node_id, "node")
@@ -250,13 +250,13 @@ class Copy(EditCommand):
     another node; the copies are new nodes, replayed on the new base."""
 
     op: Literal["copy"] = "copy"
-    node: NodeRef
-    onto: NodeRef = Field(description="The node to hang the copy under.")
+    node_id: NodeRef
+    parent_id: NodeRef = Field(description="The node to hang the copy under.")
     subtree: bool = Field(default=False, description="Copy the whole subtree.")
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
-        target, target_id = editor.resolve(self.onto)
+        pk, node_id = editor.resolve(self.node_id)
+        target, target_id = editor.resolve(self.parent_id)
         editor.require_attached(target, target_id, "target")
         keys = editor.subtree(pk) if self.subtree else editor.active_branch(pk)
         if target in keys:
@@ -299,14 +299,17 @@ class Inject(EditCommand):
     """A new node between a node and its active child (or as its only child)."""
 
     op: Literal["inject"] = "inject"
-    after: NodeRef = Field(description="The node to insert below.")
+    parent_id: NodeRef = Field(
+        description="The node to insert below (the new node's parent; its active child"
+        " becomes the new node's child)."
+    )
     role: Role
     content: Text
     name: Name = None
     delta: Delta = None
 
     def apply(self, editor: Editor) -> EditResult:
-        parent, parent_id = editor.resolve(self.after)
+        parent, parent_id = editor.resolve(self.parent_id)
         editor.require_attached(parent, parent_id, "node")
         recorder = editor.begin()
         child = editor.row(parent).active_child_pk
@@ -329,11 +332,11 @@ class Rewrite(EditCommand):
     """Change a node's text in place (a chat's edit forks instead)."""
 
     op: Literal["rewrite"] = "rewrite"
-    node: NodeRef
+    node_id: NodeRef
     content: Text
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
+        pk, node_id = editor.resolve(self.node_id)
         recorder = editor.begin()
         recorder.touch(pk)
         editor.update(pk, content=self.content)
@@ -345,10 +348,10 @@ class Toggle(EditCommand):
     every state below it."""
 
     op: Literal["toggle"] = "toggle"
-    node: NodeRef
+    node_id: NodeRef
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
+        pk, node_id = editor.resolve(self.node_id)
         recorder = editor.begin()
         recorder.touch(pk)
         before = editor.states_before([pk])
@@ -361,10 +364,10 @@ class Checkout(EditCommand):
     the journal by itself: undo restores HEAD with the edits around it."""
 
     op: Literal["checkout"] = "checkout"
-    node: NodeRef
+    node_id: NodeRef
 
     def apply(self, editor: Editor) -> EditResult:
-        pk, node_id = editor.resolve(self.node)
+        pk, node_id = editor.resolve(self.node_id)
         moved = node_id != editor.head_id
         editor.move_head(pk, node_id)
         return EditResult(self.op, node_id, node_id, moved)
@@ -395,7 +398,7 @@ def parse(data: Any) -> EditCommand:
 
 
 def _refusal(error: ValidationError, op: object, *, tagged: bool = False) -> InvalidOperationError:
-    """One line per bad field, each naming it (``graft: onto: Field required``)."""
+    """One line per bad field, each naming it (``graft: parent_id: Field required``)."""
     problems = []
     for item in error.errors():
         loc = list(item["loc"][1:] if tagged and item["loc"] else item["loc"])

@@ -30,8 +30,15 @@ router = APIRouter(tags=["reading"])
 
 At = Annotated[
     str | None,
-    Query(description="A node id or prefix (default: HEAD).", min_length=6, max_length=32),
+    Query(
+        alias="node_id",
+        description="A node id or prefix (default: HEAD).",
+        min_length=6,
+        max_length=32,
+    ),
 ]
+FROM = "A node id or prefix: the state compared from."
+TO = "A node id or prefix: the state compared to."
 
 
 @router.get("/sessions/{session_id}/tree", summary="The whole tree", response_model=TreeOut)
@@ -173,8 +180,8 @@ def state(request: Request, session_id: str, at: At = None) -> Response:
 def diff(
     request: Request,
     session_id: str,
-    a: Annotated[str, Query(min_length=6, max_length=32, description="A node id or prefix.")],
-    b: Annotated[str, Query(min_length=6, max_length=32, description="A node id or prefix.")],
+    a: Annotated[str, Query(alias="from_id", min_length=6, max_length=32, description=FROM)],
+    b: Annotated[str, Query(alias="to_id", min_length=6, max_length=32, description=TO)],
 ) -> Response:
     store = context(request).store
     session = store.session(session_id)

@@ -119,8 +119,8 @@ class EditsBody(BaseModel):
             "examples": [
                 {
                     "operations": [
-                        {"op": "prune", "node": "3f2a9c"},
-                        {"op": "graft", "node": "3f2a9c", "onto": "b81e07"},
+                        {"op": "prune", "node_id": "3f2a9c"},
+                        {"op": "graft", "node_id": "3f2a9c", "parent_id": "b81e07"},
                     ]
                 }
             ]

@@ -166,7 +166,7 @@ def _play_demo(cli: Cli, store: Store, stack: contextlib.ExitStack, url: str) ->
     steps.append({"step": "checkout", "head_id": old.id, "state": store.state(sid).as_dict()})
 
     say("\n7. The tree editor: prune the sneaking branch into a fragment, then undo.")
-    pruned, _ = store.edit(sid, Prune(node=edited.user_node.id))
+    pruned, _ = store.edit(sid, Prune(node_id=edited.user_node.id))
     say(f"   prune -> {len(store.fragments(sid))} fragment, {len(store.tree(sid).nodes)} nodes")
     store.undo(sid)
     say(f"   undo  -> {len(store.fragments(sid))} fragments, {len(store.tree(sid).nodes)} nodes")

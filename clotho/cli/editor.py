@@ -60,7 +60,7 @@ def _edit(cli: Cli, edit: EditCommand, expect: int | None) -> None:
 @command(app, "prune")
 def prune(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Detach NODE's subtree as a fragment, ready to be grafted."""
-    _edit(cli, Prune.checked(node=node), expect_version)
+    _edit(cli, Prune.checked(node_id=node), expect_version)
 
 
 @command(app, "graft")
@@ -68,7 +68,7 @@ def graft(
     cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
 ) -> None:
     """Attach a fragment, or move a subtree, under TARGET (its state is replayed there)."""
-    _edit(cli, Graft.checked(node=node, onto=onto), expect_version)
+    _edit(cli, Graft.checked(node_id=node, parent_id=onto), expect_version)
 
 
 @command(app, "inject")
@@ -82,7 +82,9 @@ def inject(
     expect_version: ExpectVersion = None,
 ) -> None:
     """A new node between NODE and its active child (or as its only child)."""
-    edit = Inject.checked(after=after, role=role, content=text, name=name, delta=parse_delta(delta))
+    edit = Inject.checked(
+        parent_id=after, role=role, content=text, name=name, delta=parse_delta(delta)
+    )
     _edit(cli, edit, expect_version)
 
 
@@ -94,25 +96,25 @@ def rewrite(
     expect_version: ExpectVersion = None,
 ) -> None:
     """Change NODE's text in place."""
-    _edit(cli, Rewrite.checked(node=node, content=text), expect_version)
+    _edit(cli, Rewrite.checked(node_id=node, content=text), expect_version)
 
 
 @command(app, "toggle")
 def toggle(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Enable or disable NODE (its delta leaves or rejoins every state below it)."""
-    _edit(cli, Toggle.checked(node=node), expect_version)
+    _edit(cli, Toggle.checked(node_id=node), expect_version)
 
 
 @command(app, "delete")
 def delete(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Move NODE and its subtree to the trash (see `trash`, `restore`, `purge`)."""
-    _edit(cli, Delete.checked(node=node), expect_version)
+    _edit(cli, Delete.checked(node_id=node), expect_version)
 
 
 @command(app, "restore")
 def restore(cli: Cli, node: NodeArgument, expect_version: ExpectVersion = None) -> None:
     """Put a trashed subtree back where it hung."""
-    _edit(cli, Restore.checked(node=node), expect_version)
+    _edit(cli, Restore.checked(node_id=node), expect_version)
 
 
 @command(app, "move")
@@ -120,7 +122,7 @@ def move(
     cli: Cli, node: NodeArgument, onto: OntoOption, expect_version: ExpectVersion = None
 ) -> None:
     """Re-parent NODE alone under TARGET; its children go to its former parent."""
-    _edit(cli, Move.checked(node=node, onto=onto), expect_version)
+    _edit(cli, Move.checked(node_id=node, parent_id=onto), expect_version)
 
 
 @command(app, "copy")
@@ -134,7 +136,7 @@ def copy(
     expect_version: ExpectVersion = None,
 ) -> None:
     """Duplicate NODE and its active branch (or subtree) under TARGET."""
-    _edit(cli, Copy.checked(node=node, onto=onto, subtree=subtree), expect_version)
+    _edit(cli, Copy.checked(node_id=node, parent_id=onto, subtree=subtree), expect_version)
 
 
 def _parked(parts: list[list[Node]]) -> list[dict[str, Any]]:

@@ -134,7 +134,7 @@ def test_projection_tree_node_state_diff_blame(client: TestClient) -> None:
     assert [n["id"] for n in tail.json()["nodes"]] == [dodge["id"]]
     assert tail.json()["nodes"][0]["metadata"] == {}
     toggled = client.post(
-        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "toggle", "node": user["id"]}]}
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "toggle", "node_id": user["id"]}]}
     )
     assert toggled.status_code == 200, toggled.text
     model_view = client.get(f"/api/sessions/{sid}/projection").json()
@@ -156,14 +156,16 @@ def test_projection_tree_node_state_diff_blame(client: TestClient) -> None:
     assert node["delta"] == [] and node["siblings"] == [user["id"]]
 
     assert client.get(f"/api/sessions/{sid}/state").json()["variables"] == {"hp": 100}
-    at_hit = client.get(f"/api/sessions/{sid}/state", params={"at": hit["id"]}).json()
+    at_hit = client.get(f"/api/sessions/{sid}/state", params={"node_id": hit["id"]}).json()
     assert at_hit["variables"] == {"hp": 90} and at_hit["node_id"] == hit["id"]
-    diff = client.get(f"/api/sessions/{sid}/diff", params={"a": hit["id"], "b": dodge["id"]})
+    diff = client.get(
+        f"/api/sessions/{sid}/diff", params={"from_id": hit["id"], "to_id": dodge["id"]}
+    )
     assert diff.json() == {"hp": [90, 100]}
     blame = client.get(f"/api/sessions/{sid}/blame", params={"path": "hp"}).json()
     assert blame == {"path": "hp", "value": 100, "node_id": dodge["id"]}
     changes = client.get(
-        f"/api/sessions/{sid}/changes", params={"path": "hp", "at": hit["id"]}
+        f"/api/sessions/{sid}/changes", params={"path": "hp", "node_id": hit["id"]}
     ).json()
     assert [c["node_id"] for c in changes["changes"]] == [hit["id"]]
     problem(client.get(f"/api/sessions/{sid}/nodes/{hit['id']}/trace"), 404, "no_trace")
@@ -267,10 +269,10 @@ def test_an_edit_batch_is_atomic_and_one_undo_step(client: TestClient) -> None:
         f"/api/sessions/{sid}/edits",
         json={
             "operations": [
-                {"op": "rewrite", "node": a["id"], "content": "a2"},
-                {"op": "toggle", "node": b["id"]},
-                {"op": "prune", "node": c["id"]},
-                {"op": "inject", "after": a["id"], "role": "system", "content": "(a note)"},
+                {"op": "rewrite", "node_id": a["id"], "content": "a2"},
+                {"op": "toggle", "node_id": b["id"]},
+                {"op": "prune", "node_id": c["id"]},
+                {"op": "inject", "parent_id": a["id"], "role": "system", "content": "(a note)"},
             ]
         },
         headers={"If-Match": f'"{before["version"]}"'},
@@ -301,8 +303,8 @@ def test_a_refused_operation_in_a_batch_leaves_everything_as_it_was(client: Test
         f"/api/sessions/{sid}/edits",
         json={
             "operations": [
-                {"op": "rewrite", "node": b["id"], "content": "changed"},
-                {"op": "graft", "node": a["id"], "onto": d["id"]},  # a cycle
+                {"op": "rewrite", "node_id": b["id"], "content": "changed"},
+                {"op": "graft", "node_id": a["id"], "parent_id": d["id"]},  # a cycle
             ]
         },
     )
@@ -312,9 +314,9 @@ def test_a_refused_operation_in_a_batch_leaves_everything_as_it_was(client: Test
     assert client.get(f"/api/sessions/{sid}/tree").json() == before
     assert client.get(f"/api/sessions/{sid}/history").json() == []
     missing = client.post(
-        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "graft", "node": a["id"]}]}
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "graft", "node_id": a["id"]}]}
     )
-    assert "onto" in problem(missing, 422, "invalid_request")["detail"]
+    assert "parent_id" in problem(missing, 422, "invalid_request")["detail"]
     problem(client.post(f"/api/sessions/{sid}/undo"), 422, "invalid_operation")
 
 
@@ -322,11 +324,11 @@ def test_a_malformed_operation_in_a_batch_is_named_by_its_field(client: TestClie
     sid, (a, b, _c, d) = _story(client)
     before = client.get(f"/api/sessions/{sid}/tree").json()
     operations = [
-        {"op": "rewrite", "node": b["id"], "content": "changed"},
-        {"op": "move", "node": a["id"], "onto": d["id"], "colour": "red"},
-        {"op": "copy", "node": a["id"], "onto": d["id"], "subtree": "yes"},
-        {"op": "inject", "after": a["id"], "role": "narrator", "content": "x"},
-        {"op": "explode", "node": a["id"]},
+        {"op": "rewrite", "node_id": b["id"], "content": "changed"},
+        {"op": "move", "node_id": a["id"], "parent_id": d["id"], "colour": "red"},
+        {"op": "copy", "node_id": a["id"], "parent_id": d["id"], "subtree": "yes"},
+        {"op": "inject", "parent_id": a["id"], "role": "narrator", "content": "x"},
+        {"op": "explode", "node_id": a["id"]},
     ]
     body = problem(
         client.post(f"/api/sessions/{sid}/edits", json={"operations": operations}),
@@ -365,7 +367,7 @@ def test_openapi_shows_each_edit_operation_under_the_discriminator(client: TestC
 def test_delete_restore_and_purge_nodes(client: TestClient) -> None:
     sid, (_a, _b, c, _d) = _story(client)
     gone = client.post(
-        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "delete", "node": c["id"]}]}
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "delete", "node_id": c["id"]}]}
     )
     assert gone.status_code == 200
     trash = client.get(f"/api/sessions/{sid}/trash").json()
@@ -450,7 +452,7 @@ def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> 
 def test_a_tree_file_goes_out_and_back_in(client: TestClient) -> None:
     sid, (*_, d) = _story(client)
     client.post(
-        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "prune", "node": d["id"]}]}
+        f"/api/sessions/{sid}/edits", json={"operations": [{"op": "prune", "node_id": d["id"]}]}
     )
     exported = client.get(f"/api/sessions/{sid}/exports/tree")
     assert exported.status_code == 200

@@ -42,8 +42,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # CLOTHO_FUZZ_EXAMPLES=500 digs deeper, with new examples each run.
 DEEPER = os.environ.get("CLOTHO_FUZZ_EXAMPLES", "")
 EXAMPLES = int(DEEPER) if DEEPER.isdigit() else 12
-NODE_FIELDS = frozenset({"node_id", "node", "onto", "after"})
-NODE_QUERIES = frozenset({"at", "a", "b", "head"})
+NODE_FIELDS = frozenset({"node_id", "parent_id"})
+NODE_QUERIES = frozenset({"node_id", "from_id", "to_id", "head_id"})
 BOOK = {
     "entries": {
         "0": {"uid": 0, "key": ["goblin"], "content": "Goblins hate light.", "comment": "g"},
@@ -254,9 +254,8 @@ def _edits() -> st.SearchStrategy[dict[str, Any]]:
 
     def operation(op: str) -> st.SearchStrategy[dict[str, Any]]:
         values = {
-            "node": st.just("000000"),
-            "onto": st.just("000000"),
-            "after": st.just("000000"),
+            "node_id": st.just("000000"),
+            "parent_id": st.just("000000"),
             "role": st.sampled_from(["user", "assistant", "system"]),
             "content": TEXTS,
         }

@@ -87,7 +87,7 @@ def test_an_undo_retried_is_not_undone_twice(client: TestClient, store: Store) -
     for text in ("a", "b"):
         client.post(f"/api/sessions/{sid}/messages", json={"role": "user", "content": text})
     a, b = (n.id for n in store.tree(sid).nodes)
-    edits = {"operations": [{"op": "rewrite", "node": a, "content": "A"}]}
+    edits = {"operations": [{"op": "rewrite", "node_id": a, "content": "A"}]}
     done = _write(client, f"/api/sessions/{sid}/edits", "e-1", edits)
     assert done.status_code == 200 and done.json()["results"][0]["action"] == "rewrite"
     assert _write(client, f"/api/sessions/{sid}/edits", "e-1", edits).json() == done.json()
@@ -152,7 +152,7 @@ def test_every_write_answers_write_out_with_its_version_as_etag(
         client.post(f"{base}/nodes/{a}/fork", json={"content": "B"}),
         client.post(f"{base}/swipe", json={"direction": "prev"}),
         client.put(f"{base}/head", json={"node_id": a}),
-        client.post(f"{base}/edits", json={"operations": [{"op": "delete", "node": a}]}),
+        client.post(f"{base}/edits", json={"operations": [{"op": "delete", "node_id": a}]}),
         client.post(f"{base}/undo"),
         client.post(f"{base}/redo"),
         client.delete(f"{base}/trash"),

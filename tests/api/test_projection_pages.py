@@ -63,7 +63,7 @@ def test_windows_page_back_to_the_root(client: TestClient, store: Store) -> None
 
 def test_prefixes_and_options_carry_over(client: TestClient, store: Store) -> None:
     sid, path = story(store, 8)
-    store.edit(sid, Toggle(node=path[5]))  # hidden from the model
+    store.edit(sid, Toggle(node_id=path[5]))  # hidden from the model
     page = window(
         client, f"/api/sessions/{sid[:8]}/projection", before=path[6][:8], limit=3, metadata=True
     )
@@ -125,7 +125,7 @@ def test_etags_and_writes_here_and_elsewhere(
     assert window(client, url, limit=2)["nodes"][-1]["content"] == "a message through this store"
     with Store.open(database_url) as elsewhere:  # another process's store, say
         elsewhere.append(sid, "assistant", "a reply from elsewhere")
-        elsewhere.edit(sid, Toggle(node=path[4]))
+        elsewhere.edit(sid, Toggle(node_id=path[4]))
     answered = client.get(url, params={"limit": 3})
     assert answered.headers["etag"] == f'"{store.session(sid).version}"'
     nodes = answered.json()["nodes"]

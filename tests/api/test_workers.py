@@ -102,9 +102,9 @@ def write(
                 else:
                     operations = [
                         {"op": "rewrite", "node": edits, "content": f"{content}-a"},
-                        {"op": "toggle", "node": edits},
-                        {"op": "toggle", "node": edits},
-                        {"op": "rewrite", "node": edits, "content": content},
+                        {"op": "toggle", "node_id": edits},
+                        {"op": "toggle", "node_id": edits},
+                        {"op": "rewrite", "node_id": edits, "content": content},
                     ]
                     response = api.post(
                         f"/api/sessions/{sid}/edits",

@@ -316,7 +316,7 @@ def test_a_malformed_field_of_an_edit_is_refused_by_name(run: Run) -> None:
     run.json("session", "new")
     a = run.json("add", "user", "a")["id"]
     assert "inject: role: Input should be" in run.fails("inject", "narrator", "x", "--after", a)
-    assert "prune: node: String should have at least 6" in run.fails("prune", "abc")
+    assert "prune: node_id: String should have at least 6" in run.fails("prune", "abc")
     assert run.json("history") == []
 
 

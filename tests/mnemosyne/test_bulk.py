@@ -272,10 +272,10 @@ def test_detached_records_are_fragments_and_trash(store: Store) -> None:
     dumped = {n.id: n for n in store.dump(sid).nodes}
     assert dumped[ids[4]].detached_at == when and dumped[ids[4]].detached_from == ids[0]
     # they behave as pruned and deleted subtrees do
-    store.edit(sid, Restore(node=ids[4]))
+    store.edit(sid, Restore(node_id=ids[4]))
     assert store.node(sid, ids[4]).parent_id == ids[0]
     assert store.state(sid, ids[5]).variables["hp"] == 91  # replayed on its new base
-    store.edit(sid, Graft(node=ids[2], onto=ids[1]))
+    store.edit(sid, Graft(node_id=ids[2], parent_id=ids[1]))
     assert store.state(sid, ids[3]).variables == {"hp": 89, "gold": 9, "flags": []}
 
 
@@ -293,7 +293,7 @@ def test_a_refused_record_writes_nothing_and_says_why_as_append_does(store: Stor
     stranger, _ = store.append(other, "user", "elsewhere")
     store.append(sid, "user", "one")
     store.edit(
-        sid, Rewrite(node=store.session(sid).head_id, content="one, edited")
+        sid, Rewrite(node_id=store.session(sid).head_id, content="one, edited")
     )  # a journal entry
     head = store.session(sid).head_id
     ok = NodeRecord("assistant", "fine", parent=head)
@@ -444,8 +444,8 @@ def test_the_dump_lists_every_node_parents_first(store: Store) -> None:
     b, _ = store.append(sid, "assistant", "b")
     c, _ = store.append(sid, "user", "c")
     d, _ = store.add_sibling(sid, b.id, "d")
-    store.edit(sid, Prune(node=c.id))
-    store.edit(sid, Delete(node=d.id))
+    store.edit(sid, Prune(node_id=c.id))
+    store.edit(sid, Delete(node_id=d.id))
     dumped = store.dump(sid)
     assert [n.id for n in dumped.nodes] == [a.id, b.id, c.id, d.id]
     by_id = {n.id: n for n in dumped.nodes}

@@ -58,14 +58,14 @@ def test_prune_and_graft_rebase_the_state(store: Store, sid: str) -> None:
         ("c", None),
         ("d", [{"op": "inc", "path": "hp", "value": -5}]),
     )
-    result, _ = store.edit(sid, Prune(node=c))
+    result, _ = store.edit(sid, Prune(node_id=c))
     assert result.head_moved and result.head_id == b and result.note
     assert [[n.id for n in f] for f in store.fragments(sid)] == [[c, d]]
     assert contents(store, sid) == ["a", "b"]
     assert [n.id for n in store.tree(sid).nodes] == [a, b]
     with pytest.raises(InvalidOperationError, match="fragment"):
         store.checkout(sid, d)
-    store.edit(sid, Graft(node=c, onto=a))  # under a: the -10 of b is no longer above it
+    store.edit(sid, Graft(node_id=c, parent_id=a))  # under a: the -10 of b is no longer above it
     store.checkout(sid, d)
     assert contents(store, sid) == ["a", "c", "d"]
     assert store.state(sid).variables["hp"] == 95
@@ -77,7 +77,7 @@ def test_head_taken_out_of_the_tree_goes_where_its_branch_hung(store: Store, sid
     other_root, _ = store.add_sibling(sid, root, "another beginning")
     store.append(sid, "user", "its own branch")
     store.checkout(sid, d)
-    result, _ = store.edit(sid, Delete(node=c))
+    result, _ = store.edit(sid, Delete(node_id=c))
     assert (result.head_id, result.head_moved) == (b, True)
     assert other_root.id not in [n.id for n in store.projection(sid)]
 
@@ -86,20 +86,20 @@ def test_refusals_name_the_reason_and_change_nothing(store: Store, sid: str) -> 
     a, b, c = chain(store, sid, ("a", None), ("b", None), ("c", None))
     before = store.tree(sid)
     with pytest.raises(InvalidOperationError, match="cycle"):
-        store.edit(sid, Graft(node=a, onto=c))
+        store.edit(sid, Graft(node_id=a, parent_id=c))
     with pytest.raises(InvalidOperationError, match="under itself"):
-        store.edit(sid, Move(node=b, onto=b))
+        store.edit(sid, Move(node_id=b, parent_id=b))
     other = store.create_session().id
     foreign, _ = store.append(other, "user", "elsewhere")
     with pytest.raises(ForeignNodeError, match="belongs to session"):
-        store.edit(sid, Prune(node=foreign.id))
+        store.edit(sid, Prune(node_id=foreign.id))
     with pytest.raises(InvalidOperationError, match="nothing to undo"):
         store.undo(sid)
-    store.edit(sid, Delete(node=c))
+    store.edit(sid, Delete(node_id=c))
     with pytest.raises(InvalidOperationError, match="trash"):
-        store.edit(sid, Graft(node=b, onto=c))
+        store.edit(sid, Graft(node_id=b, parent_id=c))
     with pytest.raises(InvalidOperationError, match="trash"):
-        store.edit(sid, Graft(node=c, onto=a))
+        store.edit(sid, Graft(node_id=c, parent_id=a))
     store.undo(sid)
     assert store.tree(sid).nodes == before.nodes
 
@@ -114,7 +114,7 @@ def test_a_delta_that_no_longer_applies_refuses_the_edit(store: Store, sid: str)
     )
     before = store.tree(sid)
     with pytest.raises(InvalidDeltaError, match=rf"{c}.*remove flags 'key'"):
-        store.edit(sid, Toggle(node=b))
+        store.edit(sid, Toggle(node_id=b))
     assert store.tree(sid) == before
     assert store.history(sid) == []
 
@@ -125,21 +125,21 @@ def test_inject_move_copy_and_trash(store: Store, sid: str) -> None:
     )
     storm = [{"op": "inc", "path": "hp", "value": -1}]
     injected, _ = store.edit(
-        sid, Inject(after=a, role="system", content="A storm rolls in.", delta=storm)
+        sid, Inject(parent_id=a, role="system", content="A storm rolls in.", delta=storm)
     )
     assert contents(store, sid) == ["a", "A storm rolls in.", "b", "c"]
     assert store.state(sid).variables["hp"] == 89
-    store.edit(sid, Move(node=b, onto=c))  # b alone under c; c goes up to b's old parent
+    store.edit(sid, Move(node_id=b, parent_id=c))  # b alone under c; c goes up to b's old parent
     assert contents(store, sid)[:3] == ["a", "A storm rolls in.", "c"]
-    copied, _ = store.edit(sid, Copy(node=c, onto=a, subtree=True))
+    copied, _ = store.edit(sid, Copy(node_id=c, parent_id=a, subtree=True))
     assert len(copied.created) == 2
-    store.edit(sid, Rewrite(node=c, content="c, rewritten"))
+    store.edit(sid, Rewrite(node_id=c, content="c, rewritten"))
     assert store.node(sid, c).content == "c, rewritten"
-    store.edit(sid, Delete(node=injected.node_id))
+    store.edit(sid, Delete(node_id=injected.node_id))
     assert [n[0].id for n in store.trash(sid)] == [injected.node_id]
-    store.edit(sid, Restore(node=injected.node_id))
+    store.edit(sid, Restore(node_id=injected.node_id))
     assert store.trash(sid) == []
-    store.edit(sid, Delete(node=injected.node_id))
+    store.edit(sid, Delete(node_id=injected.node_id))
     count, _ = store.purge(sid)
     assert count == 3  # the injected node with c and b below it; the copies hang under a
     assert store.history(sid) == []  # purge cannot be undone, and clears the journal
@@ -147,7 +147,7 @@ def test_inject_move_copy_and_trash(store: Store, sid: str) -> None:
 
 def test_growing_the_tree_is_a_breakpoint(store: Store, sid: str) -> None:
     _, b = chain(store, sid, ("a", None), ("b", None))
-    store.edit(sid, Rewrite(node=b, content="B"))
+    store.edit(sid, Rewrite(node_id=b, content="B"))
     assert [e.action for e in store.history(sid)] == ["rewrite"]
     store.append(sid, "user", "more")
     assert store.history(sid) == []
@@ -157,7 +157,7 @@ def test_growing_the_tree_is_a_breakpoint(store: Store, sid: str) -> None:
 
 def test_a_journal_that_disagrees_is_cleared_not_followed(store: Store, sid: str) -> None:
     _, b = chain(store, sid, ("a", None), ("b", None))
-    store.edit(sid, Rewrite(node=b, content="B"))
+    store.edit(sid, Rewrite(node_id=b, content="B"))
     with store.write() as conn:  # a change behind the journal's back
         conn.execute(text("UPDATE nodes SET content = 'tampered' WHERE id = :i"), {"i": b})
     with pytest.raises(JournalMismatchError, match="cleared"):
@@ -169,7 +169,7 @@ def test_a_journal_that_disagrees_is_cleared_not_followed(store: Store, sid: str
 def test_the_journal_keeps_fifty_entries_and_snapshots(store: Store, sid: str) -> None:
     (a,) = chain(store, sid, ("a", None))
     for i in range(55):
-        store.edit(sid, Rewrite(node=a, content=f"v{i}"))
+        store.edit(sid, Rewrite(node_id=a, content=f"v{i}"))
     entries = store.history(sid)
     assert len(entries) == 50
     assert entries[-1].current and not entries[-1].undone
@@ -235,9 +235,9 @@ class EditorMachine(RuleBasedStateMachine):
             return
         node = data.draw(st.sampled_from(ids))
         if op == "rewrite":
-            self._edit(op, node=node, content=data.draw(st.text(max_size=4)))
+            self._edit(op, node_id=node, content=data.draw(st.text(max_size=4)))
         else:
-            self._edit(op, node=node)
+            self._edit(op, node_id=node)
 
     @rule(data=st.data(), op=st.sampled_from(["graft", "move", "copy"]))
     def two_nodes(self, data: st.DataObject, op: str) -> None:
@@ -248,22 +248,22 @@ class EditorMachine(RuleBasedStateMachine):
         node = data.draw(st.sampled_from(ids + parked))
         target = data.draw(st.sampled_from(ids))
         if op == "copy":
-            self._edit(op, node=node, onto=target, subtree=data.draw(st.booleans()))
+            self._edit(op, node_id=node, parent_id=target, subtree=data.draw(st.booleans()))
         else:
-            self._edit(op, node=node, onto=target)
+            self._edit(op, node_id=node, parent_id=target)
 
     @rule(data=st.data())
     def inject(self, data: st.DataObject) -> None:
         ids = self.ids()
         if ids:
             after = data.draw(st.sampled_from(ids))
-            self._edit("inject", after=after, role="system", content="injected")
+            self._edit("inject", parent_id=after, role="system", content="injected")
 
     @rule(data=st.data())
     def restore(self, data: st.DataObject) -> None:
         trashed = [part[0].id for part in self.store.trash(self.sid)]
         if trashed:
-            self._edit("restore", node=data.draw(st.sampled_from(trashed)))
+            self._edit("restore", node_id=data.draw(st.sampled_from(trashed)))
 
     @rule()
     def undo(self) -> None:
@@ -331,8 +331,8 @@ def test_undo_back_into_a_fragment_keeps_its_states(store: Store, sid: str) -> N
         ("a", [{"op": "append", "path": "flags", "value": "key"}]),
         ("b", [{"op": "remove", "path": "flags", "value": "key"}]),
     )
-    store.edit(sid, Prune(node=b))
-    store.edit(sid, Graft(node=b, onto=a))
+    store.edit(sid, Prune(node_id=b))
+    store.edit(sid, Graft(node_id=b, parent_id=a))
     store.undo(sid)
     assert [f[0].id for f in store.fragments(sid)] == [b]
     assert store.state(sid, b).variables["flags"] == []
@@ -380,8 +380,8 @@ def test_the_top_of_a_fragment_or_of_the_trash_is_its_own_only_sibling(store: St
     store.append(sid, "user", "a")
     b = store.append(sid, "assistant", "b")[0]
     c = store.append(sid, "user", "c")[0]
-    store.edit(sid, Prune(node=c.id))
-    store.edit(sid, Delete(node=b.id))
+    store.edit(sid, Prune(node_id=c.id))
+    store.edit(sid, Delete(node_id=b.id))
     for top in (b, c):
         turn = store.turn(sid, top.id)
         assert turn.siblings == [top.id] and turn.index == 0

@@ -25,17 +25,17 @@ NODE = "a1b2c3" * 5 + "d4"
 
 #: A valid body of every operation (the test below insists that none is missing).
 VALID: dict[str, dict[str, Any]] = {
-    "prune": {"node": NODE},
-    "delete": {"node": NODE},
-    "restore": {"node": NODE},
-    "toggle": {"node": NODE},
-    "checkout": {"node": NODE},
-    "graft": {"node": NODE, "onto": NODE},
-    "move": {"node": NODE, "onto": NODE},
-    "copy": {"node": NODE, "onto": NODE, "subtree": True},
-    "rewrite": {"node": NODE, "content": "new text"},
+    "prune": {"node_id": NODE},
+    "delete": {"node_id": NODE},
+    "restore": {"node_id": NODE},
+    "toggle": {"node_id": NODE},
+    "checkout": {"node_id": NODE},
+    "graft": {"node_id": NODE, "parent_id": NODE},
+    "move": {"node_id": NODE, "parent_id": NODE},
+    "copy": {"node_id": NODE, "parent_id": NODE, "subtree": True},
+    "rewrite": {"node_id": NODE, "content": "new text"},
     "inject": {
-        "after": NODE,
+        "parent_id": NODE,
         "role": "system",
         "content": "A storm.",
         "name": "Narrator",
@@ -79,8 +79,8 @@ def test_a_missing_field_is_refused_by_name(op: str) -> None:
 
 def test_the_fields_are_checked_strictly() -> None:
     refused = {
-        "node: String should have at least 6 characters": {"op": "prune", "node": "abc"},
-        "node: String should match pattern": {"op": "toggle", "node": "not-hex!"},
+        "node_id: String should have at least 6 characters": {"op": "prune", "node_id": "abc"},
+        "node_id: String should match pattern": {"op": "toggle", "node_id": "not-hex!"},
         "subtree: Input should be a valid boolean": {**VALID["copy"], "op": "copy", "subtree": 1},
         "role: Input should be 'system', 'user' or 'assistant'": {
             **VALID["inject"],
@@ -89,7 +89,7 @@ def test_the_fields_are_checked_strictly() -> None:
         },
         "content: Value error, content must not contain NUL": {
             "op": "rewrite",
-            "node": NODE,
+            "node_id": NODE,
             "content": "a\x00b",
         },
         "delta.0.value: Value error, numbers must be finite": {
@@ -110,16 +110,16 @@ def test_the_fields_are_checked_strictly() -> None:
 
 def test_an_unknown_operation_names_the_known_ones() -> None:
     with pytest.raises(InvalidOperationError, match=r"op: .*'prune'.*'checkout'"):
-        parse({"op": "explode", "node": NODE})
+        parse({"op": "explode", "node_id": NODE})
     with pytest.raises(InvalidOperationError, match="op: "):
         parse(["not", "an", "object"])
 
 
 def test_the_commands_are_frozen_values() -> None:
-    edit = Prune(node=NODE)
+    edit = Prune(node_id=NODE)
     with pytest.raises(ValidationError):
         edit.node = "b" * 32  # type: ignore[misc]
-    assert edit == Prune(node=NODE) and hash(edit) == hash(Prune(node=NODE))
+    assert edit == Prune(node_id=NODE) and hash(edit) == hash(Prune(node_id=NODE))
     assert isinstance(edit, EditCommand)
 
 
@@ -142,10 +142,10 @@ def test_a_batch_is_one_undo_step(store: Store) -> None:
     results, session = store.edits(
         sid,
         [
-            Rewrite(node=a, content="a2"),
-            Toggle(node=b),
-            Prune(node=c),
-            Inject(after=a, role="system", content="(a note)"),
+            Rewrite(node_id=a, content="a2"),
+            Toggle(node_id=b),
+            Prune(node_id=c),
+            Inject(parent_id=a, role="system", content="(a note)"),
         ],
         expected_version=before.session.version,
     )
@@ -158,19 +158,19 @@ def test_a_batch_is_one_undo_step(store: Store) -> None:
 
 def test_a_batch_with_one_refused_operation_changes_nothing(store: Store) -> None:
     sid, (a, b, _c, d) = story(store)
-    store.edit(sid, Rewrite(node=a, content="a, once"))
+    store.edit(sid, Rewrite(node_id=a, content="a, once"))
     before, history = store.tree(sid), store.history(sid)
     batch = [
-        Rewrite(node=b, content="changed"),
-        Toggle(node=b),
-        Graft(node=a, onto=d),  # a cycle
-        Prune(node=d),
+        Rewrite(node_id=b, content="changed"),
+        Toggle(node_id=b),
+        Graft(node_id=a, parent_id=d),  # a cycle
+        Prune(node_id=d),
     ]
     with pytest.raises(InvalidOperationError, match="cycle") as refused:
         store.edits(sid, batch)
     assert refused.value.operation == 2  # type: ignore[attr-defined]
     with pytest.raises(UnknownNodeError) as unknown:
-        store.edits(sid, [Toggle(node=b), Prune(node="ffffff")])
+        store.edits(sid, [Toggle(node_id=b), Prune(node_id="ffffff")])
     assert unknown.value.operation == 1  # type: ignore[attr-defined]
     assert store.tree(sid) == before
     assert store.history(sid) == history
@@ -178,7 +178,7 @@ def test_a_batch_with_one_refused_operation_changes_nothing(store: Store) -> Non
 
 def test_checkout_moves_head_and_undo_brings_it_back_with_the_batch(store: Store) -> None:
     sid, (a, b, c, d) = story(store)
-    result, session = store.edit(sid, Checkout(node=b))
+    result, session = store.edit(sid, Checkout(node_id=b))
     assert (result.action, result.node_id, result.head_id, result.head_moved) == (
         "checkout",
         b,
@@ -186,14 +186,14 @@ def test_checkout_moves_head_and_undo_brings_it_back_with_the_batch(store: Store
         True,
     )
     assert session.head_id == b and store.history(sid) == []  # not an undo step alone
-    assert store.edit(sid, Checkout(node=b))[0].head_moved is False
-    results, session = store.edits(sid, [Checkout(node=d), Rewrite(node=a, content="A")])
+    assert store.edit(sid, Checkout(node_id=b))[0].head_moved is False
+    results, session = store.edits(sid, [Checkout(node_id=d), Rewrite(node_id=a, content="A")])
     assert session.head_id == d and [r.action for r in results] == ["checkout", "rewrite"]
     store.undo(sid)
     assert store.session(sid).head_id == b and store.node(sid, a).content == "a"
-    store.edit(sid, Prune(node=c))
+    store.edit(sid, Prune(node_id=c))
     with pytest.raises(InvalidOperationError, match="in a fragment"):
-        store.edit(sid, Checkout(node=d))
+        store.edit(sid, Checkout(node_id=d))
 
 
 def test_the_transaction_shorthands_refuse_bad_fields_as_refused_edits(store: Store) -> None:

@@ -43,9 +43,9 @@ def branching(store: Store) -> str:
         store.append(sid, "assistant", f"a{i}")
     pruned, _ = store.add_sibling(sid, first.id, "a root beside")
     store.append(sid, "assistant", "under the pruned root")
-    store.edit(sid, Prune(node=pruned.id))
+    store.edit(sid, Prune(node_id=pruned.id))
     trashed, _ = store.add_sibling(sid, reply.id, "to the trash")
-    store.edit(sid, Delete(node=trashed.id))
+    store.edit(sid, Delete(node_id=trashed.id))
     return sid
 
 
@@ -69,9 +69,9 @@ def test_a_stale_tree_cursor_is_refused(store: Store) -> None:
     page = store.tree_page(sid, limit=4)
     assert page.after is not None
     # A node elsewhere changing does not stale the cursor.
-    store.edit(sid, Rewrite(node=page.items[0].id, content="rewritten"))
+    store.edit(sid, Rewrite(node_id=page.items[0].id, content="rewritten"))
     assert store.tree_page(sid, limit=4, after=page.after[:8]).items  # a prefix too
-    store.edit(sid, Delete(node=page.after))
+    store.edit(sid, Delete(node_id=page.after))
     with pytest.raises(StaleCursorError, match="no longer in the tree") as deleted:
         store.tree_page(sid, limit=4, after=page.after)
     assert deleted.value.code == "stale_cursor"
@@ -114,8 +114,8 @@ def test_history_pages(store: Store) -> None:
     sid = store.create_session(title="journal").id
     node, _ = store.append(sid, "user", "hello")
     for i in range(7):
-        store.edit(sid, Rewrite(node=node.id, content=f"hello {i}"))
-    store.edit(sid, Toggle(node=node.id))
+        store.edit(sid, Rewrite(node_id=node.id, content=f"hello {i}"))
+    store.edit(sid, Toggle(node_id=node.id))
     store.undo(sid)
     store.undo(sid)
     whole = store.history(sid)

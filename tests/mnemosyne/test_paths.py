@@ -91,13 +91,13 @@ def test_moving_head_and_growing_keep_every_kept_path_right(store: Store, sid: s
 @pytest.mark.parametrize(
     "edit",
     [
-        {"op": "rewrite", "node": 2, "content": "Rewritten."},
-        {"op": "toggle", "node": 2},
-        {"op": "delete", "node": 4},
-        {"op": "prune", "node": 4},
-        {"op": "inject", "after": 1, "role": "system", "content": "Injected."},
-        {"op": "move", "node": 5, "onto": 0},
-        {"op": "copy", "node": 4, "onto": 1},
+        {"op": "rewrite", "node_id": 2, "content": "Rewritten."},
+        {"op": "toggle", "node_id": 2},
+        {"op": "delete", "node_id": 4},
+        {"op": "prune", "node_id": 4},
+        {"op": "inject", "parent_id": 1, "role": "system", "content": "Injected."},
+        {"op": "move", "node_id": 5, "parent_id": 0},
+        {"op": "copy", "node_id": 4, "parent_id": 1},
     ],
     ids=lambda edit: edit["op"],
 )
@@ -137,12 +137,12 @@ def test_a_write_through_another_store_is_seen(store: Store, sid: str, database_
     made = chat(store, sid, 3)
     store.messages(sid)
     with Store.open(database_url) as other:
-        other.edit(sid, Rewrite(node=made[1], content="Changed elsewhere."))
+        other.edit(sid, Rewrite(node_id=made[1], content="Changed elsewhere."))
         assert cached(store, sid) == fresh(store, sid)
         assert cached(store, sid)[1][3] == "Changed elsewhere."
         # a growth elsewhere: this store did not make it, so it does not trust its paths
         other.append(sid, "user", "Elsewhere.")
-        other.edit(sid, Toggle(node=made[0]))
+        other.edit(sid, Toggle(node_id=made[0]))
     assert cached(store, sid, made[2]) == fresh(store, sid, made[2])
     assert made[0] not in [m.id for m in store.messages(sid)]
 
@@ -155,7 +155,7 @@ def test_a_write_by_another_process_is_seen(store: Store, sid: str, database_url
         "from mnemosyne import Store\n"
         "from mnemosyne.edits import Rewrite\n"
         "with Store.open(sys.argv[1]) as s:\n"
-        "    s.edit(sys.argv[2], Rewrite(node=sys.argv[3], content='From another process.'))\n"
+        "    s.edit(sys.argv[2], Rewrite(node_id=sys.argv[3], content='From another process.'))\n"
     )
     subprocess.run([sys.executable, "-c", probe, database_url, sid, made[2]], check=True)
     assert cached(store, sid)[2][3] == "From another process."
@@ -193,9 +193,9 @@ def test_a_prune_and_graft_are_seen(store: Store, sid: str) -> None:
     made = chat(store, sid, 3)
     store.messages(sid)
     store.messages(sid, made[3])
-    store.edit(sid, Prune(node=made[2]))
+    store.edit(sid, Prune(node_id=made[2]))
     assert cached(store, sid) == fresh(store, sid) == fresh(store, sid)[:2]
-    store.edit(sid, Graft(node=made[2], onto=made[0]))
+    store.edit(sid, Graft(node_id=made[2], parent_id=made[0]))
     for at in (None, *made):
         assert cached(store, sid, at) == fresh(store, sid, at)
     assert [m[0] for m in cached(store, sid, made[3])] == [made[0], made[2], made[3]]
@@ -224,7 +224,7 @@ def test_readers_in_threads_see_every_write(store: Store, sid: str) -> None:
             store.append(sid, "user", f"more {i}")
             if i % 3 == 0:
                 written[made[1]].add(f"edited {i}")
-                store.edit(sid, Rewrite(node=made[1], content=f"edited {i}"))
+                store.edit(sid, Rewrite(node_id=made[1], content=f"edited {i}"))
             store.checkout(sid, made[-1])
     finally:
         stop.set()

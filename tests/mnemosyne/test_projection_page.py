@@ -19,7 +19,7 @@ def test_every_window_is_a_slice_of_the_whole(store: Store) -> None:
     store.add_sibling(sid, ids[-1], "m12, again")
     store.checkout(sid, ids[-1])
     for hidden in (0, 5, 6):
-        store.edit(sid, Toggle(node=ids[hidden]))
+        store.edit(sid, Toggle(node_id=ids[hidden]))
     for disabled in (False, True):
         _, whole = store.projection_turns(sid, disabled=disabled)
         shown = [turn.node.id for turn in whole]
@@ -62,7 +62,7 @@ def test_refusals(store: Store) -> None:
         store.projection_page(sid, before=first.id)
     with pytest.raises(InvalidOperationError, match="not on the path"):  # pruned
         store.projection_page(sid, before=other.id)  # fine while on the path...
-        store.edit(sid, Prune(node=other.id))
+        store.edit(sid, Prune(node_id=other.id))
         store.projection_page(sid, before=other.id)
     empty = store.create_session(title="empty").id
     page = store.projection_page(empty)

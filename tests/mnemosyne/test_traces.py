@@ -88,7 +88,7 @@ def test_an_edit_in_place_since_is_reported(store: Store) -> None:
     grow(store, sid, 3)
     old = store.messages(sid)[2]
     node, _ = generate(store, sid)
-    store.edit(sid, Rewrite(node=old.id, content="I walk south instead."))
+    store.edit(sid, Rewrite(node_id=old.id, content="I walk south instead."))
     trace = store.trace(sid, node)
     assert trace is not None and not trace.verified
     assert "edited in place" in trace.problems[0]
@@ -102,7 +102,7 @@ def test_a_toggled_message_since_is_reported(store: Store) -> None:
     grow(store, sid, 3)
     old = store.messages(sid)[3]
     node, _ = generate(store, sid)
-    store.edit(sid, Toggle(node=old.id))
+    store.edit(sid, Toggle(node_id=old.id))
     trace = store.trace(sid, node)
     assert trace is not None and not trace.verified
     assert "5 enabled messages, not the 6 sent" in trace.problems[0]
@@ -142,7 +142,7 @@ def test_purging_a_generated_node_removes_its_trace(store: Store) -> None:
     sid = store.create_session().id
     grow(store, sid, 1)
     node, _ = generate(store, sid)
-    store.edit(sid, Delete(node=node))
+    store.edit(sid, Delete(node_id=node))
     store.purge(sid)
     with store.read() as conn:
         assert conn.execute(select(func.count()).select_from(traces)).scalar_one() == 0

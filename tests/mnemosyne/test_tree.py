@@ -251,7 +251,7 @@ def test_projection_turns_can_keep_the_disabled_nodes(store: Store) -> None:
     store.append(sid, "user", "Hi")
     ooc, _ = store.append(sid, "user", "(OOC: shorter please)")
     store.append(sid, "assistant", "Sure.")
-    store.edit(sid, Toggle(node=ooc.id))
+    store.edit(sid, Toggle(node_id=ooc.id))
     _, model_view = store.projection_turns(sid)
     assert [t.node.content for t in model_view] == ["Hi", "Sure."]
     _, chat_view = store.projection_turns(sid, disabled=True)

@@ -331,7 +331,7 @@ export class TreeView {
   }
 
   async relocate(op, node, onto) {
-    const operation = { op, node, onto };
+    const operation = { op, node_id: node, parent_id: onto };
     if (op === "copy") operation.subtree = true;
     const verb = { move: "Moving", copy: "Copying", graft: "Grafting" }[op];
     await this.app.edit([operation], `${verb} ${short(node)} onto ${short(onto)}`);
@@ -384,13 +384,13 @@ export class TreeView {
         el(
           "div.node-actions",
           {},
-          button("Set HEAD here", () => app.edit([{ op: "checkout", node: node.id }], "Checkout"), "Move HEAD to this node"),
-          button("Switch trunk here", () => app.edit([{ op: "checkout", node: this.leafOf(node.id) }], "Switching the trunk"), "Make this node's branch, down to its leaf, the story"),
+          button("Set HEAD here", () => app.edit([{ op: "checkout", node_id: node.id }], "Checkout"), "Move HEAD to this node"),
+          button("Switch trunk here", () => app.edit([{ op: "checkout", node_id: this.leafOf(node.id) }], "Switching the trunk"), "Make this node's branch, down to its leaf, the story"),
           button("Rewrite…", () => this.rewrite(node)),
           button("Inject after…", () => this.inject(node)),
-          button(node.enabled ? "Disable" : "Enable", () => app.edit([{ op: "toggle", node: node.id }], node.enabled ? "Disabling" : "Enabling"), "Hide from / show to the model"),
-          button("Prune", () => app.edit([{ op: "prune", node: node.id }], "Pruning"), "Cut this subtree off into the fragments, to graft elsewhere"),
-          button("Delete", () => app.edit([{ op: "delete", node: node.id }], "Deleting"), "Move this subtree to the trash"),
+          button(node.enabled ? "Disable" : "Enable", () => app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? "Disabling" : "Enabling"), "Hide from / show to the model"),
+          button("Prune", () => app.edit([{ op: "prune", node_id: node.id }], "Pruning"), "Cut this subtree off into the fragments, to graft elsewhere"),
+          button("Delete", () => app.edit([{ op: "delete", node_id: node.id }], "Deleting"), "Move this subtree to the trash"),
           button("Graft…", () => this.startPick("graft", node.id), "Then click the node to hang this subtree under"),
           button("Move…", () => this.startPick("move", node.id), "This node alone (its children stay): then click where to"),
           button("Copy…", () => this.startPick("copy", node.id), "A copy of the subtree: then click where to"),
@@ -408,8 +408,8 @@ export class TreeView {
     clear(panel).append(...parts.filter(Boolean));
     if (!node) return;
     try {
-      const requests = [app.api.get(app.path(`/state?at=${encodeURIComponent(node.id)}`))];
-      if (this.compare) requests.push(app.api.get(app.path(`/diff?a=${encodeURIComponent(node.id)}&b=${encodeURIComponent(this.compare)}`)));
+      const requests = [app.api.get(app.path(`/state?node_id=${encodeURIComponent(node.id)}`))];
+      if (this.compare) requests.push(app.api.get(app.path(`/diff?from_id=${encodeURIComponent(node.id)}&to_id=${encodeURIComponent(this.compare)}`)));
       const [state, diff] = await Promise.all(requests);
       if (sid !== app.sid || id !== this.selected) return;
       renderState(stateBox, state, null, `State after ${short(node.id)}`);
@@ -428,7 +428,7 @@ export class TreeView {
         el("span.grip", { text: kind === "fragment" ? "⠿" : "" }),
         el("span.what", { text: `${item.top.role}: ${preview(item.top.content, 40)}` }),
         el("span.muted", { text: ` (${item.size} node${item.size === 1 ? "" : "s"})` }),
-        kind === "trash" ? el("button", { type: "button", text: "Restore", onclick: () => this.app.edit([{ op: "restore", node: item.top.id }], "Restoring") }) : null,
+        kind === "trash" ? el("button", { type: "button", text: "Restore", onclick: () => this.app.edit([{ op: "restore", node_id: item.top.id }], "Restoring") }) : null,
       );
       if (kind === "fragment") {
         row.title = "Drag onto a node to graft it there";
@@ -482,7 +482,7 @@ export class TreeView {
 
   async rewrite(node) {
     const answer = await this.app.ask(`Rewrite ${short(node.id)} in place`, [{ name: "content", label: "Text", value: node.content, multiline: true }], [{ value: "ok", label: "Rewrite" }]);
-    if (answer) await this.app.edit([{ op: "rewrite", node: node.id, content: answer.content }], "Rewriting");
+    if (answer) await this.app.edit([{ op: "rewrite", node_id: node.id, content: answer.content }], "Rewriting");
   }
 
   async inject(node) {
@@ -494,6 +494,6 @@ export class TreeView {
       ],
       [{ value: "ok", label: "Inject" }],
     );
-    if (answer) await this.app.edit([{ op: "inject", after: node.id, role: answer.role, content: answer.content }], "Injecting");
+    if (answer) await this.app.edit([{ op: "inject", parent_id: node.id, role: answer.role, content: answer.content }], "Injecting");
   }
 }
