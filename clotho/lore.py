@@ -10,7 +10,7 @@ session; ``clotho import lorebook|card`` adds them to the current one.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from clotho.settings import Settings
     from mnemosyne import Node, Session, Store
     from orchestrator import Character
-    from planner import Planner
+    from planner import PlanCall, Planner
     from planner.cards import Card
     from planner.lorebook import Lorebook
     from planner.vectors import LoreIndex
@@ -47,6 +47,8 @@ CARD = "card"
 #: Larger files are refused before they are read (a card PNG is well under this); the
 #: largest tree file or chat :mod:`mnemosyne.jsontext` reads.
 MAX_FILE_BYTES = jsontext.MAX_FILE_BYTES
+
+log = logging.getLogger(__name__)
 
 
 def read_upload(path: Path) -> bytes:
@@ -189,10 +191,15 @@ def card_character(card: Card) -> Character:
 
 
 def session_planner(
-    store: Store, session_id: str, settings: Settings, campaign: Campaign | None
+    store: Store,
+    session_id: str,
+    settings: Settings,
+    campaign: Campaign | None,
+    plan_call: PlanCall | None = None,
 ) -> Planner:
     """The planner of a session: World Info over its books, with the vector index
-    unless switched off (``CLOTHO_VECTORS=false`` or ``[lore.vectors] enabled = false``).
+    unless switched off (``CLOTHO_VECTORS=false`` or ``[lore.vectors] enabled = false``),
+    planning with ``plan_call`` if given (else by rules).
 
     Raises:
         PlannerError: a stored book no longer parses.
@@ -206,14 +213,15 @@ def session_planner(
     scan = campaign.lore.scan if campaign else None
     vectors = campaign.lore.vectors if campaign else VectorSettings()
     index = lore_index(settings, books) if vectors.enabled and settings.vectors else None
-    return LorePlanner(books, scan, index=index, vectors=vectors)
+    return LorePlanner(books, scan, index=index, vectors=vectors, plan_call=plan_call)
 
 
 def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
     """The vector index with ``books`` synced into it (only changed entries are
-    embedded again), or ``None`` with a warning on stderr if it cannot be used (the
-    local embedding model not installed, the Chroma server down): lore is then found
-    by keywords only."""
+    embedded again), or ``None`` if it cannot be used (the local embedding model not
+    installed, the Chroma server down): lore is then found by keywords only, and a
+    warning says why (logged by ``clotho.lore``: the command line shows it on stderr, a
+    server in its log)."""
     from planner import RetrievalError
     from planner.vectors import LoreIndex
 
@@ -235,7 +243,7 @@ def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
         for book in books:
             index.sync(book)
     except RetrievalError as error:
-        sys.stderr.write(f"warning: lore is found by keywords only: {error}\n")
+        log.warning("lore is found by keywords only: %s", error)
         return None
     return index
 

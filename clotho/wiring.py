@@ -40,26 +40,43 @@ def session_campaign(store: Store, session_id: str) -> Campaign | None:
 
 
 def session_engine(
-    settings: Settings, store: Store, session_id: str, *, require_model: bool = True
+    settings: Settings,
+    store: Store,
+    session_id: str,
+    *,
+    require_model: bool = True,
+    close_clients: bool = True,
 ) -> Engine:
-    """The engine that plays a session's turns: its campaign, its card, its lore.
+    """The engine that plays a session's turns: its campaign, its card, its lore (made
+    by :func:`orchestrator.build_engine`, the planner given its model call when the
+    campaign plans by model).
 
     ``require_model=False`` is for what needs no model call (previewing lore): with no
     model configured, the window is the default one and tokens are counted with
-    litellm's default tokenizer.
+    litellm's default tokenizer. ``close_clients``: whether the engine's ``aclose``
+    closes the model clients of the event loop (a server, which keeps many engines,
+    closes them once at shutdown instead).
+
+    Blocking (it reads the store, and may embed the lore): run it in a thread from a
+    running event loop.
 
     Raises:
         NoModelError: no model is configured (and one is required).
         CampaignError, PlannerError: the campaign or the session's lore is broken.
     """
     from clotho.lore import session_card, session_planner
-    from orchestrator import Engine
+    from orchestrator import build_engine
 
     campaign = session_campaign(store, session_id)
     setup = turn_setup(
         settings, campaign, session_card(store, session_id), require_model=require_model
     )
-    return Engine(store, setup, planner=session_planner(store, session_id, settings, campaign))
+    return build_engine(
+        store,
+        setup,
+        planner=lambda call: session_planner(store, session_id, settings, campaign, call),
+        close_clients=close_clients,
+    )
 
 
 def turn_setup(
@@ -112,14 +129,32 @@ def turn_setup(
     )
 
 
-def preview_lore(settings: Settings, store: Store, session_id: str, text: str) -> dict[str, Any]:
+async def preview_lore(
+    settings: Settings, store: Store, session_id: str, text: str, *, close_clients: bool = False
+) -> dict[str, Any]:
     """Which entries would fire if ``text`` were the next message at HEAD, and why:
     ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
-    (nothing is generated or stored)."""
+    (nothing is generated or stored). The engine is built in a worker thread (reading
+    the lore and its index, importing the tokenizer's litellm: seconds), so the event
+    loop keeps serving meanwhile.
+    ``close_clients``: close the model clients of the event loop after (a command's
+    edge; a server closes them at shutdown)."""
     import asyncio
 
-    engine = session_engine(settings, store, session_id, require_model=False)
-    plan, retrieval = asyncio.run(engine.preview_lore(session_id, text))
+    def build() -> Engine:
+        from orchestrator import Gateway
+
+        engine = session_engine(
+            settings, store, session_id, require_model=False, close_clients=close_clients
+        )
+        Gateway.counter(engine.setup.model)  # litellm's import (seconds), off the loop
+        return engine
+
+    engine = await asyncio.to_thread(build)
+    try:
+        plan, retrieval = await engine.preview_lore(session_id, text)
+    finally:
+        await engine.aclose()
     fired = [
         {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
         for hit in retrieval.hits

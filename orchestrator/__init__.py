@@ -1,11 +1,13 @@
 """The turn loop (a LangGraph graph) and the model gateway (litellm).
 
 :class:`Engine` plays turns (say, reroll, edit, continue, impersonate) on the
-sessions of a :class:`mnemosyne.Store`; :class:`Gateway` makes the model calls;
+sessions of a :class:`mnemosyne.Store`, and :func:`build_engine` makes one (gateway,
+planner given its model call, engine); :class:`Gateway` makes the model calls;
 :mod:`orchestrator.loopback` serves a scripted model over the OpenAI protocol on
 loopback (the demo and the tests use it).
 """
 
+from .build import PlannerFactory, build_engine, plan_call
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import Completion, Gateway
@@ -21,10 +23,13 @@ __all__ = [
     "ModelConfig",
     "ModelError",
     "OrchestratorError",
+    "PlannerFactory",
     "TurnError",
     "TurnInterrupted",
     "TurnKind",
     "TurnRequest",
     "TurnResult",
     "TurnSetup",
+    "build_engine",
+    "plan_call",
 ]

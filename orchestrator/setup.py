@@ -59,7 +59,8 @@ class TurnSetup:
     planner_model: ModelConfig | None = None
     """The model that plans lore lookups (default: ``model``), when ``plan_by_model``."""
     plan_by_model: bool = False
-    """Whether a model call proposes what lore to look up (else rules do)."""
+    """Whether a model call proposes what lore to look up (else rules do):
+    :func:`orchestrator.build_engine` then gives the planner that call."""
     templates: Templates = field(default_factory=Templates)
     character: Character = field(default_factory=Character)
     player: str = "Player"

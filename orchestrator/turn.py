@@ -146,7 +146,20 @@ class TurnState(TypedDict, total=False):
 
 
 class Engine:
-    """Plays turns on a store's sessions."""
+    """Plays turns on a store's sessions.
+
+    Build one with :func:`orchestrator.build_engine`, which gives the planner its model
+    call when the setup plans by model.
+
+    Args:
+        gateway: the engine's gateway (one per engine: it holds the reply being
+            streamed, which :meth:`interrupt` stops); ``None``: a new one.
+        planner: the session's planner (``None``: a :class:`planner.RuleBasedPlanner`).
+        close_clients: whether :meth:`aclose` closes the model clients of the running
+            event loop. litellm keeps its HTTP clients per loop for the whole process,
+            shared by every gateway: a server with many engines closes them once, at
+            shutdown, not when one engine goes. Default: when no gateway was given.
+    """
 
     def __init__(
         self,
@@ -155,28 +168,17 @@ class Engine:
         *,
         gateway: Gateway | None = None,
         planner: Planner | None = None,
+        close_clients: bool | None = None,
     ) -> None:
         self.store = store
         self.setup = setup
+        self._close_clients = gateway is None if close_clients is None else close_clients
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
         self._running: _Running | None = None
-        if setup.plan_by_model and hasattr(self.planner, "ask"):
-            self.planner.ask = self._ask_plan  # the lore planner plans with a model call
+        self.closed = False
+        """:meth:`aclose` was called."""
         self._graph = self._compile()
-
-    async def _ask_plan(self, scope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The planning call: the ``plan`` template, sent to the planner's model."""
-        config = self.setup.plan_caller
-        messages = [{"role": "system", "content": self.setup.templates.render("plan", scope)}]
-        answer = await self.gateway.complete(config, messages)
-        return answer.content, {
-            "model": config.model,
-            "messages": messages,
-            "output": answer.content,
-            "usage": answer.usage,
-            "latency_ms": round(answer.latency_ms, 2),
-        }
 
     def _compile(self) -> Any:
         from langgraph.graph import END, START, StateGraph
@@ -253,8 +255,12 @@ class Engine:
         return planned["plan"], await self.planner.retrieve(planned["plan"], planned["context"])
 
     async def aclose(self) -> None:
-        """Release the model clients of the running event loop (before it ends)."""
-        await self.gateway.aclose()
+        """Release what the engine holds (call it before the event loop ends): the model
+        clients of the running loop if it closes them (``close_clients``). A turn still
+        running is not stopped."""
+        self.closed = True
+        if self._close_clients:
+            await self.gateway.aclose()
 
     def interrupt(self) -> bool:
         """Stop the turn being played, keeping what the player typed or saw (Ctrl+C);

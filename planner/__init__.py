@@ -6,7 +6,7 @@ and Clotho's world-state conditions on entries. The turn loop sees only the
 interface of :mod:`planner.base`.
 """
 
-from .base import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
+from .base import LoreHit, Plan, PlanCall, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from .errors import CardError, ConditionError, LorebookError, PlannerError, RetrievalError
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "LoreHit",
     "LorebookError",
     "Plan",
+    "PlanCall",
     "PlanContext",
     "Planner",
     "PlannerError",

@@ -3,23 +3,32 @@
 The turn loop calls :meth:`Planner.plan` (what to look up, with its reasoning) then
 :meth:`Planner.retrieve` (the entries for the prompt, each with the reason it was
 chosen, the notable misses with theirs, and the lore's timed effects to store on the
-new node).
+new node). A planner that plans with a model call is given that call (a
+:data:`PlanCall`) when it is made: the planner knows nothing of models or gateways.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
     "LoreHit",
     "Plan",
+    "PlanCall",
     "PlanContext",
     "Planner",
     "Retrieval",
     "RuleBasedPlanner",
 ]
+
+
+#: The model call a planner may plan with: given the ``plan`` template's context, the
+#: model's answer (text) and a record of the call (model, messages, output, usage) for
+#: the trace. ``orchestrator.build_engine`` makes it from the turn's gateway and
+#: templates, and hands it to the planner it builds.
+PlanCall = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any]]]]
 
 
 def _bytes(text: str) -> int:
@@ -123,6 +132,8 @@ class Retrieval:
 
 
 class Planner(Protocol):
+    """Chooses a turn's lore: :meth:`plan` what to look up, then :meth:`retrieve` it."""
+
     async def plan(self, context: PlanContext) -> Plan: ...
 
     async def retrieve(self, plan: Plan, context: PlanContext) -> Retrieval: ...

@@ -19,12 +19,12 @@ import json
 import random
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import LoreHit, Plan, PlanContext, Retrieval
+from .base import LoreHit, Plan, PlanCall, PlanContext, Retrieval
 from .conditions import parse_condition
 from .errors import ConditionError, RetrievalError
 from .lorebook import Entry, Lorebook
@@ -33,7 +33,7 @@ from .worldinfo import ScanResult, ScanSettings, WorldInfo
 if TYPE_CHECKING:
     from .vectors import LoreIndex
 
-__all__ = ["Ask", "LorePlanner", "VectorSettings", "entry_placement"]
+__all__ = ["LorePlanner", "VectorSettings", "entry_placement"]
 
 _ROLES = {0: "system", 1: "user", 2: "assistant"}
 
@@ -52,9 +52,6 @@ class VectorSettings(BaseModel):
     """The query is the newest this-many messages."""
 
 
-#: The model-call plan: given the plan template's context, the model's answer (text)
-#: and a record of the call (model, messages, usage) for the trace.
-Ask = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any]]]]
 MAX_QUERIES = 4
 
 
@@ -88,7 +85,7 @@ class LorePlanner:
         vectors: how the index is used.
         seed: the random seed of probability rolls and inclusion groups (``None``:
             a fresh one each turn; it is recorded in the trace either way).
-        ask: plan with a model call (strategy ``model``): it proposes what to look up
+        plan_call: plan with a model call (strategy ``model``): it proposes what to look up
             by meaning, with its reasoning; ``None`` plans by rules. A failed or
             unreadable answer falls back to the rules, and the plan says why.
     """
@@ -101,7 +98,7 @@ class LorePlanner:
         index: LoreIndex | None = None,
         vectors: VectorSettings | None = None,
         seed: int | None = None,
-        ask: Ask | None = None,
+        plan_call: PlanCall | None = None,
     ) -> None:
         self.books = list(books)
         self.settings = settings or ScanSettings()
@@ -109,7 +106,7 @@ class LorePlanner:
         self.index = index
         self.vectors = vectors or VectorSettings()
         self.seed = seed
-        self.ask = ask
+        self.plan_call = plan_call
         self._entries = {
             f"{book.name}:{entry.uid}": entry for book in self.books for entry in book.entries
         }
@@ -128,7 +125,7 @@ class LorePlanner:
         if queries:
             reasoning += "; search by meaning for what the newest messages talk about"
         rules = Plan("rules", reasoning, queries)
-        if self.ask is None:
+        if self.plan_call is None:
             return rules
         return await self._model_plan(context, rules)
 
@@ -144,9 +141,9 @@ class LorePlanner:
             "max_queries": MAX_QUERIES,
             "messages": [{"speaker": _speaker(m, context), "text": m.content} for m in recent],
         }
-        assert self.ask is not None
+        assert self.plan_call is not None
         try:
-            answer, call = await self.ask(scope)
+            answer, call = await self.plan_call(scope)
         except Exception as error:  # noqa: BLE001 - any failure of the call: plan by rules
             return _fallback(rules, f"the planning call failed ({error})", None)
         parsed = _parse_plan(answer)

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from clotho.settings import Settings
 from mnemosyne import ConflictError, Session, Store
 
+from .engines import EngineCache, SessionTurnLock, TurnLocks
 from .problems import ApiError
 
 if TYPE_CHECKING:
@@ -105,38 +109,57 @@ def check_version(session: Session, expected: int | None) -> None:
 
 
 class ApiContext:
-    """The state of one server process."""
+    """The state of one server process: its settings and store, the engines of the
+    sessions played last (:data:`MAX_ENGINES`, the least recently used closed when it
+    goes), one turn at a time per session (:attr:`turn_locks`), and the tasks to wait
+    for at shutdown (:attr:`tasks`)."""
 
     def __init__(self, settings: Settings, store: Store, token: str | None) -> None:
         self.settings = settings
         self.store = store
         self.token = token
-        self._engines: dict[str, tuple[Any, Engine]] = {}
-        self._turn_locks: dict[str, asyncio.Lock] = {}
+        self.turn_locks = TurnLocks()
+        self._engines = EngineCache(MAX_ENGINES, busy=self.turn_locks.in_use)
         self.tasks: set[asyncio.Task[Any]] = set()
 
-    def engine(self, session_id: str) -> Engine:
-        """The engine that plays a session (kept while its documents stay the same)."""
+    async def engine(self, session_id: str) -> Engine:
+        """The engine that plays a session (kept while its documents stay the same; one
+        let go is closed). Built in a worker thread: reading the lore blocks.
+
+        Raises:
+            NoModelError: no model is configured.
+            CampaignError, PlannerError: the campaign or the session's lore is broken.
+        """
         from clotho.wiring import session_engine
 
-        key = tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
-        known = self._engines.pop(session_id, None)  # put back last: recently used
-        if known is not None and known[0] == key:
-            self._engines[session_id] = known
-            return known[1]
-        engine = session_engine(self.settings, self.store, session_id)
-        self._engines[session_id] = (key, engine)
-        while len(self._engines) > MAX_ENGINES:  # the least recently used goes
-            self._engines.pop(next(iter(self._engines)))
+        key = await run_in_threadpool(self._documents_key, session_id)
+        known = self._engines.get(session_id, key)
+        if known is not None:
+            return known
+        engine = await run_in_threadpool(
+            partial(session_engine, self.settings, self.store, session_id, close_clients=False)
+        )
+        for gone in self._engines.put(session_id, key, engine):
+            await gone.aclose()
         return engine
 
-    def turn_lock(self, session_id: str) -> asyncio.Lock:
-        """One turn at a time per session in this process (they share an engine)."""
-        return self._turn_locks.setdefault(session_id, asyncio.Lock())
+    def _documents_key(self, session_id: str) -> tuple[tuple[str, str, str], ...]:
+        return tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
+
+    def turn_lock(self, session_id: str) -> SessionTurnLock:
+        """One turn at a time per session in this process (they share an engine):
+        ``async with ctx.turn_lock(session_id)``. It is forgotten when no turn holds it
+        or waits for it."""
+        return self.turn_locks(session_id)
 
     async def aclose(self) -> None:
+        """Wait for the tasks (30 s each at most), close the engines, then the model
+        clients the engines shared (litellm's, of this event loop)."""
         for task in list(self.tasks):
             await asyncio.wait([task], timeout=30)
-        for _, engine in self._engines.values():
+        for engine in self._engines.clear():
             await engine.aclose()
-        self._engines.clear()
+        if "litellm" in sys.modules:  # else no model client was ever made (nor imported)
+            from orchestrator import Gateway
+
+            await Gateway().aclose()

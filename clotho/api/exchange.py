@@ -261,15 +261,15 @@ def lorebooks(store: StoreDep, session_id: str) -> Response:
     summary="Which lore would fire for a message",
     response_model=list[LoreHitOut] | dict[str, list[dict]],
 )
-def lore_test(
+async def lore_test(
     ctx: ContextDep, session_id: str, body: LoreTestBody, skipped: bool = False
 ) -> Response:
     """The entries that would fire if `text` were the next message at HEAD, and why
     (nothing is generated or stored). `?skipped=true`: `{"fired": [...], "skipped":
     [...]}`, the skipped being the entries that could have fired and did not, each with
     why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
-    session = ctx.store.session(session_id)
-    preview = preview_lore(ctx.settings, ctx.store, session.id, body.text)
+    session = await run_in_threadpool(ctx.store.session, session_id)
+    preview = await preview_lore(ctx.settings, ctx.store, session.id, body.text)
     if skipped:
         return document({"fired": preview["fired"], "skipped": preview["skipped"]}, session)
     return document(preview["fired"], session)

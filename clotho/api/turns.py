@@ -156,7 +156,7 @@ def _prepare(ctx: ApiContext, session_id: str, body: TurnBody, expected: int | N
     check_version(session, expected)
     request = TurnRequest(body.kind, text=body.text, node=body.node_id)
     locate_turn(ctx.store, session.id, request)
-    return session, request, ctx.engine(session.id)
+    return session, request
 
 
 def _accepts_events(
@@ -202,9 +202,8 @@ async def _start(
             response.status_code = 200
             response.headers["Location"] = _path(known)
             return known
-    session, turn_request, engine = await run_in_threadpool(
-        _prepare, ctx, session_id, body, expected
-    )
+    session, turn_request = await run_in_threadpool(_prepare, ctx, session_id, body, expected)
+    engine = await ctx.engine(session.id)
     if key is not None:  # another request with the key may have started it meanwhile
         known = _same_key(registry, session.id, key, asked)
         if known is not None:
@@ -224,7 +223,8 @@ async def _start(
 
 
 def _same_key(registry: TurnRegistry, session_id: str, key: str, asked: Asked) -> Turn | None:
-    """The turn this key started, if this process still knows it.
+    """The turn this key started, if this process still knows it (a turn that failed
+    stored nothing: its key may start the turn again).
 
     Raises:
         IdempotencyKeyReusedError: the key started another turn (422).
@@ -232,7 +232,7 @@ def _same_key(registry: TurnRegistry, session_id: str, key: str, asked: Asked) -
     known = registry.by_key(session_id, key)
     if known is not None and known.asked != asked:
         raise IdempotencyKeyReusedError(key)
-    return known
+    return None if known is None or known.status == "failed" else known
 
 
 async def _play(
@@ -275,19 +275,21 @@ async def _play(
         problem = problem_of(error, f"/api/sessions/{turn.session_id}/turns")
         turn.end("failed", "error", problem, problem=problem)
     finally:
+        if not turn.ended:  # its followers wait for a last event, whatever happened
+            gone = problem_of(RuntimeError("the turn stopped unexpectedly"))
+            turn.end("failed", "error", gone, problem=gone)
         registry.ended(turn)
 
 
 async def _end_cancelled(ctx: ApiContext, turn: Turn, user_node_id: str | None) -> None:
-    session = await run_in_threadpool(ctx.store.session, turn.session_id)
-    turn.end(
-        "cancelled",
-        "cancelled",
-        lambda: _status(turn),
-        user_node_id=user_node_id,
-        version=session.version,
-        head_id=session.head_id,
-    )
+    """End the turn ``cancelled``, with the session's version and HEAD after it."""
+    try:
+        session = await run_in_threadpool(ctx.store.session, turn.session_id)
+        where: dict[str, Any] = {"version": session.version, "head_id": session.head_id}
+    except Exception:  # the database is gone: the turn ends all the same
+        log.exception("reading session %s after a cancelled turn", turn.session_id)
+        where = {}
+    turn.end("cancelled", "cancelled", lambda: _status(turn), user_node_id=user_node_id, **where)
 
 
 def _abandoned(turn: Turn, engine: Engine) -> None:

@@ -3,93 +3,124 @@
 A server that only starts listening would make its first turn pay for everything the
 model side loads on first use (litellm and its route, LangGraph, the templates, the
 tokenizer, the lore's embedding model): seconds on "starting…". :class:`Warmup` loads
-them in a thread as soon as the server starts, by the same code a turn runs: the engine
-of the session changed last (its campaign, card, lore and vector index), and a model
-call that litellm answers itself (:meth:`orchestrator.Gateway.warm`). ``GET
-/api/health`` says ``warming`` until it is done, then ``ready``; the server's output
+them as soon as the server starts, in a task of the server's event loop, by the same
+code a turn runs: the engine of the session changed last (its campaign, card, lore and
+vector index), and a model call that litellm answers itself
+(:meth:`orchestrator.Gateway.warm`). What blocks (imports, reading the lore, the
+tokenizer) runs in worker threads, so the server answers meanwhile. ``GET /api/health``
+says ``warming`` until it is done, then ``ready``; the server's log (``clotho.api.warm``)
 says both. A turn that comes sooner waits only for what is still loading.
 
-Nothing here is needed for correctness: a failure is reported in one line and the
-server stays up (the first turn then meets the problem, and names it).
+Nothing here is needed for correctness: a failure is logged in one line and the server
+stays up (the first turn then meets the problem, and names it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
-import threading
+import logging
 import time
 from typing import TYPE_CHECKING, Literal
 
+from starlette.concurrency import run_in_threadpool
+
 if TYPE_CHECKING:
+    from orchestrator import Engine, ModelConfig
+
     from .context import ApiContext
 
 __all__ = ["Warmup"]
+
+log = logging.getLogger(__name__)
 
 WarmState = Literal["warming", "ready"]
 
 
 class Warmup:
-    """Loads the model side of a server once, in a daemon thread."""
+    """Loads the model side of a server once, in a task of its event loop."""
 
     def __init__(self) -> None:
-        self._done = threading.Event()
-        self._done.set()  # nothing is warming until start()
+        self._task: asyncio.Task[None] | None = None
         self.seconds: float | None = None
 
     @property
     def state(self) -> WarmState:
-        return "ready" if self._done.is_set() else "warming"
+        return "warming" if self._task is not None and not self._task.done() else "ready"
 
     async def wait(self) -> None:
         """Until the warm-up is done (at once if it is): a turn that comes sooner uses
         what it loads instead of loading the same things beside it."""
-        if not self._done.is_set():
-            await asyncio.to_thread(self._done.wait)
+        if self._task is not None and not self._task.done():
+            await asyncio.wait([self._task])
 
     def start(self, ctx: ApiContext) -> None:
-        """Begin warming the server of ``ctx`` (returns at once)."""
-        self._done.clear()
-        threading.Thread(target=self._run, args=(ctx,), name="clotho-warmup", daemon=True).start()
+        """Begin warming the server of ``ctx`` (returns at once; call it from the
+        server's event loop). The task is one of ``ctx.tasks``: shutdown waits for it."""
+        self._task = asyncio.get_running_loop().create_task(self._run(ctx), name="clotho-warmup")
+        ctx.tasks.add(self._task)
+        self._task.add_done_callback(ctx.tasks.discard)
 
-    def _run(self, ctx: ApiContext) -> None:
+    async def _run(self, ctx: ApiContext) -> None:
         started = time.perf_counter()
-        _say("warming up what the first turn needs (the model client, templates, lore)…")
+        log.info("warming up what the first turn needs (the model client, templates, lore)…")
         try:
-            _warm(ctx)
+            await _warm(ctx)
         except Exception as error:  # noqa: BLE001 - a failed warm-up must not stop the server
-            _say(f"warming up failed, the first turn will load what it needs: {error}")
+            log.warning("warming up failed, the first turn will load what it needs: %s", error)
         else:
             self.seconds = time.perf_counter() - started
-            _say(f"ready for the first turn (warmed up in {self.seconds:.1f} s)")
-        finally:
-            self._done.set()
+            log.info("ready for the first turn (warmed up in %.1f s)", self.seconds)
 
 
-def _say(line: str) -> None:
-    sys.stderr.write(f"clotho: {line}\n")
-    sys.stderr.flush()
-
-
-def _warm(ctx: ApiContext) -> None:
+async def _warm(ctx: ApiContext) -> None:
     """What a first turn loads: the engine of the session changed last, kept by the
     server for its turns (its campaign, card, lore, vector index, templates, LangGraph),
     or with no session or no model configured, the turn loop and the package's templates;
     then the model client and its tokenizer."""
-    from clotho.wiring import NoModelError, turn_setup
-    from orchestrator import Engine, Gateway
-    from prompts import TEMPLATE_NAMES
+    from clotho.wiring import NoModelError
 
-    sessions = ctx.store.sessions()
+    sessions = await run_in_threadpool(ctx.store.sessions)
     engine = None
     if sessions:
         with contextlib.suppress(NoModelError):  # warmed with no model below
-            engine = ctx.engine(sessions[0].id)
+            engine = await ctx.engine(sessions[0].id)  # kept by the server
+    kept = engine is not None
     if engine is None:
-        engine = Engine(ctx.store, turn_setup(ctx.settings, None, require_model=False))
+        engine = await run_in_threadpool(_engine_without_session, ctx)
+    try:
+        await run_in_threadpool(_compile_templates, engine)
+        model = engine.setup.model
+        if model.model != "none":
+            await run_in_threadpool(_load_model_side, model)
+            # what is left: litellm's first (mock) call, on this loop, as a turn makes it
+            await engine.gateway.warm(model)
+    finally:
+        if not kept:
+            await engine.aclose()
+
+
+def _engine_without_session(ctx: ApiContext) -> Engine:
+    from clotho.wiring import turn_setup
+    from orchestrator import build_engine
+
+    setup = turn_setup(ctx.settings, None, require_model=False)
+    return build_engine(ctx.store, setup, close_clients=False)
+
+
+def _compile_templates(engine: Engine) -> None:
+    from prompts import TEMPLATE_NAMES
+
     for name in TEMPLATE_NAMES:
         engine.setup.templates.used(name)  # read and compiled
-    if engine.setup.model.model != "none":
-        # a call litellm answers itself opens no connection: nothing to close after it
-        asyncio.run(Gateway().warm(engine.setup.model))
+
+
+def _load_model_side(model: ModelConfig) -> None:
+    """litellm imported, the model's route worked out, its tokenizer and window loaded:
+    the blocking part of the model side, in a worker thread."""
+    from orchestrator import Gateway
+    from orchestrator.gateway import route
+
+    route(model)
+    Gateway.counter(model)("warm")
+    Gateway.context_window(model)

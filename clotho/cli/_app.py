@@ -24,6 +24,8 @@ from clotho.settings import Settings
 from mnemosyne import ConflictError, MnemosyneError, Store
 from planner.errors import PlannerError
 
+from .logs import show_warnings
+
 __all__ = [
     "EXIT_CONFLICT",
     "EXIT_FAILED",
@@ -246,6 +248,7 @@ def command(group: typer.Typer, name: str | None = None, **kwargs: Any) -> Calla
             for key in _GLOBALS:
                 mine = values.pop(key)
                 options[key] = mine if mine not in (None, False) else inherited.get(key)
+            show_warnings()  # what the library logs, on stderr
             cli = Cli(options)
             try:
                 return fn(cli, **values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -123,7 +124,10 @@ def lore_test(
 ) -> None:
     """Which entries would fire if TEXT were the next message at HEAD, and why (and which
     did not: a rule, a roll, the budget, a regex key that took too long)."""
-    preview = preview_lore(cli.settings, cli.store, cli.session_id(), text)
+    session_id = cli.session_id()
+    preview = asyncio.run(
+        preview_lore(cli.settings, cli.store, session_id, text, close_clients=True)
+    )
     fired, skipped = preview["fired"], preview["skipped"]
 
     def show() -> None:

@@ -59,6 +59,8 @@ def serve(
 
     from clotho.api.auth import TOKEN_FILE, check_host, resolve_token, served_hosts
 
+    from .logs import server_log_config
+
     settings = cli.settings.model_copy(
         update={
             "allowed_hosts": [*cli.settings.allowed_hosts, *(allowed_hosts or ())],
@@ -90,6 +92,7 @@ def serve(
             host=host,
             port=port,
             log_level="warning",
+            log_config=server_log_config(),
         )
         return
     # Each worker builds its app from the environment: hand it everything given here.
@@ -110,4 +113,5 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        log_config=server_log_config(),
     )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mnemosyne import Store
-from orchestrator import Character, Engine, ModelConfig, TurnSetup
+from orchestrator import Character, Engine, ModelConfig, TurnSetup, build_engine
 from orchestrator.loopback import ModelServer
 from planner.lore import LorePlanner
 from planner.lorebook import parse_world_info
@@ -170,13 +170,13 @@ def test_a_model_call_can_plan_and_its_reasoning_is_kept(
         {"reasoning": "The hero meets a goblin: recall goblins.", "queries": ["goblins"]}
     )
     server = serve(Planning(["The goblin hisses.", "Quiet."], [plan, "no idea"]))
-    engine = Engine(
+    engine = build_engine(
         store,
         TurnSetup(
             model=ModelConfig("openai/gm", api_base=server.url, retries=0),
             plan_by_model=True,
         ),
-        planner=LorePlanner([BOOK], seed=3),
+        planner=lambda call: LorePlanner([BOOK], seed=3, plan_call=call),
     )
     first = play(engine, sid, "say", text="A goblin!")
     trace = store.trace(sid, first.node.id)
