@@ -120,6 +120,22 @@ def test_a_retry_with_the_same_idempotency_key_does_not_play_twice(
     assert len(client.get(f"/api/sessions/{sid}/tree").json()["nodes"]) == 2
 
 
+def test_a_turn_that_failed_is_played_again_with_its_key(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Scripted([Reply(status=401, error="Incorrect API key"), "Now it works."]))
+    client = make_client(server)
+    sid = session(client)
+    body, key = {"kind": "say", "text": "Hello?"}, {"Idempotency-Key": "hello-1"}
+    failed = events(play(client, sid, body, headers=key))
+    assert failed[-1][0] == "error"  # nothing was stored: the key may try again
+    again = play(client, sid, body, headers=key)
+    assert again.status_code == 201 and events(again)[-1][0] == "node"
+    assert events(again)[0][1]["turn_id"] != failed[0][1]["turn_id"]
+    replayed = play(client, sid, body, headers=key)
+    assert replayed.status_code == 200 and events(replayed) == events(again)[-1:]
+
+
 def test_an_ended_turns_events_replay_its_last_event(
     make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
 ) -> None:
