@@ -43,7 +43,7 @@ from .models import (
 from .pages import Page
 from .protocols import TurnStore, TurnTransaction
 from .state import PERMISSIVE, StateSchema, Variable, schema_from_mapping
-from .store import SessionTransaction, Store
+from .store import ProjectionPage, SessionTransaction, Store
 from .traces import Trace
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "NodeRecord",
     "NotFoundError",
     "Page",
+    "ProjectionPage",
     "Role",
     "SchemaError",
     "SchemaStatus",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -27,7 +27,7 @@ from .errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from .models import Message, Node, Session, TurnView, parse_utc
+from .models import Node, Session, parse_utc
 
 #: A row read by its columns' names (``row.pk``), whatever they are.
 NamedRow = Row[*tuple[Any, ...]]
@@ -317,38 +317,6 @@ def sibling_lists(
     return out
 
 
-def turn_views(conn: Connection, record: SessionRecord, pks: Sequence[int]) -> list[TurnView]:
-    """The nodes ``pks`` (placed nodes of the session), in that order, each with its
-    siblings' ids in order and its index among them: a few queries, whatever the
-    length of the path they are on."""
-    found: dict[int, NamedRow] = {}
-    for i in range(0, len(pks), 500):
-        query = select(*NODE_COLUMNS).where(
-            nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
-        )
-        found.update((row.pk, row) for row in conn.execute(query))
-    rows = [found[pk] for pk in pks]
-    return turn_views_of_rows(conn, record, rows)
-
-
-def turn_views_of_rows(
-    conn: Connection, record: SessionRecord, rows: Sequence[Sequence[Any]]
-) -> list[TurnView]:
-    """Rows of NODE_COLUMNS as TurnViews, in that order (a few queries)."""
-    keys = [node_keys(row) for row in rows]
-    siblings = sibling_lists(conn, record, (parent_pk for _, _, parent_pk, _ in keys))
-    ids = {pk: node_id for pk, node_id, _, _ in keys}
-    wanted = {ref for _, _, parent, child in keys for ref in (parent, child) if ref is not None}
-    wanted.update(pk for pks in siblings.values() for pk in pks)
-    ids.update(public_ids(conn, wanted - ids.keys()))
-    views = []
-    for row, (pk, _, parent_pk, _) in zip(rows, keys, strict=True):
-        among = siblings[parent_pk]
-        node = node_from_row(row, record.id, ids)
-        views.append(TurnView(node, [ids[k] for k in among], among.index(pk)))
-    return views
-
-
 def _placed_nodes(conn: Connection, record: SessionRecord) -> list[tuple[Node, Any]]:
     """Every node of the session with its ``detached`` mark, in sibling order."""
     rows = conn.execute(
@@ -408,14 +376,6 @@ _WALK_UP = """WITH RECURSIVE path(pk, parent_pk, depth) AS (
 )
 SELECT path.depth, {columns} FROM path JOIN nodes n ON n.pk = path.pk"""
 
-# The columns of NODE_COLUMNS, as SQL on the alias ``n``; created_at comes back as
-# stored (text on SQLite), decoded on first use.
-_NODE_SQL = (
-    "n.pk, n.id, n.parent_pk, n.active_child_pk, n.role, n.name, n.content, n.enabled, "
-    "n.created_at, n.metadata, n.delta"
-)
-_MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content"
-
 
 @lru_cache(maxsize=64)
 def _walk_up_sql(param: str, columns: str, stops: int = 0, limit: int = MAX_DEPTH) -> str:
@@ -457,11 +417,6 @@ def walk_up(
 def _depth(row: Sequence[Any]) -> int:
     depth: int = row[0]  # every walk's first column
     return depth
-
-
-def path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
-    """The rows (NODE_COLUMNS) of the path from ``pk`` up to its root, root first."""
-    return [row[1:] for row in walk_up(conn, pk, _NODE_SQL)]
 
 
 class PathKeys(NamedTuple):
@@ -510,38 +465,3 @@ def top_detached(conn: Connection, pk: int) -> str | None:
         return None
     _, detached = place
     return detached
-
-
-def messages(conn: Connection, pk: int | None) -> list[Message]:
-    """What the model sees: the enabled messages of the path root -> ``pk``."""
-    if pk is None:
-        return []
-    rows = walk_up(conn, pk, _MESSAGE_SQL)
-    return [
-        Message(node_id, role, name, content)
-        for _, enabled, node_id, role, name, content in rows
-        if enabled
-    ]
-
-
-_MESSAGE_WALK_SQL = _MESSAGE_SQL + ", n.parent_pk, n.pk"
-
-
-def message_walk(conn: Connection) -> Callable[[int, Sequence[int]], list[tuple[Any, ...]]]:
-    """For :class:`mnemosyne._paths.PathCache`: ``walk(pk, stops)``, the rows ``(depth,
-    enabled, id, role, name, content, parent_pk, pk)`` of the path from ``pk`` up to a
-    root or to the first of ``stops``, top first."""
-
-    def walk(pk: int, stops: Sequence[int]) -> list[tuple[Any, ...]]:
-        return walk_up(conn, pk, _MESSAGE_WALK_SQL, stops)
-
-    return walk
-
-
-def projection(conn: Connection, record: SessionRecord, pk: int | None) -> list[Node]:
-    """The linear projection root -> ``pk``, disabled nodes left out."""
-    if pk is None:
-        return []
-    rows = path_rows(conn, pk)
-    made = nodes_from_rows(conn, rows, record.id, {})
-    return [node for node in made if node.enabled]

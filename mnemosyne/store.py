@@ -9,10 +9,9 @@ version once; the convenience methods (:meth:`Store.append`, :meth:`Store.checko
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from . import _documents as docs
 from . import _head, edits
 from . import _idempotency as idem
 from . import _paths as paths
+from . import _projection as proj
 from . import _queries as q
 from . import _worldstate as ws
 from . import pages as pg
@@ -31,6 +31,7 @@ from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
 from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._engine import reason as _reason
+from ._projection import ProjectionPage
 from ._schema import nodes, preferences, sessions
 from ._transaction import TransactionState
 from .editor import Editor, EditResult, JournalEntry, JournalMismatchError
@@ -61,19 +62,6 @@ from .state.schema import StateSchema
 __all__ = ["ProjectionPage", "SessionTransaction", "Store"]
 
 Direction = _head.Direction
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectionPage:
-    """A window of the projection at HEAD (:meth:`Store.projection_page`)."""
-
-    session: Session
-    turns: list[TurnView]
-    """The window's messages, oldest first, each with its siblings."""
-    total: int
-    """Messages on the whole path (counted as the window counts them)."""
-    earlier: int
-    """Messages before the window: 0 when it starts at the root."""
 
 
 def _now() -> datetime:
@@ -135,7 +123,7 @@ class SessionTransaction:
 
     def projection(self) -> list[Node]:
         """The linear projection at HEAD as it stands inside the transaction."""
-        return q.projection(self._state.conn, self._state.record, self._state.head_pk)
+        return proj.whole_nodes(self._state.conn, self._state.record, self._state.head_pk)
 
     def state(self, ref: str | None = None) -> WorldState:
         """The world state after a node (default HEAD) as it stands in the transaction."""
@@ -713,7 +701,8 @@ class Store:
             yield tx
             tx._commit()
         if state.wrote and state.kept_paths:  # committed, every existing path as it was
-            self.paths.advance(_path_key(record), _stamp(record.session), _stamp(state.session))
+            before, after = proj.stamp(record.session), proj.stamp(state.session)
+            self.paths.advance(proj.path_key(record), before, after)
 
     def remembered(self, session_id: str, key: str, request_hash: str) -> str | None:
         """The answer stored with idempotency ``key`` by a write on the session (see
@@ -832,7 +821,7 @@ class Store:
             conn.execute(update(sessions).where(sessions.c.pk == record.pk).values(head_pk=None))
             conn.execute(delete(nodes).where(nodes.c.session_pk == record.pk))
             conn.execute(delete(sessions).where(sessions.c.pk == record.pk))
-        self.paths.forget(_path_key(record))
+        self.paths.forget(proj.path_key(record))
 
     def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
         with self.write() as conn:
@@ -886,7 +875,7 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
-            return q.projection(conn, record, pk)
+            return proj.whole_nodes(conn, record, pk)
 
     def messages(self, session_id: str, at: str | None = None) -> list[Message]:
         """What the model sees at HEAD (or at ``at``): the projection's enabled
@@ -896,10 +885,7 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
-            if pk is None:
-                return []
-            stamp = _stamp(record.session)
-            return self.paths.messages(_path_key(record), stamp, pk, q.message_walk(conn))
+            return proj.messages(conn, self.paths, record, pk)
 
     def projection_turns(
         self, session_id: str, *, disabled: bool = False
@@ -908,10 +894,7 @@ class Store:
         ``disabled``: the disabled nodes of the path too (shown as hidden messages)."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            if record.head_pk is None:
-                return record.session, []
-            views = q.turn_views_of_rows(conn, record, q.path_rows(conn, record.head_pk))
-            return record.session, [view for view in views if view.node.enabled or disabled]
+            return record.session, proj.turns(conn, record, record.head_pk, disabled=disabled)
 
     def projection_page(
         self,
@@ -933,38 +916,11 @@ class Store:
                 root -> HEAD (another branch, a fragment, the trash).
             UnknownNodeError: no node ``before``.
         """
-        if limit < 1:
-            raise InvalidOperationError(f"limit must be at least 1, not {limit}")
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            if record.head_pk is None:
-                if before is not None:
-                    q.resolve_node(conn, record, before)
-                    raise InvalidOperationError(
-                        f"node {before} is not on the path to HEAD: session {record.id} is empty"
-                    )
-                return ProjectionPage(record.session, [], 0, 0)
-            stamp = _stamp(record.session)
-            path = self.paths.path(_path_key(record), stamp, record.head_pk, q.message_walk(conn))
-            end = len(path.keys)
-            if before is not None:
-                pk, node_id = q.resolve_node(conn, record, before)
-                end = _position(path.keys, pk)
-                if end < 0:
-                    raise InvalidOperationError(
-                        f"node {node_id} is not on the path root -> HEAD (it is on another "
-                        "branch, in a fragment or in the trash)"
-                    )
-            if disabled:
-                first = max(end - limit, 0)
-                keys = list(path.keys[first:end])
-                total = len(path.keys)
-            else:
-                stop = bisect_left(path.enabled, end)
-                first = max(stop - limit, 0)
-                keys = [path.keys[i] for i in path.enabled[first:stop]]
-                total = len(path.enabled)
-            return ProjectionPage(record.session, q.turn_views(conn, record, keys), total, first)
+            return proj.page(
+                conn, self.paths, record, before=before, limit=limit, disabled=disabled
+            )
 
     def children(self, session_id: str, ref: str | None = None) -> list[Node]:
         """The children of a node in order; ``None``: the session's roots."""
@@ -1263,26 +1219,6 @@ class Store:
             conn.execute(
                 dialect.insert_or_replace(conn, preferences, "key", {"key": key, "value": value})
             )
-
-
-def _position(keys: tuple[int, ...], pk: int) -> int:
-    """Where ``pk`` is in ``keys`` (-1: not there), looked for from the end: a page
-    is usually near it."""
-    end, size = len(keys), 1024
-    while end > 0:
-        start = max(end - size, 0)
-        if pk in keys[start:end]:
-            return keys.index(pk, start, end)
-        end, size = start, size * 4
-    return -1
-
-
-def _path_key(record: q.SessionRecord) -> tuple[int, str]:
-    return record.pk, record.id
-
-
-def _stamp(session: Session) -> paths.Stamp:
-    return session.version, session.updated_at
 
 
 def _storage_error(error: exc.DBAPIError) -> MnemosyneError:

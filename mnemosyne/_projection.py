@@ -1,0 +1,206 @@
+"""The linear projection: the path root -> HEAD (or -> any node), as its readers see it.
+
+The model sees a straight path through the tree, its disabled nodes left out. It is
+read four ways, all here:
+
+- :func:`whole_nodes`: whole nodes (``Store.projection``).
+- :func:`messages`: what the model is sent, id, role, name and text only, from the
+  store's memory of recent paths (:mod:`mnemosyne._paths`): the hot path of a turn.
+- :func:`turns`: whole nodes each with its siblings, the ``< 2/5 >`` of a chat view.
+- :func:`page`: a window of that (the ``limit`` messages before a node), costing the
+  window, not the path: how a chat view reads a long story and pages back.
+
+The path is one recursive query over integer keys (``_queries.walk_up``) run on the
+driver's cursor; its rows are decoded here by hand.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from . import _queries as q
+from ._paths import Path, PathCache, Stamp, Walk
+from ._schema import nodes
+from .errors import InvalidOperationError
+from .models import Message, Node, Session, TurnView
+
+__all__ = ["ProjectionPage", "messages", "page", "path_key", "stamp", "turns", "whole_nodes"]
+
+# The columns of q.NODE_COLUMNS, as SQL on the alias ``n``; created_at comes back as
+# stored (text on SQLite), decoded on first use.
+_NODE_SQL = (
+    "n.pk, n.id, n.parent_pk, n.active_child_pk, n.role, n.name, n.content, n.enabled, "
+    "n.created_at, n.metadata, n.delta"
+)
+# What a Path needs of each node: (enabled, id, role, name, content, parent_pk, pk).
+_MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content, n.parent_pk, n.pk"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionPage:
+    """A window of the projection at HEAD (:meth:`mnemosyne.Store.projection_page`)."""
+
+    session: Session
+    turns: list[TurnView]
+    """The window's messages, oldest first, each with its siblings."""
+    total: int
+    """Messages on the whole path (counted as the window counts them)."""
+    earlier: int
+    """Messages before the window: 0 when it starts at the root."""
+
+
+def path_key(record: q.SessionRecord) -> tuple[int, str]:
+    """A session's key in the memory of recent paths."""
+    return record.pk, record.id
+
+
+def stamp(session: Session) -> Stamp:
+    """What a session's remembered paths are valid for (see :mod:`mnemosyne._paths`)."""
+    return session.version, session.updated_at
+
+
+def _path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
+    """The rows (q.NODE_COLUMNS) of the path from ``pk`` up to its root, root first."""
+    return [row[1:] for row in q.walk_up(conn, pk, _NODE_SQL)]
+
+
+def _walk(conn: Connection) -> Walk:
+    """For :class:`~mnemosyne._paths.PathCache`: ``walk(pk, stops)``, the rows ``(depth,
+    enabled, id, role, name, content, parent_pk, pk)`` of the path from ``pk`` up to a
+    root or to the first of ``stops``, top first."""
+
+    def walk(pk: int, stops: Sequence[int]) -> list[tuple[Any, ...]]:
+        return q.walk_up(conn, pk, _MESSAGE_SQL, stops)
+
+    return walk
+
+
+def _path(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int) -> Path:
+    return cache.path(path_key(record), stamp(record.session), pk, _walk(conn))
+
+
+def whole_nodes(conn: Connection, record: q.SessionRecord, pk: int | None) -> list[Node]:
+    """The projection root -> ``pk`` as whole nodes, disabled nodes left out."""
+    if pk is None:
+        return []
+    made = q.nodes_from_rows(conn, _path_rows(conn, pk), record.id, {})
+    return [node for node in made if node.enabled]
+
+
+def messages(
+    conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None
+) -> list[Message]:
+    """What the model sees at ``pk``: the enabled messages of the path root -> ``pk``,
+    from ``cache`` as far as it holds them (read in ``conn``'s transaction, the one
+    ``record`` was read in)."""
+    if pk is None:
+        return []
+    return list(_path(conn, cache, record, pk).messages)
+
+
+def turns(
+    conn: Connection, record: q.SessionRecord, pk: int | None, *, disabled: bool = False
+) -> list[TurnView]:
+    """The projection root -> ``pk``, each node with its siblings; ``disabled``: the
+    path's disabled nodes too."""
+    if pk is None:
+        return []
+    views = _turn_views_of_rows(conn, record, _path_rows(conn, pk))
+    return [view for view in views if view.node.enabled or disabled]
+
+
+def page(
+    conn: Connection,
+    cache: PathCache,
+    record: q.SessionRecord,
+    *,
+    before: str | None = None,
+    limit: int = 200,
+    disabled: bool = False,
+) -> ProjectionPage:
+    """The ``limit`` messages of the projection at HEAD just before node ``before``
+    (default: its last ones), each with its siblings (see
+    :meth:`mnemosyne.Store.projection_page`): the path's keys from ``cache``, then
+    only the window's nodes read.
+
+    Raises:
+        InvalidOperationError: ``limit`` below 1; ``before`` is not on the path.
+        UnknownNodeError: no node ``before``.
+    """
+    if limit < 1:
+        raise InvalidOperationError(f"limit must be at least 1, not {limit}")
+    if record.head_pk is None:
+        if before is not None:
+            q.resolve_node(conn, record, before)
+            raise InvalidOperationError(
+                f"node {before} is not on the path to HEAD: session {record.id} is empty"
+            )
+        return ProjectionPage(record.session, [], 0, 0)
+    path = _path(conn, cache, record, record.head_pk)
+    end = len(path.keys)
+    if before is not None:
+        pk, node_id = q.resolve_node(conn, record, before)
+        end = _position(path.keys, pk)
+        if end < 0:
+            raise InvalidOperationError(
+                f"node {node_id} is not on the path root -> HEAD (it is on another "
+                "branch, in a fragment or in the trash)"
+            )
+    if disabled:
+        first = max(end - limit, 0)
+        keys = list(path.keys[first:end])
+        total = len(path.keys)
+    else:
+        stop = bisect_left(path.enabled, end)
+        first = max(stop - limit, 0)
+        keys = [path.keys[i] for i in path.enabled[first:stop]]
+        total = len(path.enabled)
+    return ProjectionPage(record.session, _turn_views(conn, record, keys), total, first)
+
+
+def _position(keys: tuple[int, ...], pk: int) -> int:
+    """Where ``pk`` is in ``keys`` (-1: not there), looked for from the end: a page
+    is usually near it."""
+    end, size = len(keys), 1024
+    while end > 0:
+        start = max(end - size, 0)
+        if pk in keys[start:end]:
+            return keys.index(pk, start, end)
+        end, size = start, size * 4
+    return -1
+
+
+def _turn_views(conn: Connection, record: q.SessionRecord, pks: Sequence[int]) -> list[TurnView]:
+    """The nodes ``pks`` (placed nodes of the session), in that order, each with its
+    siblings' ids in order and its index among them: a few queries, whatever the
+    length of the path they are on."""
+    found: dict[int, q.NamedRow] = {}
+    for i in range(0, len(pks), 500):
+        query = select(*q.NODE_COLUMNS).where(
+            nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
+        )
+        found.update((row.pk, row) for row in conn.execute(query))
+    return _turn_views_of_rows(conn, record, [found[pk] for pk in pks])
+
+
+def _turn_views_of_rows(
+    conn: Connection, record: q.SessionRecord, rows: Sequence[Sequence[Any]]
+) -> list[TurnView]:
+    """Rows of q.NODE_COLUMNS as TurnViews, in that order (a few queries)."""
+    keys = [q.node_keys(row) for row in rows]
+    siblings = q.sibling_lists(conn, record, (parent_pk for _, _, parent_pk, _ in keys))
+    ids = {pk: node_id for pk, node_id, _, _ in keys}
+    wanted = {ref for _, _, parent, child in keys for ref in (parent, child) if ref is not None}
+    wanted.update(pk for pks in siblings.values() for pk in pks)
+    ids.update(q.public_ids(conn, wanted - ids.keys()))
+    views = []
+    for row, (pk, _, parent_pk, _) in zip(rows, keys, strict=True):
+        among = siblings[parent_pk]
+        node = q.node_from_row(row, record.id, ids)
+        views.append(TurnView(node, [ids[k] for k in among], among.index(pk)))
+    return views
