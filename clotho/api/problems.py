@@ -14,6 +14,7 @@ error class is listed without anyone writing it down) and those of the API's own
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from enum import StrEnum
@@ -48,6 +49,7 @@ __all__ = [
     "FieldProblem",
     "Problem",
     "code_statuses",
+    "codes_table",
     "install",
     "problem_of",
     "problem_response",
@@ -189,6 +191,32 @@ def code_statuses() -> dict[str, tuple[tuple[int, ...], str]]:
 
 #: Every ``code`` a problem document can carry.
 CODES: tuple[str, ...] = tuple(code_statuses())
+
+
+def _markdown(text: str) -> str:
+    """A docstring's first sentence (up to its first ``:`` or ``;`` outside parentheses)
+    as Markdown: reST's roles and double backquotes as backquotes, capitalised."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
+    text = text.replace("``", "`").replace("|", "\\|")
+    text = re.split(r"(?<=\.)\s", text, maxsplit=1)[0]
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in ":;" and text[index + 1 : index + 2] == " ":
+            text = text[:index]
+            break
+    text = text.rstrip(".")
+    return text[:1].upper() + text[1:]
+
+
+def codes_table() -> str:
+    """The Markdown table of every code, its statuses and meaning (docs/api.md holds it;
+    tests/api/test_contract.py checks that it is this)."""
+    rows = ["| code | status | meaning |", "| --- | --- | --- |"]
+    for code, (statuses, meaning) in code_statuses().items():
+        shown = "/".join(str(status) for status in statuses) or "as the HTTP error"
+        rows.append(f"| `{code}` | {shown} | {_markdown(meaning)} |")
+    return "\n".join(rows) + "\n"
 
 
 class FieldProblem(BaseModel):

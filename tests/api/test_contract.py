@@ -22,7 +22,15 @@ from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 
 from clotho.api import create_app
-from clotho.api.problems import CODES, MEDIA_TYPE, ROOTS, Problem, _class_code, _subclasses
+from clotho.api.problems import (
+    CODES,
+    MEDIA_TYPE,
+    ROOTS,
+    Problem,
+    _class_code,
+    _subclasses,
+    codes_table,
+)
 from clotho.web import STATIC
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer
@@ -185,6 +193,16 @@ def test_every_error_class_of_every_package_has_its_code_in_the_problem_schema()
                     f"{kind.__module__}.{kind.__name__} ({_class_code(kind)}): import its "
                     "module in clotho/api/problems.py"
                 )
+
+
+def test_docs_list_every_code_with_its_status() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    listed = re.search(r"<!-- codes: generated [^\n]*-->\n(.*?)<!-- /codes -->", text, re.S)
+    assert listed is not None, "docs/api.md lost its table of codes"
+    assert listed.group(1) == codes_table(), (
+        "docs/api.md's table of codes is stale: put clotho.api.problems.codes_table() there"
+    )
+    assert [row.split("`")[1] for row in listed.group(1).splitlines()[2:]] == list(CODES)
 
 
 # -- every declared status happens ----------------------------------------------------
