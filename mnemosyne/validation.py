@@ -117,7 +117,9 @@ def _problem(item: Any, model: Any, patterns: Mapping[str, str]) -> str:
         if close:
             return f"unknown key (did you mean {close[0]!r}?)"
         return f"unknown key (known: {', '.join(known)})" if known else "unknown key"
-    if kind == "is_instance_of" and item["ctx"]["class"].startswith("dict"):
+    if kind in ("dict_type", "model_type") or (
+        kind == "is_instance_of" and item["ctx"]["class"].startswith("dict")
+    ):  # a JSON or TOML file's words
         return f"Input should be an object (got {preview(item.get('input'))})"
     if kind == "string_pattern_mismatch" and item["ctx"]["pattern"] in patterns:
         return f"{patterns[item['ctx']['pattern']]} (got {preview(item.get('input'))})"

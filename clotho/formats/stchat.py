@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, NotRequired
+
+from pydantic import ConfigDict, Field, InstanceOf, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
 from clotho.errors import ClothoError
 from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store, jsontext
 from mnemosyne.errors import JsonTextError
-from mnemosyne.jsontext import preview
+from mnemosyne.validation import json_place, problem_line
 
 __all__ = ["ChatError", "Export", "export_chat", "import_chat", "parse_chat"]
 
@@ -56,31 +59,46 @@ def _fail(name: str, line: int, problem: str) -> ChatError:
     return ChatError(f"{name}: line {line}: {problem}")
 
 
-def _check_message(message: Any, name: str, line: int) -> None:
-    if not isinstance(message, dict):
-        raise _fail(name, line, "a message is a JSON object")
-    if not isinstance(message.get("mes"), str):
-        raise _fail(name, line, f"mes: expected text, got {preview(message.get('mes'))}")
-    for flag in ("is_user", "is_system"):
-        if flag in message and not isinstance(message[flag], bool):
-            raise _fail(name, line, f"{flag}: expected true or false, got {preview(message[flag])}")
-    if "name" in message and not isinstance(message["name"], str):
-        raise _fail(name, line, f"name: expected text, got {preview(message['name'])}")
-    swipes = message.get("swipes")
-    if swipes is None:
-        return
-    if not isinstance(swipes, list) or not swipes or not all(isinstance(s, str) for s in swipes):
-        raise _fail(name, line, "swipes: expected a non-empty list of texts")
-    swipe_id = message.get("swipe_id", 0)
-    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int):
-        raise _fail(name, line, f"swipe_id: expected a number, got {preview(swipe_id)}")
-    if not 0 <= swipe_id < len(swipes):
-        raise _fail(name, line, f"swipe_id: {swipe_id} is not one of the {len(swipes)} swipes")
-    info = message.get("swipe_info")
-    if info is not None and (
-        not isinstance(info, list) or not all(isinstance(i, dict) for i in info)
-    ):
-        raise _fail(name, line, "swipe_info: expected a list of objects")
+@with_config(ConfigDict(strict=True, extra="ignore"))
+class ChatMessage(TypedDict):
+    """A message line: the fields Clotho reads, checked; any other field is allowed
+    (the format is SillyTavern's). The line's own dict is what is kept, every field in
+    its order, not this validation's copy, which leaves the other fields out
+    (``extra="ignore"``: copying them made the check three times slower)."""
+
+    mes: str
+    is_user: NotRequired[bool]
+    is_system: NotRequired[bool]
+    """A hidden message."""
+    name: NotRequired[str]
+    swipes: NotRequired[Annotated[list[str], Field(min_length=1)] | None]
+    swipe_id: NotRequired[int]
+    """The swipe shown (an index of ``swipes``)."""
+    swipe_info: NotRequired[list[InstanceOf[dict[str, Any]]] | None]
+
+
+_MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+
+
+def _line_place(loc: Sequence[int | str]) -> str:
+    """A message's place as its line (the header is line 1) and its field."""
+    line = f"line {int(loc[0]) + 2}"
+    return f"{line}: {json_place(loc[1:])}" if len(loc) > 1 else line
+
+
+def _check_messages(messages: list[Any], name: str) -> None:
+    try:
+        _MESSAGES.validate_python(messages)
+    except ValidationError as error:
+        raise ChatError(
+            problem_line(error, name, place=_line_place, model=list[ChatMessage])
+        ) from None
+    for number, message in enumerate(messages, start=2):
+        swipes, swipe_id = message.get("swipes"), message.get("swipe_id", 0)
+        if swipes is not None and not 0 <= swipe_id < len(swipes):
+            raise _fail(
+                name, number, f"swipe_id: {swipe_id} is not one of the {len(swipes)} swipes"
+            )
 
 
 def parse_chat(
@@ -106,8 +124,7 @@ def parse_chat(
         raise _fail(name, 1, "the first line is the chat's header (chat_metadata, names)")
     if "chat_metadata" in header and not isinstance(header["chat_metadata"], dict):
         raise _fail(name, 1, "chat_metadata: expected an object")
-    for number, message in enumerate(messages, start=2):
-        _check_message(message, name, number)
+    _check_messages(messages, name)
     return header, messages
 
 

@@ -77,7 +77,14 @@ def test_a_branch_exports_its_forks_as_swipes_and_counts_what_cannot_fit(store: 
         ("", "empty file"),
         ('{"chat_metadata": {}}\n{"mes": "hi"\n', "line 2: not JSON"),
         ('{"mes": "hi"}\n', "line 1: the first line is the chat's header"),
-        ('{"chat_metadata": {}}\n{"mes": 5}\n', "line 2: mes: expected text"),
+        ('{"chat_metadata": {}}\n{"mes": 5}\n', "line 2: mes: Input should be a valid string"),
+        ('{}\n{"mes": "a"}\n[]\n', r"line 3: Input should be an object \(got \[\]\)"),
+        ('{}\n{"mes": "a", "swipes": []}\n', "line 2: swipes: List should have at least 1 item"),
+        (
+            '{}\n{"mes": "a", "swipe_info": [1]}\n',
+            r"line 2: swipe_info\[0\]: Input should be an obj",
+        ),
+        ('{}\n{"mes": "a", "name": null}\n', "line 2: name: Input should be a valid string"),
         ('{}\n{"mes": "a"}\n{"mes": "b", "is_user": "yes"}\n', "line 3: is_user"),
         ('{}\n{"mes": "a", "swipes": ["a"], "swipe_id": 2}\n', "swipe_id: 2 is not one of the 1"),
     ],
@@ -105,3 +112,12 @@ def test_import_and_export_from_the_command_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"chat_metadata": {}}\nnot json\n')
     assert "broken.jsonl: line 2: not JSON" in run.fails("import", "chat", str(broken))
+
+
+def test_many_bad_lines_are_one_line_naming_the_first_three(store: Store) -> None:
+    text = "{}\n" + '{"mes": 5}\n' * 10
+    with pytest.raises(ChatError) as caught:
+        import_chat(store, text.encode(), "bad.jsonl")
+    message = str(caught.value)
+    assert message.startswith("bad.jsonl: line 2: mes: ") and "line 4: mes: " in message
+    assert message.endswith("; and 7 more") and "\n" not in message
