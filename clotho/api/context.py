@@ -110,16 +110,23 @@ def check_version(session: Session, expected: int | None) -> None:
 
 class ApiContext:
     """The state of one server process: its settings and store, the engines of the
-    sessions played last (:data:`MAX_ENGINES`, the least recently used closed when it
+    sessions played last (``max_engines``, the least recently used closed when it
     goes), one turn at a time per session (:attr:`turn_locks`), and the tasks to wait
     for at shutdown (:attr:`tasks`)."""
 
-    def __init__(self, settings: Settings, store: Store, token: str | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        token: str | None,
+        *,
+        max_engines: int = MAX_ENGINES,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.token = token
         self.turn_locks = TurnLocks()
-        self._engines = EngineCache(MAX_ENGINES, busy=self.turn_locks.in_use)
+        self._engines = EngineCache(max_engines, busy=self.turn_locks.in_use)
         self.tasks: set[asyncio.Task[Any]] = set()
 
     async def engine(self, session_id: str) -> Engine:
