@@ -264,12 +264,13 @@ def declare(app: FastAPI) -> None:
     """Have ``app``'s OpenAPI document declare every route's error statuses, with the
     Problem schema, and its headers (built once, after the routes)."""
     built = FastAPI.openapi
+    patched: list[dict[str, Any]] = []  # the document last patched (FastAPI keeps it)
 
     def openapi() -> dict[str, Any]:
         document = built(app)
-        if not document.get("x-clotho-contract"):
+        if not patched or patched[0] is not document:
             _patch(document)
-            document["x-clotho-contract"] = True
+            patched[:] = [document]
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -50,6 +50,7 @@ __all__ = [
     "Problem",
     "code_statuses",
     "codes_table",
+    "error_classes",
     "install",
     "problem_of",
     "problem_response",
@@ -148,6 +149,15 @@ def _subclasses(root: type[Exception]) -> Iterator[type[Exception]]:
         yield from _subclasses(child)
 
 
+def error_classes() -> Iterator[tuple[type[Exception], str]]:
+    """Every public class of the error hierarchies (as far as their modules are
+    imported), with the code its errors carry."""
+    for root in ROOTS:
+        for kind in _subclasses(root):
+            if not kind.__name__.startswith("_"):
+                yield kind, _class_code(kind)
+
+
 def _class_code(kind: type[Exception]) -> str:
     if issubclass(kind, PromptError):
         return "invalid_template"
@@ -169,12 +179,9 @@ def _hierarchy_codes() -> dict[str, tuple[int, str]]:
     """Each code of the hierarchies: its status and (the first line of its class's
     docstring) what it means; the first class of a code names it."""
     found: dict[str, tuple[int, str]] = {}
-    for root in ROOTS:
-        for kind in _subclasses(root):
-            if kind.__name__.startswith("_"):
-                continue
-            meaning = (kind.__doc__ or "").strip().split("\n\n")[0]
-            found.setdefault(_class_code(kind), (_class_status(kind), " ".join(meaning.split())))
+    for kind, code in error_classes():
+        meaning = (kind.__doc__ or "").strip().split("\n\n")[0]
+        found.setdefault(code, (_class_status(kind), " ".join(meaning.split())))
     return found
 
 

@@ -25,11 +25,9 @@ from clotho.api import create_app
 from clotho.api.problems import (
     CODES,
     MEDIA_TYPE,
-    ROOTS,
     Problem,
-    _class_code,
-    _subclasses,
     codes_table,
+    error_classes,
 )
 from clotho.web import STATIC
 from mnemosyne import Store
@@ -186,13 +184,11 @@ def test_every_error_class_of_every_package_has_its_code_in_the_problem_schema()
         for info in pkgutil.walk_packages(module.__path__, package + "."):
             if ".migrations." not in info.name and not info.name.endswith("__main__"):
                 importlib.import_module(info.name)
-    for root in ROOTS:
-        for kind in _subclasses(root):
-            if not kind.__name__.startswith("_"):
-                assert _class_code(kind) in CODES, (
-                    f"{kind.__module__}.{kind.__name__} ({_class_code(kind)}): import its "
-                    "module in clotho/api/problems.py"
-                )
+    for kind, code in error_classes():
+        assert code in CODES, (
+            f"{kind.__module__}.{kind.__name__} ({code}): import its module in "
+            "clotho/api/problems.py"
+        )
 
 
 def test_docs_list_every_code_with_its_status() -> None:
