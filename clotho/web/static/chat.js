@@ -241,7 +241,6 @@ export class ChatView {
   async follow(open, turn = null) {
     const app = this.app;
     const content = [...this.list.querySelectorAll(".pending.streaming .content")].pop();
-    const started = app.version;
     const warned = new Set();
     this.running = new AbortController();
     this.turn = turn;
@@ -272,8 +271,8 @@ export class ChatView {
       if (last?.kind === "cancelled") app.notify("Stopped", "Stopped before the reply began: your message is kept.");
     } catch (error) {
       if (error.name === "AbortError") {
-        app.notify("Stopped", "The reply so far is kept, marked incomplete.");
-        await this.committed(started);
+        // Stop could not reach the turn (another server process plays it): it plays on.
+        app.notify("Not stopped", "This server could not stop the turn; its reply is kept when it ends.");
       } else app.fail(error, "The turn was refused");
     } finally {
       this.running = null;
@@ -307,20 +306,7 @@ export class ChatView {
     try {
       await this.app.api.request("DELETE", this.app.path(`/turns/${encodeURIComponent(this.turn.turn_id)}`));
     } catch {
-      this.running?.abort(); // a turn this server does not know (another worker's): leave it
-    }
-  }
-
-  /** Until the server has committed the stopped reply (the version moves), ~5 s at most. */
-  async committed(version) {
-    for (let i = 0; i < 25; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      try {
-        const session = await this.app.api.get(this.app.path(""));
-        if (session.version !== version) return;
-      } catch {
-        return;
-      }
+      this.running?.abort(); // a turn this process does not know (another worker's): leave it
     }
   }
 
