@@ -156,5 +156,5 @@ def problem_line(
         at = f" (line {number})" if number else ""
         problems.append(f"{place(item['loc'])}{at}: {_problem(item, model, patterns or {})}")
     more = error.error_count() - len(problems)
-    joined = "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
+    joined = "; ".join(problems) + (f"; and {more:,} more" if more > 0 else "")
     return f"{source}: {joined}" if source else joined

@@ -45,7 +45,7 @@ from clotho.errors import ClothoError
 from mnemosyne import PERMISSIVE, SchemaError, StateSchema, jsontext, schema_from_mapping
 from mnemosyne.validation import problem_line, toml_place
 from orchestrator.config import ModelSettings
-from orchestrator.setup import Character
+from orchestrator.setup import Character, TurnSetup
 from planner.lore import VectorSettings
 from planner.worldinfo import ScanSettings
 
@@ -105,7 +105,7 @@ class ModelTable(ModelSettings):
     """The model that writes running summaries (default: ``model``)."""
     planner_model: str | None = None
     """The model that plans lore lookups (default: ``model``)."""
-    extract: bool = True
+    extract: bool = TurnSetup.extract
     """Whether replies go through state extraction."""
 
 
