@@ -84,7 +84,7 @@ def test_the_tables_reach_the_turn_setup(tmp_path: Path) -> None:
             "[model]\ncontext_window = 0\n",
             "[model].context_window (line 2): Input should be greater",
         ),
-        ("[model]\nparams = 3\n", "[model].params (line 2): Input should be a valid dictionary"),
+        ("[model]\nparams = 3\n", "[model].params (line 2): Input should be an object (got 3)"),
         ("title = 3\n", "title (line 1): Input should be a valid string (got 3)"),
         ("colour = 1\n", "colour (line 1): unknown key (known: title, player, state, model,"),
         ("[character]\nname = 3\n", "[character].name (line 2): Input should be a valid string"),
