@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, up
 from . import _bulk as bulk
 from . import _dialect as dialect
 from . import _documents as docs
-from . import _head, edits
+from . import _head
 from . import _idempotency as idem
 from . import _paths as paths
 from . import _projection as proj
@@ -501,48 +501,6 @@ class SessionTransaction:
                     raise
         return results
 
-    # Shorthands for the operations that predate :meth:`apply` (callers use them);
-    # an operation added to mnemosyne.edits needs none.
-
-    def prune(self, ref: str) -> EditResult:
-        return self.apply(edits.Prune.checked(node_id=ref))
-
-    def delete(self, ref: str) -> EditResult:
-        return self.apply(edits.Delete.checked(node_id=ref))
-
-    def restore(self, ref: str) -> EditResult:
-        return self.apply(edits.Restore.checked(node_id=ref))
-
-    def graft(self, ref: str, onto: str) -> EditResult:
-        return self.apply(edits.Graft.checked(node_id=ref, parent_id=onto))
-
-    def move(self, ref: str, onto: str) -> EditResult:
-        return self.apply(edits.Move.checked(node_id=ref, parent_id=onto))
-
-    def copy(self, ref: str, onto: str, *, subtree: bool = False) -> EditResult:
-        return self.apply(edits.Copy.checked(node_id=ref, parent_id=onto, subtree=subtree))
-
-    def rewrite(self, ref: str, content: str) -> EditResult:
-        return self.apply(edits.Rewrite.checked(node_id=ref, content=content))
-
-    def toggle(self, ref: str) -> EditResult:
-        return self.apply(edits.Toggle.checked(node_id=ref))
-
-    def inject(
-        self,
-        after: str,
-        role: str,
-        content: str,
-        *,
-        name: str | None = None,
-        delta: Sequence[Mapping[str, Any]] | None = None,
-    ) -> EditResult:
-        return self.apply(
-            edits.Inject.checked(
-                parent_id=after, role=role, content=content, name=name, delta=delta
-            )
-        )
-
     def undo(self) -> EditResult:
         """Take back the last edit. Raises InvalidOperationError if there is none."""
         return self._editor.undo()
@@ -987,11 +945,6 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             return docs.listed(conn, record.pk, kind)
-
-    def blobs(self, hashes: Sequence[str]) -> dict[str, str]:
-        """The texts of the blobs named (those that exist)."""
-        with self.read() as conn:
-            return tr.get_blobs(conn, hashes)
 
     def schema(self, session_id: str) -> StateSchema:
         """The session's world-state schema."""

@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 from clotho import lore
 from clotho.api import create_app
 from mnemosyne import Store
-from mnemosyne.edits import EDITS
+from mnemosyne.edits import EDITS, Delete, Prune
 from orchestrator.loopback import ModelServer
 
 from .conftest import TOKEN, api_settings
@@ -84,10 +84,10 @@ def seed(store: Store) -> list[str]:
     two, _ = store.append(edited, "assistant", "two")
     three, _ = store.append(edited, "user", "three")
     with store.transaction(edited) as tx:
-        tx.prune(three.id)
+        tx.apply(Prune(node_id=three.id))
     store.checkout(edited, root.id)
     with store.transaction(edited) as tx:
-        tx.delete(two.id)
+        tx.apply(Delete(node_id=two.id))
     return [story, empty, trashed, edited]
 
 

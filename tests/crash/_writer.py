@@ -31,6 +31,7 @@ import sys
 from clotho.settings import Settings
 from clotho.wiring import session_engine
 from mnemosyne import MnemosyneError, Store
+from mnemosyne.edits import EDITS, Graft, Inject, Restore, Rewrite, Toggle
 from orchestrator import OrchestratorError, TurnRequest
 
 from ._invariants import tree_digest, user_turns
@@ -78,22 +79,24 @@ def _edit_batch(store: Store, session_id: str, rng: random.Random) -> None:
             op = rng.choice(EDIT_OPS)
             node = rng.choice(ids)
             if op == "rewrite":
-                tx.rewrite(node, f"rewritten {rng.random():.6f} " * rng.randint(1, 50))
+                text = f"rewritten {rng.random():.6f} " * rng.randint(1, 50)
+                tx.apply(Rewrite(node_id=node, content=text))
             elif op == "toggle":
-                tx.toggle(node)
+                tx.apply(Toggle(node_id=node))
             elif op == "inject":
-                tx.inject(node, "assistant", f"injected {rng.random():.6f}")
+                text = f"injected {rng.random():.6f}"
+                tx.apply(Inject(parent_id=node, role="assistant", content=text))
             elif op in ("copy", "move"):
-                getattr(tx, op)(node, rng.choice(ids))
+                tx.apply(EDITS[op](node_id=node, parent_id=rng.choice(ids)))
             elif op in ("delete", "prune"):
                 inner = [n.id for n in tree.nodes if n.parent_id is not None]
                 if inner:  # a root stays: the tree never empties
-                    getattr(tx, op)(rng.choice(inner))
+                    tx.apply(EDITS[op](node_id=rng.choice(inner)))
             elif op in ("restore", "graft") and hidden:
                 if op == "restore":
-                    tx.restore(rng.choice(hidden))
+                    tx.apply(Restore(node_id=rng.choice(hidden)))
                 else:
-                    tx.graft(rng.choice(hidden), rng.choice(ids))
+                    tx.apply(Graft(node_id=rng.choice(hidden), parent_id=rng.choice(ids)))
 
 
 def _edits(store: Store, session_id: str, log: str, rng: random.Random) -> None:

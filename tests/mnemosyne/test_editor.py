@@ -348,9 +348,9 @@ def test_a_batch_of_edits_is_one_undo_step(store: Store) -> None:
     c = store.append(sid, "user", "c")[0]
     before = store.tree(sid).as_dict()
     with store.transaction(sid) as tx, tx.batch():
-        tx.toggle(b.id)
-        tx.rewrite(a.id, "a, rewritten")
-        tx.prune(c.id)
+        tx.apply(Toggle(node_id=b.id))
+        tx.apply(Rewrite(node_id=a.id, content="a, rewritten"))
+        tx.apply(Prune(node_id=c.id))
     assert [e.action for e in store.history(sid)] == ["batch"]
     assert store.state(sid).variables.get("hp") is None
     store.undo(sid)
@@ -368,8 +368,8 @@ def test_a_refused_edit_in_a_batch_leaves_nothing(store: Store) -> None:
     a = store.append(sid, "user", "a")[0]
     version = store.session(sid).version
     with pytest.raises(InvalidOperationError), store.transaction(sid) as tx, tx.batch():
-        tx.rewrite(a.id, "changed")
-        tx.graft(a.id, a.id)  # a cycle
+        tx.apply(Rewrite(node_id=a.id, content="changed"))
+        tx.apply(Graft(node_id=a.id, parent_id=a.id))  # a cycle
     assert store.node(sid, a.id).content == "a"
     assert store.history(sid) == []
     assert store.session(sid).version == version

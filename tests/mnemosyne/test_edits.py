@@ -196,12 +196,14 @@ def test_checkout_moves_head_and_undo_brings_it_back_with_the_batch(store: Store
         store.edit(sid, Checkout(node_id=d))
 
 
-def test_the_transaction_shorthands_refuse_bad_fields_as_refused_edits(store: Store) -> None:
+def test_commands_checked_from_loose_values_refuse_bad_fields_as_refused_edits(
+    store: Store,
+) -> None:
     sid, (a, *_rest) = story(store)
     before = store.tree(sid)
     nul = r"content: .*NUL"
     with pytest.raises(InvalidOperationError, match=nul), store.transaction(sid) as tx:
-        tx.rewrite(a, "a\x00")
+        tx.apply(Rewrite.checked(node_id=a, content="a\x00"))
     with pytest.raises(InvalidOperationError, match="role"), store.transaction(sid) as tx:
-        tx.inject(a, "narrator", "text")
+        tx.apply(Inject.checked(parent_id=a, role="narrator", content="text"))
     assert store.tree(sid) == before

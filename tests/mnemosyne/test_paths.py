@@ -127,7 +127,7 @@ def test_a_rolled_back_transaction_leaves_the_kept_paths_right(store: Store, sid
     store.messages(sid)
     with pytest.raises(RuntimeError), store.transaction(sid) as tx:
         tx.append("user", "Lost.")
-        tx.rewrite(made[1], "Also lost.")
+        tx.apply(Rewrite(node_id=made[1], content="Also lost."))
         raise RuntimeError("the turn failed")
     assert cached(store, sid) == fresh(store, sid)
     assert store.paths.hits == 1

@@ -56,7 +56,7 @@ def test_a_trace_rebuilds_exactly_what_was_sent(store: Store) -> None:
     assert trace.verified and not trace.problems
     assert trace.messages_hash == messages_hash(sent)
     assert trace.document["model"] == "openai/gm"
-    assert store.blobs([trace.document["system"]]) == {trace.document["system"]: "a long template"}
+    assert store.dump(sid).blobs[trace.document["system"]] == "a long template"
     # the history is one reference, the two other messages blobs
     assert [next(iter(part)) for part in trace.parts] == ["blob", "run", "blob"]
 
