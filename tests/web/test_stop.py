@@ -33,7 +33,8 @@ def slow_gm(request: dict[str, Any]) -> Reply | str:
     if last["role"] != "user":
         return Reply("And the story goes on.", chunk_delay=0.01)
     words = SHORT if "reload" in last["content"] else WORDS
-    return Reply(" ".join(f"word{i}" for i in range(words)), chunk_delay=0.04)
+    delay = 3.0 if "wait" in last["content"] else 0.0  # the model thinks before its first word
+    return Reply(" ".join(f"word{i}" for i in range(words)), delay=delay, chunk_delay=0.04)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +73,30 @@ def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, bro
             expect(page.locator("article.message.assistant").last).to_contain_text(
                 "And the story goes on."
             )
+        finally:
+            context.close()
+
+
+def test_stop_before_the_reply_keeps_the_players_message(slow_site: Server, browser: Any) -> None:
+    with slow_site.client() as api:
+        sid = api.post("/api/sessions", json={"title": "early"}).json()["session"]["id"]
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(f"{slow_site.url}/#token={slow_site.token}&session={sid}")
+            page.fill("#composer-input", "I wait for the answer.")
+            page.press("#composer-input", "Enter")
+            expect(page.locator("#turn-status")).to_contain_text("waiting for the model")
+            page.locator("#stop").click()
+            expect(page.locator(".toast", has_text="your message is kept")).to_have_count(1)
+            expect(page.locator("article.message.pending")).to_have_count(0)
+            kept = page.locator("article.message:not(.pending)")
+            expect(kept).to_have_count(1)
+            expect(kept).to_contain_text("I wait for the answer.")
+            nodes = api.get(f"/api/sessions/{sid}/tree").json()["nodes"]
+            stored = [(n["role"], n["content"]) for n in nodes]
+            assert stored == [("user", "I wait for the answer.")]
+            assert page.input_value("#composer-input") == ""  # it was sent, and kept
         finally:
             context.close()
 
