@@ -9,21 +9,27 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, TurnView
+from mnemosyne import Node, Session, TurnView
 
-from ._common import context, document, json_bytes, raw_json
-from .context import not_modified
+from ._common import json_bytes, raw_json
+from .context import etag, not_modified
+from .deps import SessionDep, StoreDep
 from .problems import ApiError
 from .schemas import (
     BlameOut,
     ChangesOut,
-    JournalEntryOut,
+    DiffOut,
+    HistoryPage,
+    HistoryQuery,
     NodeDetail,
     NodeOut,
     ProjectionOut,
     ProjectionQuery,
     StateOut,
+    SubtreeOut,
+    TraceOut,
     TreeOut,
+    TreeQuery,
 )
 
 router = APIRouter(tags=["reading"])
@@ -41,16 +47,51 @@ FROM = "A node id or prefix: the state compared from."
 TO = "A node id or prefix: the state compared to."
 
 
-@router.get("/sessions/{session_id}/tree", summary="The whole tree", response_model=TreeOut)
-def tree(request: Request, session_id: str) -> Response:
-    """HEAD and every node in the tree (fragments and trash are listed apart), parents
-    before children, siblings in order."""
-    store = context(request).store
-    session = store.session(session_id)
+def tagged(response: Response, session: Session) -> None:
+    """Give a checked answer (a document FastAPI validates against the route's
+    ``response_model``) the session's version as ETag."""
+    response.headers["ETag"] = etag(session.version)
+
+
+def next_page(request: Request, route: str, params: dict[str, Any], **path: str) -> str:
+    """The path and query of a list's next page (its ``next``)."""
+    return f"{request.app.url_path_for(route, **path)}?{urlencode(params)}"
+
+
+@router.get(
+    "/sessions/{session_id}/tree",
+    summary="The tree, a page at a time",
+    response_model=TreeOut,
+)
+def tree(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
+    query: Annotated[TreeQuery, Query()],
+) -> Any:
+    """HEAD and the nodes of the tree (fragments and trash are listed apart), parents
+    before children, depth first, siblings in order: `limit` of them after node `after`;
+    `next` reads the page after this one (null at the end). A node of `after` pruned,
+    deleted or purged since is a 422 `stale_cursor`: read again from the start (the
+    version, also the ETag, says whether the tree changed between two pages)."""
     if (cached := not_modified(request, session)) is not None:
         return cached
-    found = store.tree(session.id)
-    return raw_json(json_bytes(found.as_dict()), found.session)
+    page = store.tree_page(session.id, limit=query.limit, after=query.after)
+    assert page.session is not None
+    following = None
+    if page.after is not None:
+        params = {"after": page.after, "limit": query.limit}
+        following = next_page(request, "tree", params, session_id=page.session.id)
+    tagged(response, page.session)
+    return {
+        "session_id": page.session.id,
+        "head_id": page.session.head_id,
+        "version": page.session.version,
+        "total": page.total,
+        "next": following,
+        "nodes": [n.as_dict() for n in page.items],
+    }
 
 
 def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
@@ -77,7 +118,10 @@ def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
     response_model=ProjectionOut,
 )
 def projection(
-    request: Request, session_id: str, query: Annotated[ProjectionQuery, Query()]
+    request: Request,
+    session: SessionDep,
+    store: StoreDep,
+    query: Annotated[ProjectionQuery, Query()],
 ) -> Response:
     """The last `limit` messages of the path root → HEAD, or the `limit` just before node
     `before`; `next` reads the window before this one. Disabled nodes are left out
@@ -85,8 +129,7 @@ def projection(
     `earlier` then count them too). Each message comes with its siblings (the
     alternatives a chat view flips through: `< index+1 / len(siblings) >`). A window
     costs what its messages cost, however long the story."""
-    store = context(request).store
-    session = store.session(session_id)
+    # (Written as bytes, not checked against ProjectionOut: the page's hottest read.)
     if (cached := not_modified(request, session)) is not None:
         return cached
     page = store.projection_page(
@@ -96,8 +139,7 @@ def projection(
     if page.earlier and page.turns:
         params: dict[str, Any] = {"before": page.turns[0].node.id, "limit": query.limit}
         params.update({name: "true" for name in ("metadata", "disabled") if getattr(query, name)})
-        where = request.app.url_path_for("projection", session_id=page.session.id)
-        following = f"{where}?{urlencode(params)}"
+        following = next_page(request, "projection", params, session_id=page.session.id)
     body = {
         "session_id": page.session.id,
         "head_id": page.session.head_id,
@@ -110,20 +152,17 @@ def projection(
     return raw_json(json_bytes(body), page.session)
 
 
-def _detail(request: Request, session_id: str, ref: str) -> dict[str, Any]:
-    store = context(request).store
-    turn = store.turn(session_id, ref)
-    children = store.children(session_id, turn.node.id)
-    return {**turn.as_dict(), "children": [child.id for child in children]}
-
-
 @router.get("/sessions/{session_id}/nodes/{node_id}", summary="One node", response_model=NodeDetail)
-def node(request: Request, session_id: str, node_id: str) -> Response:
+def node(
+    request: Request, response: Response, session: SessionDep, store: StoreDep, node_id: str
+) -> Any:
     """A node with its siblings (ids, in order), its place among them, and its children."""
-    session = context(request).store.session(session_id)
     if (cached := not_modified(request, session)) is not None:
         return cached
-    return document(_detail(request, session.id, node_id), session)
+    turn = store.turn(session.id, node_id)
+    children = store.children(session.id, turn.node.id)
+    tagged(response, session)
+    return {**turn.as_dict(), "children": [child.id for child in children]}
 
 
 @router.get(
@@ -131,61 +170,68 @@ def node(request: Request, session_id: str, node_id: str) -> Response:
     summary="A node's children",
     response_model=list[NodeOut],
 )
-def children(request: Request, session_id: str, node_id: str) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document([n.as_dict() for n in store.children(session.id, node_id)], session)
+def children(
+    request: Request, response: Response, session: SessionDep, store: StoreDep, node_id: str
+) -> Any:
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    tagged(response, session)
+    return [n.as_dict() for n in store.children(session.id, node_id)]
 
 
 @router.get(
     "/sessions/{session_id}/nodes/{node_id}/trace",
     summary="A generated node's PromptTrace",
-    responses={
-        200: {
-            "description": "The trace: `messages` (exactly what was sent, rebuilt), "
-            "`verified`, `model`, `params`, `lore`, `planner`, `usage`, ..."
-        }
-    },
+    response_model=TraceOut,
 )
-def trace(request: Request, session_id: str, node_id: str) -> Response:
+def trace(
+    request: Request, response: Response, session: SessionDep, store: StoreDep, node_id: str
+) -> Any:
     """What the model was sent for this node, with which settings and why; `verified`
-    says whether the rebuilt messages hash to what was sent."""
-    store = context(request).store
-    session = store.session(session_id)
+    says whether the rebuilt messages hash to what was sent. A node not generated by a
+    model has none: 404 `no_trace`."""
+    if (cached := not_modified(request, session)) is not None:
+        return cached
     found = store.trace(session.id, node_id)
     if found is None:
         raise ApiError(
             404, "no_trace", f"node {node_id} has no trace: it was not generated by a model"
         )
-    return document(found.as_dict(), session)
+    tagged(response, session)
+    return found.as_dict()
 
 
 @router.get("/sessions/{session_id}/state", summary="The world state", response_model=StateOut)
-def state(request: Request, session_id: str, at: At = None) -> Response:
+def state(
+    request: Request, response: Response, session: SessionDep, store: StoreDep, at: At = None
+) -> Any:
     """The world state after node `at` (default HEAD)."""
-    store = context(request).store
-    session = store.session(session_id)
     if (cached := not_modified(request, session)) is not None:
         return cached
     node_id = store.node(session.id, at).id if at else session.head_id
     found = store.state(session.id, node_id)
-    return document({"node_id": node_id, **found.as_dict()}, session)
+    tagged(response, session)
+    return {"node_id": node_id, **found.as_dict()}
 
 
 @router.get(
     "/sessions/{session_id}/diff",
     summary="How the state differs between two nodes",
-    responses={200: {"description": '`{"path": [value after a, value after b]}` per difference'}},
+    response_model=DiffOut,
 )
 def diff(
     request: Request,
-    session_id: str,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
     a: Annotated[str, Query(alias="from_id", min_length=6, max_length=32, description=FROM)],
     b: Annotated[str, Query(alias="to_id", min_length=6, max_length=32, description=TO)],
-) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document(store.diff(session.id, a, b), session)
+) -> Any:
+    """`{"path": [value after a, value after b]}` for each variable that differs."""
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    tagged(response, session)
+    return store.diff(session.id, a, b)
 
 
 Path_ = Annotated[
@@ -198,10 +244,18 @@ Path_ = Annotated[
     summary="Which node last changed a variable",
     response_model=BlameOut,
 )
-def blame(request: Request, session_id: str, path: Path_, at: At = None) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document(store.blame(session.id, path, at).as_dict(), session)
+def blame(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
+    path: Path_,
+    at: At = None,
+) -> Any:
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    tagged(response, session)
+    return store.blame(session.id, path, at).as_dict()
 
 
 @router.get(
@@ -209,38 +263,79 @@ def blame(request: Request, session_id: str, path: Path_, at: At = None) -> Resp
     summary="A variable's history along the path",
     response_model=ChangesOut,
 )
-def changes(request: Request, session_id: str, path: Path_, at: At = None) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
+def changes(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
+    path: Path_,
+    at: At = None,
+) -> Any:
+    if (cached := not_modified(request, session)) is not None:
+        return cached
     start, found = store.changes(session.id, path, at)
-    body = {"path": path, "start": start, "changes": [c.as_dict() for c in found]}
-    return document(body, session)
+    tagged(response, session)
+    return {"path": path, "start": start, "changes": [c.as_dict() for c in found]}
 
 
 @router.get(
     "/sessions/{session_id}/history",
-    summary="The undo journal",
-    response_model=list[JournalEntryOut],
+    summary="The undo journal, a page at a time",
+    response_model=HistoryPage,
 )
-def history(request: Request, session_id: str) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document([e.as_dict() for e in store.history(session.id)], session)
+def history(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
+    query: Annotated[HistoryQuery, Query()],
+) -> Any:
+    """The journal's entries oldest first (`current`: the last one applied; `undone`:
+    redoable), `limit` of them after the entry at position `after`; `next` reads the
+    page after this one (null at the end). An `after` whose entry is gone (a turn or a
+    purge clears the journal) is a 422 `stale_cursor`."""
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    after = None if query.after is None else str(query.after)
+    page = store.history_page(session.id, limit=query.limit, after=after)
+    assert page.session is not None
+    following = None
+    if page.after is not None:
+        params = {"after": page.after, "limit": query.limit}
+        following = next_page(request, "history", params, session_id=page.session.id)
+    tagged(response, page.session)
+    return {
+        "session_id": page.session.id,
+        "version": page.session.version,
+        "total": page.total,
+        "next": following,
+        "entries": [e.as_dict() for e in page.items],
+    }
 
 
 def _subtrees(found: list[list[Node]]) -> list[dict[str, Any]]:
     return [{"top": nodes[0].as_dict(), "size": len(nodes)} for nodes in found]
 
 
-@router.get("/sessions/{session_id}/fragments", summary="Pruned subtrees, ready to graft")
-def fragments(request: Request, session_id: str) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document(_subtrees(store.fragments(session.id)), session)
+@router.get(
+    "/sessions/{session_id}/fragments",
+    summary="Pruned subtrees, ready to graft",
+    response_model=list[SubtreeOut],
+)
+def fragments(request: Request, response: Response, session: SessionDep, store: StoreDep) -> Any:
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    tagged(response, session)
+    return _subtrees(store.fragments(session.id))
 
 
-@router.get("/sessions/{session_id}/trash", summary="Deleted subtrees, restorable")
-def trash(request: Request, session_id: str) -> Response:
-    store = context(request).store
-    session = store.session(session_id)
-    return document(_subtrees(store.trash(session.id)), session)
+@router.get(
+    "/sessions/{session_id}/trash",
+    summary="Deleted subtrees, restorable",
+    response_model=list[SubtreeOut],
+)
+def trash(request: Request, response: Response, session: SessionDep, store: StoreDep) -> Any:
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    tagged(response, session)
+    return _subtrees(store.trash(session.id))

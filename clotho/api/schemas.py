@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from mnemosyne.edits import Delta, DeltaOperation, Edit, NodeRef, delta_dicts
 
@@ -225,7 +225,11 @@ class TreeOut(BaseModel):
     session_id: str
     head_id: str | None
     version: int
-    nodes: list[NodeOut]
+    total: int = Field(description="How many nodes the whole tree has.")
+    next: str | None = Field(
+        description="The page after this one (a path with its query), or null at the end."
+    )
+    nodes: list[NodeOut] = Field(description="The page, parents before children.")
 
 
 class StateOut(BaseModel):
@@ -340,3 +344,101 @@ class HealthOut(BaseModel):
     version: str
     database: str
     warm: Literal["warming", "ready"]
+
+
+# -- pages of lists, and the reads' other documents ----------------------------------------
+
+#: The most items a page holds.
+PAGE_MAX = 1000
+
+
+class SessionsQuery(BaseModel):
+    """A page of the sessions list, by cursor; any other parameter is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=PAGE_MAX, description="How many sessions, at most.")
+    after: str | None = Field(
+        default=None,
+        max_length=40,
+        pattern=r"^[0-9]{1,18}-[0-9]{1,18}$",
+        description="Where the page before ended (opaque: take it from that page's "
+        "`next`). Default: the first page.",
+    )
+
+
+class SessionsPage(BaseModel):
+    sessions: list[SessionOut] = Field(
+        description="The page: most recently changed first, ties newest first."
+    )
+    total: int = Field(description="How many sessions the whole list has.")
+    next: str | None = Field(
+        description="The page after this one (a path with its query), or null at the end."
+    )
+
+
+class TreeQuery(BaseModel):
+    """A page of the tree, by cursor; any other parameter is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=PAGE_MAX, ge=1, le=PAGE_MAX, description="How many nodes, at most.")
+    after: NodeRef | None = Field(
+        default=None,
+        description="The last node of the page before (the `next` of that page): this "
+        "page starts after it. Default: the first page.",
+    )
+
+
+class HistoryQuery(BaseModel):
+    """A page of the undo journal, by cursor; any other parameter is refused (422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=PAGE_MAX, description="How many entries, at most.")
+    after: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**53,
+        description="The position of the last entry of the page before (the `next` of "
+        "that page): this page starts after it. Default: the first page.",
+    )
+
+
+class HistoryPage(BaseModel):
+    session_id: str
+    version: int
+    total: int = Field(description="How many entries the whole journal has.")
+    next: str | None = Field(
+        description="The page after this one (a path with its query), or null at the end."
+    )
+    entries: list[JournalEntryOut] = Field(description="The page, oldest first.")
+
+
+class SubtreeOut(BaseModel):
+    """A fragment (pruned) or a subtree in the trash: its top node and its size."""
+
+    top: NodeOut
+    size: int = Field(description="How many nodes the subtree has, its top included.")
+
+
+class TraceOut(BaseModel):
+    """A PromptTrace: what the model was sent for a node, and the stored document
+    (model, params, usage, lore, planner, templates...: its other fields)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    node_id: str
+    messages: list[dict[str, Any]] = Field(description="What was sent, rebuilt.")
+    verified: bool = Field(description="Whether the rebuilt messages hash to what was sent.")
+    messages_hash: str = Field(description="The SHA-256 of what was sent, taken when sent.")
+    problems: list[str] = Field(description="Why the messages could not be rebuilt, if so.")
+    model: str | None = None
+    params: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    lore: list[dict[str, Any]] | None = None
+    planner: dict[str, Any] | None = None
+
+
+class DiffOut(RootModel[dict[str, Annotated[list[Any], Field(min_length=2, max_length=2)]]]):
+    """Per variable that differs: `[value after a, value after b]`."""

@@ -3,24 +3,47 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from clotho.sessions import new_session
+from mnemosyne import Store
 
 from ._common import context, document
 from .context import not_modified
 from .deps import IfMatch, StoreDep
 from .idempotency import Outcome, answer, result
-from .schemas import NewSession, SessionOut, WriteOut
+from .schemas import NewSession, SessionOut, SessionsPage, SessionsQuery, WriteOut
 
 router = APIRouter(tags=["sessions"])
 
 
-@router.get("/sessions", summary="List the sessions", response_model=list[SessionOut])
-def list_sessions(request: Request) -> Response:
-    """Every session not in the trash, most recently changed first."""
-    return document([s.as_dict() for s in context(request).store.sessions()])
+def _sessions_page(
+    request: Request, store: Store, query: SessionsQuery, *, trashed: bool, route: str
+) -> dict[str, Any]:
+    page = store.sessions_page(trashed=trashed, limit=query.limit, after=query.after)
+    following = None
+    if page.after is not None:
+        params = urlencode({"after": page.after, "limit": query.limit})
+        following = f"{request.app.url_path_for(route)}?{params}"
+    return {
+        "sessions": [s.as_dict() for s in page.items],
+        "total": page.total,
+        "next": following,
+    }
+
+
+@router.get("/sessions", summary="List the sessions, a page at a time", response_model=SessionsPage)
+def list_sessions(
+    request: Request, store: StoreDep, query: Annotated[SessionsQuery, Query()]
+) -> Any:
+    """The sessions not in the trash, most recently changed first (ties: newest first),
+    `limit` of them after the cursor `after`; `next` reads the page after this one
+    (null at the end). A session changed while a client pages moves to the first page:
+    the pages after do not show it twice."""
+    return _sessions_page(request, store, query, trashed=False, route="list_sessions")
 
 
 @router.post("/sessions", summary="Create a session", status_code=201, response_model=WriteOut)
@@ -53,10 +76,15 @@ def trash_session(
 
 
 @router.get(
-    "/trash/sessions", summary="List the sessions in the trash", response_model=list[SessionOut]
+    "/trash/sessions",
+    summary="List the sessions in the trash, a page at a time",
+    response_model=SessionsPage,
 )
-def trashed_sessions(request: Request) -> Response:
-    return document([s.as_dict() for s in context(request).store.sessions(trashed=True)])
+def trashed_sessions(
+    request: Request, store: StoreDep, query: Annotated[SessionsQuery, Query()]
+) -> Any:
+    """Paged as `GET /api/sessions` is."""
+    return _sessions_page(request, store, query, trashed=True, route="trashed_sessions")
 
 
 @router.post(

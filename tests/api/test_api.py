@@ -70,7 +70,7 @@ def test_sessions_are_created_listed_trashed_restored_and_purged(
     first = new_session(client, title="Eldoria")
     second = new_session(client)
     assert first["title"] == "Eldoria" and first["version"] == 0
-    listed = [s["id"] for s in client.get("/api/sessions").json()]
+    listed = [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
     assert set(listed) == {first["id"], second["id"]}
     got = client.get(f"/api/sessions/{first['id'][:8]}")
     assert got.json()["id"] == first["id"]
@@ -78,8 +78,8 @@ def test_sessions_are_created_listed_trashed_restored_and_purged(
 
     trashed = client.delete(f"/api/sessions/{first['id']}", headers={"If-Match": '"0"'})
     assert trashed.status_code == 200 and trashed.json()["session"]["trashed_at"]
-    assert [s["id"] for s in client.get("/api/sessions").json()] == [second["id"]]
-    assert [s["id"] for s in client.get("/api/trash/sessions").json()] == [first["id"]]
+    assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [second["id"]]
+    assert [s["id"] for s in client.get("/api/trash/sessions").json()["sessions"]] == [first["id"]]
     problem(
         client.post(
             f"/api/sessions/{first['id']}/messages", json={"role": "user", "content": "hi"}
@@ -281,7 +281,7 @@ def test_an_edit_batch_is_atomic_and_one_undo_step(client: TestClient) -> None:
     result = response.json()
     assert [r["action"] for r in result["results"]] == ["rewrite", "toggle", "prune", "inject"]
     assert result["session"]["version"] == before["version"] + 1
-    history = client.get(f"/api/sessions/{sid}/history").json()
+    history = client.get(f"/api/sessions/{sid}/history").json()["entries"]
     assert [e["action"] for e in history] == ["batch"]
     assert len(client.get(f"/api/sessions/{sid}/fragments").json()) == 1
     assert client.get(f"/api/sessions/{sid}/state").json()["variables"] == {}
@@ -312,7 +312,7 @@ def test_a_refused_operation_in_a_batch_leaves_everything_as_it_was(client: Test
     assert body["operation"] == 1
     assert body["detail"].startswith("operations[1]") and "cycle" in body["detail"]
     assert client.get(f"/api/sessions/{sid}/tree").json() == before
-    assert client.get(f"/api/sessions/{sid}/history").json() == []
+    assert client.get(f"/api/sessions/{sid}/history").json()["entries"] == []
     missing = client.post(
         f"/api/sessions/{sid}/edits", json={"operations": [{"op": "graft", "node_id": a["id"]}]}
     )
@@ -400,7 +400,7 @@ def test_a_malformed_chat_names_the_line_and_stores_nothing(client: TestClient) 
     broken = header + "\n" + json.dumps({"name": "You", "is_user": True, "mes": 3}) + "\n"
     body = problem(client.post("/api/imports/chat", content=broken.encode()), 422, "invalid_chat")
     assert "line 2" in body["detail"] and "mes" in body["detail"]
-    assert client.get("/api/sessions").json() == []
+    assert client.get("/api/sessions").json()["sessions"] == []
     problem(client.post("/api/imports/chat", content=b""), 422, "empty_upload")
 
 
@@ -408,7 +408,7 @@ def test_uploads_past_the_limit_are_413(make_client: Callable[..., TestClient]) 
     client = make_client(max_upload_bytes=1000)
     body = problem(client.post("/api/imports/chat", content=b"x" * 5000), 413, "too_large")
     assert "1000" in body["detail"]
-    assert client.get("/api/sessions").json() == []
+    assert client.get("/api/sessions").json()["sessions"] == []
 
 
 def test_lorebooks_and_cards_are_imported_into_a_session(client: TestClient) -> None:

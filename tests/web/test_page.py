@@ -323,7 +323,7 @@ def test_a_session_goes_to_the_trash_and_comes_back(
     page.locator("#delete-session").click()
     page.locator("#ask button", has_text="Move to the trash").click()
     expect(page.locator(f'#session-select option[value="{sid}"]')).to_have_count(0)
-    assert sid in [s["id"] for s in api.get("/api/trash/sessions").json()]
+    assert sid in [s["id"] for s in api.get("/api/trash/sessions").json()["sessions"]]
 
     page.locator("#session-trash").click()
     row = page.locator(f'#ask li[data-session-id="{sid}"]')
@@ -333,4 +333,4 @@ def test_a_session_goes_to_the_trash_and_comes_back(
     # (a count first: a locator matching several elements fails at once, it does not wait)
     expect(page.locator("article.message")).to_have_count(1)
     expect(page.locator("article.message .content")).to_have_text("A line worth keeping.")
-    assert sid in [s["id"] for s in api.get("/api/sessions").json()]
+    assert sid in [s["id"] for s in api.get("/api/sessions").json()["sessions"]]

@@ -95,8 +95,7 @@ class App {
   }
 
   async loadSessions() {
-    const { data } = await this.api.request("GET", "/api/sessions");
-    this.sessions = data;
+    this.sessions = (await this.api.pages("/api/sessions?limit=1000", "sessions")).items;
   }
 
   fillSessionPicker() {
@@ -141,7 +140,7 @@ class App {
     const dialog = document.getElementById("ask");
     let trashed;
     try {
-      trashed = await this.api.get("/api/trash/sessions");
+      trashed = (await this.api.pages("/api/trash/sessions?limit=1000", "sessions")).items;
     } catch (error) {
       return this.fail(error, "Reading the trash");
     }

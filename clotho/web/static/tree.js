@@ -75,7 +75,7 @@ export class TreeView {
     const app = this.app;
     const sid = app.sid;
     const [tree, fragments, trash] = await Promise.all([
-      app.api.request("GET", app.path("/tree")),
+      this.readTree(),
       app.api.get(app.path("/fragments")),
       app.api.get(app.path("/trash")),
     ]);
@@ -93,6 +93,25 @@ export class TreeView {
     }
     afterPaint(() => performance.mark("clotho:tree-rendered", { detail: { nodes: this.data.nodes.length } }));
     await this.renderPanel();
+  }
+
+  /**
+   * The whole tree, its pages read one after another ({data, version} as a request
+   * gives them, data holding every node). A write between two pages changes the
+   * version (or stales the cursor): then it is read again, a few times at most.
+   */
+  async readTree() {
+    const path = this.app.path("/tree?limit=1000");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { items, first, last } = await this.app.api.pages(path, "nodes");
+        if (first.data.version === last.data.version || attempt >= 3) {
+          return { data: { ...last.data, nodes: items, next: null }, version: last.version };
+        }
+      } catch (error) {
+        if (error.code !== "stale_cursor" || attempt >= 3) throw error;
+      }
+    }
   }
 
   /** Children lists, subtree sizes and the trunk of the tree document. */
