@@ -262,8 +262,9 @@ class Requests:
         with client.stream(
             "POST", f"/api/sessions/{self.sid}/turns", json={"kind": "say", "text": "Go"}
         ) as turn:
-            last = [line for line in turn.iter_lines() if line.startswith("data:")][-1]
-        self.nodes.insert(0, json.loads(last.removeprefix("data:"))["node"]["id"])
+            data = [line for line in turn.iter_lines() if line.startswith("data:")]
+        self.turn_id = json.loads(data[0].removeprefix("data:"))["turn_id"]
+        self.nodes.insert(0, json.loads(data[-1].removeprefix("data:"))["node"]["id"])
         self.files = {
             "lorebook": ELDORIA.read_bytes(),
             "card": SERAPHINA.read_bytes(),
@@ -273,7 +274,7 @@ class Requests:
 
     def url(self, path: str, ids: str | None = None) -> str:
         values = {"session_id": ids or self.sid, "node_id": ids or self.nodes[0]}
-        values["turn_id"] = ids or UNKNOWN
+        values["turn_id"] = ids or self.turn_id
         return re.sub(r"\{([^}]+)\}", lambda m: values[m.group(1)], path)
 
     def query(self, operation: dict[str, Any]) -> dict[str, Any]:
@@ -374,6 +375,17 @@ def test_every_status_an_operation_declares_can_happen(
                 else:
                     missing.append(f"{method.upper()} {path} {status} (got {answers})")
     assert not missing, "declared, never answered:\n" + "\n".join(missing)
+    # and each operation asked properly: what it answers is declared (the client's check)
+    operations = [
+        (method.upper(), path, operation)
+        for path, item in contract.document["paths"].items()
+        for method, operation in item.items()
+    ]
+    order = {"GET": 0, "POST": 1, "PUT": 1, "DELETE": 2}
+    answered = set()
+    for method, path, operation in sorted(operations, key=lambda op: order[op[0]]):
+        answered.add(requests.send(method, path, operation))
+    assert {200, 201, 204} <= answered
 
 
 # -- the errors flows answer ----------------------------------------------------------
