@@ -80,11 +80,11 @@ def _setup(cli: Cli, stack: contextlib.ExitStack) -> tuple[Any, str]:
 
 
 def _play_demo(cli: Cli, store: Store, stack: contextlib.ExitStack, url: str) -> dict[str, Any]:
-    from orchestrator import Engine, TurnKind, TurnRequest
+    from orchestrator import TurnKind, TurnRequest, build_engine
 
     quiet = cli.json
     setup, who = _setup(cli, stack)
-    engine = Engine(store, setup)
+    engine = build_engine(store, setup)
     runner = stack.enter_context(asyncio.Runner())
     stack.callback(lambda: runner.run(engine.aclose()))
     session = store.create_session(title=f"{TITLE} (demo)", schema=DEMO_SCHEMA)

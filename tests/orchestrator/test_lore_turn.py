@@ -54,7 +54,9 @@ def engine_for(store: Store, server: ModelServer) -> Engine:
         character=Character(name="Seraphina", description="A forest guardian."),
         player="Hero",
     )
-    return Engine(store, setup, planner=LorePlanner([BOOK], seed=7))
+    return build_engine(
+        store, setup, planner=lambda call: LorePlanner([BOOK], seed=7, plan_call=call)
+    )
 
 
 def contents(messages: list[dict[str, Any]]) -> list[str]:

@@ -24,6 +24,7 @@ from orchestrator import (
     TurnRequest,
     TurnResult,
     TurnSetup,
+    build_engine,
 )
 from orchestrator.loopback import ModelServer, Received, Reply
 from prompts import TemplateError, Templates
@@ -88,7 +89,7 @@ def engine_for(store: Store, server: ModelServer, **setup: Any) -> Engine:
         context_window=setup.pop("context_window", None),
         reply_tokens=setup.pop("reply_tokens", 1024),
     )
-    return Engine(store, TurnSetup(model=model, **setup))
+    return build_engine(store, TurnSetup(model=model, **setup))
 
 
 def play(
