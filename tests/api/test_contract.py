@@ -48,10 +48,6 @@ KNOWN_WITHOUT_SCHEMA = {
     "GET /api/sessions/{session_id}/exports/chat",
     "GET /api/sessions/{session_id}/exports/tree",
     "GET /api/sessions/{session_id}/lore",
-    "GET /api/sessions/{session_id}/diff",
-    "GET /api/sessions/{session_id}/fragments",
-    "GET /api/sessions/{session_id}/trash",
-    "GET /api/sessions/{session_id}/nodes/{node_id}/trace",
 }
 
 
