@@ -762,22 +762,7 @@ def dump(conn: Connection, record: q.SessionRecord) -> SessionDump:
     """The whole session as stored (see :class:`SessionDump`)."""
     schema = ws.parse_schema(record.schema_json)
     rows = conn.execute(
-        select(
-            nodes.c.pk,
-            nodes.c.id,
-            nodes.c.parent_pk,
-            nodes.c.active_child_pk,
-            nodes.c.role,
-            nodes.c.name,
-            nodes.c.content,
-            nodes.c.enabled,
-            nodes.c.created_at,
-            nodes.c.metadata,
-            nodes.c.delta,
-            nodes.c.detached,
-            nodes.c.detached_from_pk,
-            nodes.c.detached_at,
-        )
+        select(*q.NODE_COLUMNS, nodes.c.detached, nodes.c.detached_from_pk, nodes.c.detached_at)
         .where(nodes.c.session_pk == record.pk)
         .order_by(nodes.c.pk)
     ).all()

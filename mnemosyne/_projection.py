@@ -31,12 +31,9 @@ from .models import Message, Node, Session, TurnView
 
 __all__ = ["ProjectionPage", "messages", "page", "path_key", "stamp", "turns", "whole_nodes"]
 
-# The columns of q.NODE_COLUMNS, as SQL on the alias ``n``; created_at comes back as
-# stored (text on SQLite), decoded on first use.
-_NODE_SQL = (
-    "n.pk, n.id, n.parent_pk, n.active_child_pk, n.role, n.name, n.content, n.enabled, "
-    "n.created_at, n.metadata, n.delta"
-)
+# q.NODE_COLUMNS as SQL on the alias ``n``; created_at comes back as stored (text on
+# SQLite), decoded on first use.
+_NODE_SQL = ", ".join(f"n.{column.name}" for column in q.NODE_COLUMNS)
 # What a Path needs of each node: (enabled, id, role, name, content, parent_pk, pk).
 _MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content, n.parent_pk, n.pk"
 
