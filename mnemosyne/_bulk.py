@@ -57,7 +57,8 @@ _CHUNK = 500
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     """One node for :meth:`~mnemosyne.SessionTransaction.insert_nodes`, or as
-    :meth:`~mnemosyne.Store.dump` reads it.
+    :meth:`~mnemosyne.Store.dump` reads it: the shape of a node in an exchange format
+    (a read's shape is :class:`~mnemosyne.Node`; see :mod:`mnemosyne.models`).
 
     ``parent``, ``active_child`` and ``detached_from`` name other nodes: by id, or (on
     a write) by the index of another record of the same call. As read, they are ids.

@@ -2,6 +2,18 @@
 
 They are detached from the database: holding one never keeps a connection or a
 transaction open, and changing one changes nothing stored.
+
+A node has four shapes, one per use:
+
+- :class:`Node`: a node as stored, whole (every read of nodes: tree, projection,
+  children, a node).
+- :class:`Message`: what the model is sent of a node (id, role, name, text), lean and
+  shared: the hot path of every turn (:meth:`mnemosyne.Store.messages`).
+- :class:`TurnView`: a Node with its siblings and its place among them, what a chat
+  view shows (the projection's turns and pages, :meth:`mnemosyne.Store.turn`).
+- :class:`mnemosyne.NodeRecord` (in ``mnemosyne._bulk``): a node to import or as
+  exported, naming other nodes by id or record index, with where a detached subtree
+  hung: the exchange formats' shape (``insert_nodes``, ``dump``).
 """
 
 from __future__ import annotations
@@ -257,7 +269,8 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class TurnView:
-    """A node among its siblings: the ``< index+1 / len(siblings) >`` of a chat view."""
+    """A node among its siblings: the ``< index+1 / len(siblings) >`` of a chat view
+    (``siblings``: their ids in order, the node's own included; ``index``: its place)."""
 
     node: Node
     siblings: list[str]
