@@ -196,7 +196,7 @@ def assert_token_works(url: str, token: str) -> None:
     assert wrong.status_code == 401
     assert wrong.headers["content-type"] == "application/problem+json"
     right = httpx.get(f"{url}/api/sessions", headers={"Authorization": f"Bearer {token}"})
-    assert right.status_code == 200 and isinstance(right.json(), list)
+    assert right.status_code == 200 and isinstance(right.json()["sessions"], list)
 
 
 def test_beyond_loopback_without_a_token_it_refuses_to_start(tmp_path: Path) -> None:
