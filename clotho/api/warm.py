@@ -116,11 +116,18 @@ def _compile_templates(engine: Engine) -> None:
 
 
 def _load_model_side(model: ModelConfig) -> None:
-    """litellm imported, the model's route worked out, its tokenizer and window loaded:
-    the blocking part of the model side, in a worker thread."""
+    """litellm imported, the model's route worked out, its tokenizer and window loaded,
+    and a call litellm answers itself made the blocking way: the modules a call loads
+    on first use are loaded here, in a worker thread, so the streamed call left for the
+    event loop (:meth:`orchestrator.Gateway.warm`) stalls it far less."""
     from orchestrator import Gateway
-    from orchestrator.gateway import route
+    from orchestrator.gateway import litellm_module, route
 
-    route(model)
     Gateway.counter(model)("warm")
     Gateway.context_window(model)
+    messages = [{"role": "user", "content": "warm"}]
+    answer = litellm_module().completion(
+        **route(model), messages=messages, stream=True, mock_response="warm"
+    )
+    for _chunk in answer:
+        pass
