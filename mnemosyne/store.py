@@ -169,7 +169,7 @@ class SessionTransaction:
 
         Growing the tree is a breakpoint of the editor: it clears the undo journal.
         """
-        self.clear_journal()
+        self._clear_journal()
         return self._insert(
             self._state.head_pk, self._state.head_id, role, content, name, metadata, delta, enabled
         )
@@ -194,7 +194,7 @@ class SessionTransaction:
         # in the tree, the nodes above pointing along the path to it; then the new
         # sibling takes its place in its parent's active child (in _insert)
         _head.repoint(self._state, pk, node_id)
-        self.clear_journal()
+        self._clear_journal()
         original = q.get_node(self._state.conn, self._state.record, pk)
         parent_pk = q.parent_key(self._state.conn, pk)
         node = self._insert(
@@ -322,7 +322,7 @@ class SessionTransaction:
         )
         if not done.nodes and done.head is None:
             return []
-        self.clear_journal()
+        self._clear_journal()
         if done.repoint is not None:
             _head.point_path_at(self._state, done.repoint)
         if done.head is not None:
@@ -518,7 +518,7 @@ class SessionTransaction:
         """The journal, oldest first (``current``: the last applied entry)."""
         return self._editor.history()
 
-    def clear_journal(self) -> None:
+    def _clear_journal(self) -> None:
         """A breakpoint: growing the tree forgets what could be undone."""
         self._editor.clear_journal()
 
