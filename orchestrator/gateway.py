@@ -24,17 +24,24 @@
   then stores no reply: an empty message would be sent to the model in later prompts).
 
 litellm is imported on first use (it costs seconds), with
-``LITELLM_LOCAL_MODEL_COST_MAP=True``: the engine never calls out on its own.
+``LITELLM_LOCAL_MODEL_COST_MAP=True``: the engine never calls out on its own. What it
+loads (over a thousand modules, some 500,000 objects, and the tokenizer's tables) stays
+for the life of the process, so it is loaded with the cyclic garbage collector paused
+and then frozen out of its passes (:func:`lasting`): the collector would otherwise walk
+it again and again while it loads (about a third of the import's CPU) and on every full
+pass afterwards (hundreds of milliseconds each, a stall of every request of a server).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -52,14 +59,32 @@ INTERRUPTED = "interrupted by the player"
 OnEvent = Callable[[str, str], None]
 
 
+@contextmanager
+def lasting() -> Iterator[None]:
+    """Around loading what lives as long as the process (a library's modules, a
+    tokenizer's tables): the cyclic garbage collector paused meanwhile, then everything
+    alive moved out of its reach (``gc.freeze``), so that no later pass walks it again.
+    Objects frozen are still freed when their last reference goes; only a cycle among
+    them would stay, and what is loaded here is never dropped."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 @cache
 def litellm_module() -> ModuleType:
-    """litellm, imported once, offline, and without the copy of every call's messages
-    its success logging makes to shorten base64 images in them (nothing here logs
-    messages; the copy grows with the history)."""
+    """litellm, imported once (:func:`lasting`), offline, and without the copy of every
+    call's messages its success logging makes to shorten base64 images in them (nothing
+    here logs messages; the copy grows with the history)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("MAX_BASE64_LENGTH_FOR_LOGGING", "0")
-    import litellm
+    with lasting():
+        import litellm
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
@@ -297,15 +322,17 @@ class Gateway:
         """Load what the first call to ``config``'s model needs (litellm, its route's
         modules, the tokenizer, the model's window) without calling it: a streamed call
         answered by litellm itself (``mock_response``) goes the same way through litellm.
-        The first turn of a process then starts at once."""
-        litellm = litellm_module()
-        arguments = _arguments(config, [{"role": "user", "content": "warm"}], stream=True)
-        arguments.pop("max_retries", None)
-        response = await litellm.acompletion(**arguments, mock_response="warm")
-        async for _chunk in response:
-            pass
-        self.counter(config)("warm")
-        self.context_window(config)
+        The first turn of a process then starts at once. What this loads stays
+        (:func:`lasting`)."""
+        with lasting():
+            litellm = litellm_module()
+            arguments = _arguments(config, [{"role": "user", "content": "warm"}], stream=True)
+            arguments.pop("max_retries", None)
+            response = await litellm.acompletion(**arguments, mock_response="warm")
+            async for _chunk in response:
+                pass
+            self.counter(config)("warm")
+            self.context_window(config)
 
     async def _call(
         self,
