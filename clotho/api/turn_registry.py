@@ -113,6 +113,18 @@ class Turn:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
+    async def wait(self, timeout: float) -> None:
+        """Until the turn has ended, or ``timeout`` seconds have passed."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.ended:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                return
+
     async def follow(self, after: int | None = None) -> AsyncIterator[ServerSentEvent]:
         """The turn's events after the one numbered ``after`` (``None``: from the start),
         then each as it comes, until the final one. Of an ended turn (or events no longer

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["router"]
 
 router = APIRouter(tags=["playing"])
+#: The longest ``GET .../turns/{turn_id}?wait=`` (seconds).
+MAX_WAIT_S = 60.0
 log = logging.getLogger("clotho.api")
 
 
@@ -171,7 +173,7 @@ def _accepts_events(
             406,
             "not_acceptable",
             "a turn answers with its events (text/event-stream); the last one is the "
-            "result, also at GET .../turns/{turn_id} once the turn has ended",
+            "result, also at GET .../turns/{turn_id}?wait=60 (start it with ?detach=true)",
         )
 
 
@@ -370,9 +372,22 @@ async def list_turns(
     summary="A turn's status",
     response_model=TurnOut,
 )
-async def turn_status(turn: KnownTurn) -> dict[str, Any]:
-    """running, done (the nodes it stored and the session's version after it), failed
-    (the problem), or cancelled."""
+async def turn_status(
+    turn: KnownTurn,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="Seconds to wait for a running turn to end before answering "
+            "(a client that reads no event stream gets the result this way).",
+        ),
+    ] = 0,
+) -> dict[str, Any]:
+    """running, done (the nodes it stored, the session's version after it, and the
+    `node` event's document as `result`), failed (the problem), or cancelled."""
+    if wait:
+        await turn.wait(wait)
     return _status(turn)
 
 

@@ -175,3 +175,19 @@ def test_a_detached_turn_plays_on_when_its_client_leaves(api: httpx.Client) -> N
     assert rest[-1].event == "node"
     assert text(seen + rest) == " ".join(f"w{i}" for i in range(WORDS))
     assert rest[-1].data["incomplete"] is False
+
+
+def test_a_client_that_reads_no_events_waits_for_the_result(api: httpx.Client) -> None:
+    sid = new_session(api)
+    body = {"kind": "say", "text": "Just the result."}
+    path = f"/api/sessions/{sid}/turns"
+    with api.stream("POST", path, json=body, params={"detach": "true"}) as response:
+        location = response.headers["location"]  # leaves before any event is read
+    running = api.get(location, params={"wait": "0.1"}).json()
+    assert running["status"] == "running" and running["result"] is None
+    done = api.get(location, params={"wait": "30"}).json()
+    assert done["status"] == "done" and done["incomplete"] is False
+    assert done["result"]["node"]["content"] == " ".join(f"w{i}" for i in range(WORDS))
+    assert done["result"]["session"]["version"] == done["version"]
+    too_long = api.get(location, params={"wait": "3600"})
+    assert too_long.status_code == 422 and too_long.json()["code"] == "invalid_request"
