@@ -5,7 +5,7 @@ HEAD is the node the story has reached; the model sees the path root -> HEAD. It
 stored as ``sessions.head_pk`` (a node of the same session, the database checks),
 read as :attr:`mnemosyne.Session.head_id`, and held by a write transaction as
 :attr:`TransactionState.head_pk`/``head_id`` (written once, at its commit). This
-module moves it:
+module reads it (:func:`node_or_head`) and moves it:
 
 - :func:`checkout`: to a node of the tree (``checkout``, growing the tree).
 - :func:`sibling_leaf`: where a switch to the next/previous alternative lands.
@@ -38,6 +38,7 @@ __all__ = [
     "after_edit",
     "checkout",
     "descend",
+    "node_or_head",
     "point_path_at",
     "repoint",
     "sibling_leaf",
@@ -61,6 +62,20 @@ class _Walked(NamedTuple):
     parent_pk: int | None
     active_child_pk: int | None
     detached: str | None
+
+
+def node_or_head(conn: Connection, record: q.SessionRecord, ref: str | None) -> int | None:
+    """The pk of node ``ref`` of the session, or HEAD's when ``ref`` is ``None`` (``None``:
+    an empty session): what every read "at a node, HEAD by default" starts from.
+
+    Raises:
+        UnknownNodeError, AmbiguousIdError, ForeignNodeError: ``ref`` names no node of
+            the session.
+    """
+    if ref is None:
+        return record.head_pk
+    pk, _ = q.resolve_node(conn, record, ref)
+    return pk
 
 
 def checkout(state: TransactionState, pk: int, node_id: str | None = None) -> None:

@@ -832,7 +832,7 @@ class Store:
         """The linear projection: root -> HEAD (or -> ``at``), disabled nodes left out."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            pk = _head.node_or_head(conn, record, at)
             return proj.whole_nodes(conn, record, pk)
 
     def messages(self, session_id: str, at: str | None = None) -> list[Message]:
@@ -842,7 +842,7 @@ class Store:
         """
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            pk = _head.node_or_head(conn, record, at)
             return proj.messages(conn, self.paths, record, pk)
 
     def projection_turns(
@@ -975,7 +975,7 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             schema = ws.parse_schema(record.schema_json)
-            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            pk = _head.node_or_head(conn, record, at)
             writer = None if pk is None else ws.last_writer(conn, pk, path)
             if pk is None or writer is None:
                 return Blame(path, value_at(schema.initial_state(), path), None)
@@ -994,14 +994,14 @@ class Store:
         with self.read() as conn:
             record = q.session_record(conn, session_id)
             schema = ws.parse_schema(record.schema_json)
-            pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+            pk = _head.node_or_head(conn, record, at)
             if pk is None:
                 return value_at(schema.initial_state(), path), []
             return ws.touches_along(conn, schema, pk, path)
 
     def _state(self, conn: Connection, record: q.SessionRecord, at: str | None) -> dict[str, Any]:
         schema = ws.parse_schema(record.schema_json)
-        pk = record.head_pk if at is None else q.resolve_node(conn, record, at)[0]
+        pk = _head.node_or_head(conn, record, at)
         if pk is None:
             return schema.initial_state()
         return ws.state_after(conn, schema, pk).state
