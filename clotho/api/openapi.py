@@ -36,7 +36,8 @@ from .problems import MEDIA_TYPE, Problem, code_statuses
 
 __all__ = ["ConditionalGet", "Facts", "declare", "facts", "statuses"]
 
-PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+COMPONENT = "#/components/schemas/"
+PROBLEM_REF = {"$ref": COMPONENT + "Problem"}
 _READ_METHODS = ("get",)
 _PLAYING_TAG = "playing"
 
@@ -65,10 +66,10 @@ MEANING = {
     412: "If-Match named another version than the session's: nothing was changed; "
     "`current_version` (and `ETag`) is the version now.",
     413: "The body is larger than the server's upload limit (or a file's size limit).",
+    406: "The client takes no answer the route can give.",
     421: "The Host is not a name this server answers for.",
     422: "A parameter, a field of the body, a file or the operation was refused: "
     "`errors` names each invalid field, `operation` the refused edit.",
-    406: "The client takes no answer the route can give.",
     503: "No model is configured, or the database cannot be used.",
 }
 
@@ -95,27 +96,15 @@ class Facts:
         return self.etag and not self.writes
 
 
-def _refers(schema: Any, name: str, components: dict[str, Any] | None = None) -> bool:
-    """Whether a schema is or holds a reference to component ``name`` (through the other
-    components it refers to, when given them)."""
-    seen: set[str] = set()
-
-    def walk(part: Any) -> bool:
-        if isinstance(part, dict):
-            ref = part.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
-                target = ref.rsplit("/", 1)[1]
-                if target == name:
-                    return True
-                if components is not None and target not in seen:
-                    seen.add(target)
-                    return walk(components.get(target))
-            return any(walk(value) for value in part.values())
-        if isinstance(part, list):
-            return any(walk(value) for value in part)
-        return False
-
-    return walk(schema)
+def _refers(schema: Any, name: str) -> bool:
+    """Whether a part of the document is or holds a reference to component ``name``."""
+    if isinstance(schema, dict):
+        if schema.get("$ref") == COMPONENT + name:
+            return True
+        return any(_refers(value, name) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_refers(value, name) for value in schema)
+    return False
 
 
 def _successes(operation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -138,15 +127,13 @@ def _carries_etag(
 
 
 def _holds_session(response: dict[str, Any], components: dict[str, Any]) -> bool:
-    """Whether an answer is one session, or holds one as a member (``session``): not a
-    list of them."""
+    """Whether an answer is one session, or holds one as a member (a write's
+    ``session``): not a list of them."""
+    session = COMPONENT + "SessionOut"
     for media in response.get("content", {}).values():
-        schema = media.get("schema", {})
-        if _refers({"$ref": schema.get("$ref")}, "SessionOut"):
-            return True
-        target = components.get(str(schema.get("$ref", "")).rsplit("/", 1)[-1], {})
-        members = target.get("properties", {}).values()
-        if any(_refers({"$ref": member.get("$ref")}, "SessionOut") for member in members):
+        ref = str(media.get("schema", {}).get("$ref", ""))
+        members = components.get(ref.removeprefix(COMPONENT), {}).get("properties", {})
+        if ref == session or any(m.get("$ref") == session for m in members.values()):
             return True
     return False
 
