@@ -538,10 +538,13 @@ class Engine:
         if blame.node_id is None:
             return 0, ""
         through = self.store.node(sid, blame.node_id).metadata.get("summary_through")
-        ids = [message.id for message in anchor.history]
-        if through not in ids:
-            return 0, ""
-        return ids.index(through) + 1, summary
+        history = anchor.history
+        # from the newest: the message it covers through is near the window's start,
+        # not near the root of a long story
+        for index in range(len(history) - 1, -1, -1):
+            if history[index].id == through:
+                return index + 1, summary
+        return 0, ""
 
     async def _generate(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "generate")

@@ -174,14 +174,20 @@ def fit(history: Sequence[Message], budget: int, count: Callable[[Message], int]
     ``count(message)``, plus a few for its framing).
 
     Counting stops as soon as the budget is spent, and a history whose UTF-8 size is
-    within the budget is not counted at all (a token is at least one byte), so the
-    cost follows the window, not the length of the campaign; with a
+    within the budget is not counted at all (a token is at least one byte; its size is
+    summed from the newest message too, stopping past the budget), so the cost follows
+    the window, not the length of the campaign; with a
     :class:`TokenCounts` counter, a message is tokenized once, not every turn.
     """
     if budget <= 0:
         return len(history)
-    if sum(_utf8_size(m.content) + FRAMING for m in history) <= budget:
-        return 0
+    size = 0
+    for index in range(len(history) - 1, -1, -1):
+        size += _utf8_size(history[index].content) + FRAMING
+        if size > budget:
+            break
+    else:
+        return 0  # its bytes fit, so its tokens do
     spent = 0
     for index in range(len(history) - 1, -1, -1):
         spent += count(history[index]) + FRAMING

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import overload
+
 from mnemosyne import Message
 from prompts import FRAMING, TokenCounts, fit
 
@@ -42,6 +45,46 @@ def test_fit_counts_only_the_newest_messages_and_reuses_their_counts() -> None:
     assert first <= 4  # from the newest until the budget is spent
     assert fit(history, budget, count) == 97
     assert len(counted) == first  # the next turn counts nothing again
+
+
+class Watched(Sequence[Message]):
+    """A history that records which of its messages were read."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.read: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            raise AssertionError("fit reads messages one at a time")
+        self.read.add(index % len(self.messages))
+        return self.messages[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        raise AssertionError("fit walks from the newest message, not the whole history")
+
+
+def test_fit_reads_the_window_not_the_whole_story() -> None:
+    history = Watched([Message(f"n{i}", "user", None, "word " * 10) for i in range(20_000)])
+    budget = 3 * (10 + FRAMING)  # three messages of ten words
+    assert fit(history, budget, lambda message: len(message.content.split())) == 20_000 - 3
+    assert min(history.read) >= 20_000 - 20  # its bytes are summed only past the budget
+
+
+def test_a_history_whose_bytes_fit_is_kept_whole_uncounted() -> None:
+    def never(message: Message) -> int:
+        raise AssertionError("counted")
+
+    history = [Message(f"n{i}", "user", None, "word " * 10) for i in range(10)]
+    assert fit(history, 10 * (50 + FRAMING), never) == 0
+    assert fit(history, 10 * (50 + FRAMING) - 1, lambda message: 10) == 0  # tokens fit
 
 
 def test_past_its_limit_the_older_half_is_forgotten() -> None:
