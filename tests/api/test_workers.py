@@ -101,7 +101,7 @@ def write(
                     response = api.post(f"/api/sessions/{sid}/messages", json=body, headers=headers)
                 else:
                     operations = [
-                        {"op": "rewrite", "node": edits, "content": f"{content}-a"},
+                        {"op": "rewrite", "node_id": edits, "content": f"{content}-a"},
                         {"op": "toggle", "node_id": edits},
                         {"op": "toggle", "node_id": edits},
                         {"op": "rewrite", "node_id": edits, "content": content},
