@@ -35,10 +35,9 @@ import clotho.formats.treefile
 import clotho.wiring  # noqa: F401  (NoModelError)
 from clotho.errors import ClothoError
 from mnemosyne import ConflictError, InvalidDeltaError, MnemosyneError
-from mnemosyne.editor import JournalMismatchError
 from mnemosyne.errors import JsonTextError, describe_operation
 from orchestrator.errors import ModelError, OrchestratorError
-from planner.errors import PlannerError, RetrievalError
+from planner.errors import PlannerError
 from prompts import PromptError
 
 __all__ = [
@@ -393,6 +392,6 @@ def install(app: FastAPI) -> None:
     """Register the handlers that turn errors into problem documents."""
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
-    handled: tuple[type[Exception], ...] = (ApiError, *ROOTS, JournalMismatchError, RetrievalError)
+    handled: tuple[type[Exception], ...] = (ApiError, *ROOTS)  # and their subclasses
     for kind in handled:
         app.add_exception_handler(kind, _known)
