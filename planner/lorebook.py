@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mnemosyne import jsontext
 from mnemosyne.errors import JsonTextError
 from mnemosyne.jsontext import preview
+from mnemosyne.validation import problem_line
 
 from .errors import LorebookError
 
@@ -207,23 +208,17 @@ class Lorebook:
         raise KeyError(uid)
 
 
-#: Problems of one entry named in a message (the rest counted): a message names, it does
-#: not list ten thousand wrong keys.
-SHOWN_PROBLEMS = 3
+def _problem(error: ValidationError, where: str, rename: Mapping[str, str] | None = None) -> str:
+    """One line for an entry's problems, each named by its path from ``where``
+    (``entries.3.order``; ``rename`` gives the first key's name in the file)."""
 
+    def place(loc: Sequence[int | str]) -> str:
+        parts = [str(part) for part in loc]
+        if rename and parts:
+            parts[0] = rename.get(parts[0], parts[0])
+        return ".".join([where, *parts])
 
-def _joined(problems: list[str]) -> str:
-    shown = "; ".join(problems[:SHOWN_PROBLEMS])
-    more = len(problems) - SHOWN_PROBLEMS
-    return f"{shown}; and {more} more" if more > 0 else shown
-
-
-def _problem(error: ValidationError, where: str) -> str:
-    problems = []
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"])
-        problems.append(f"{where}.{path}: {item['msg']} (got {preview(item.get('input'))})")
-    return _joined(problems)
+    return problem_line(error, place=place, model=Entry)
 
 
 def parse_entry(raw: Any, where: str) -> Entry:
@@ -553,15 +548,6 @@ def convert_character_book(book: Any, where: str = "character_book") -> dict[str
     return {"entries": entries, "originalData": copy.deepcopy(dict(book))}
 
 
-def _book_problem(error: ValidationError, where: str) -> str:
-    problems = []
-    for item in error.errors():
-        first, *rest = (str(part) for part in item["loc"])
-        path = ".".join([_BOOK_PATH.get(first, first), *rest])
-        problems.append(f"{where}.{path}: {item['msg']} (got {preview(item.get('input'))})")
-    return _joined(problems)
-
-
 def parse_character_book(book: Any, name: str, where: str = "character_book") -> Lorebook:
     """A card's character book as a :class:`Lorebook` of World Info entries.
 
@@ -582,7 +568,7 @@ def parse_character_book(book: Any, name: str, where: str = "character_book") ->
         try:
             entries.append(Entry.model_validate(converted))
         except ValidationError as error:
-            raise LorebookError(_book_problem(error, f"{where}.entries.{index}")) from None
+            raise LorebookError(_problem(error, f"{where}.entries.{index}", _BOOK_PATH)) from None
     return Lorebook(name, tuple(entries), copy.deepcopy(dict(book)), kind="character_book")
 
 
