@@ -25,6 +25,7 @@ from clotho.api import create_app
 from clotho.api.problems import (
     CODES,
     MEDIA_TYPE,
+    ApiError,
     Problem,
     codes_table,
     error_classes,
@@ -185,6 +186,15 @@ def test_every_error_class_of_every_package_has_its_code_in_the_problem_schema()
             f"{kind.__module__}.{kind.__name__} ({code}): import its module in "
             "clotho/api/problems.py"
         )
+
+
+def test_an_api_error_names_a_declared_code_with_its_status() -> None:
+    assert ApiError(413, "too_large", "big").code == "too_large"
+    with pytest.raises(TypeError, match="add it to ApiCode"):
+        ApiError(400, "made_up", "a code no document lists")
+    with pytest.raises(TypeError, match="declared with status 413"):
+        ApiError(400, "too_large", "the status its code is not declared with")
+    assert ApiError(418, "http_error", "any status").status == 418
 
 
 def test_docs_list_every_code_with_its_status() -> None:
