@@ -82,8 +82,24 @@ SWAGGER = "/static/vendor"
 
 #: What a page of an origin in ``CLOTHO_CORS_ORIGINS`` may send, and read of the answers.
 CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE")
-CORS_HEADERS = ("Authorization", "Content-Type", "If-Match", "If-None-Match")
-CORS_EXPOSED = ("ETag", "Content-Disposition", "X-Clotho-Messages", "X-Clotho-Dropped")
+#: (Every header the OpenAPI document declares: tests/api/test_contract.py checks it.)
+CORS_HEADERS = (
+    "Authorization",
+    "Content-Type",
+    "If-Match",
+    "If-None-Match",
+    "Idempotency-Key",
+    "Last-Event-ID",
+)
+CORS_EXPOSED = (
+    "ETag",
+    "Location",
+    "WWW-Authenticate",
+    "Idempotent-Replayed",
+    "Content-Disposition",
+    "X-Clotho-Messages",
+    "X-Clotho-Dropped",
+)
 
 
 def create_app(

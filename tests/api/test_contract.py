@@ -499,6 +499,34 @@ def test_if_none_match_compares_weakly_on_every_read(
     assert declared["responses"]["304"]["headers"]["ETag"]
 
 
+def test_pages_of_allowed_origins_may_send_and_read_every_declared_header(
+    contract_app: Callable[..., tuple[TestClient, Contract]],
+) -> None:
+    origin = "https://app.example"
+    client, contract = contract_app(cors_origins=[origin])
+    sent, answered = set(), set()
+    for item in contract.document["paths"].values():
+        for operation in item.values():
+            sent |= {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+            for response in operation["responses"].values():
+                answered |= set(response.get("headers", {}))
+    assert {"If-Match", "If-None-Match", "Idempotency-Key", "ETag"} <= sent | answered
+    preflight = client.options(
+        "/api/sessions",
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": ", ".join(sorted(sent)),
+        },
+    )
+    assert preflight.status_code == 200, preflight.text
+    allowed = preflight.headers["access-control-allow-headers"].lower()
+    assert all(name.lower() in allowed for name in sent), (sent, allowed)
+    answer = client.get("/api/sessions", headers={"Origin": origin})
+    exposed = answer.headers["access-control-expose-headers"].lower()
+    assert all(name.lower() in exposed for name in answered), (answered, exposed)
+
+
 # -- /docs ----------------------------------------------------------------------------
 
 
