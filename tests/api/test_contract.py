@@ -32,7 +32,7 @@ from clotho.api.problems import (
 )
 from clotho.web import STATIC
 from mnemosyne import Store
-from orchestrator.loopback import ModelServer
+from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import CHAT, ELDORIA, SERAPHINA
 from tests.api.conftest import TOKEN, api_settings
 
@@ -452,6 +452,22 @@ def test_each_kind_of_error_is_a_declared_problem(
     assert outside.get("/api/health", headers={"host": "evil.example"}).status_code == 421
     statuses = {status for _, _, status in contract.seen}
     assert {200, 201, 404, 412, 413, 422, 503} <= statuses
+
+
+def test_a_refused_file_names_its_limit_and_a_failed_turn_its_kind(
+    contract_app: Callable[..., tuple[TestClient, Contract]],
+    serve: Callable[..., ModelServer],
+) -> None:
+    client, _ = contract_app(serve(lambda request: Reply(status=401, error="bad key")))
+    deep = client.post("/api/imports/tree", content=b"[" * 200 + b"]" * 200)
+    assert deep.status_code == 422 and deep.json()["limit"] == "max_depth"
+    sid, _ = _session(client)
+    with client.stream("POST", f"/api/sessions/{sid}/turns", json={"kind": "continue"}) as turn:
+        assert turn.status_code == 201
+        lines = [line for line in turn.iter_lines() if line.startswith(("event:", "data:"))]
+    assert lines[-2] == "event: error"
+    failed = Problem.model_validate_json(lines[-1].removeprefix("data:"))
+    assert failed.code == "model_error" and failed.kind == "auth" and failed.status == 502
 
 
 # -- ETags ----------------------------------------------------------------------------
