@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastapi import Request
@@ -13,7 +14,15 @@ from mnemosyne import Session
 from .context import ApiContext, etag
 from .problems import ApiError
 
-__all__ = ["context", "document", "json_bytes", "raw_json", "read_body"]
+__all__ = [
+    "context",
+    "document",
+    "json_bytes",
+    "json_chunks",
+    "line_chunks",
+    "raw_json",
+    "read_body",
+]
 
 
 def context(request: Request) -> ApiContext:
@@ -28,6 +37,31 @@ def document(data: Any, session: Session | None = None, status: int = 200) -> JS
 
 def json_bytes(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _pieces(parts: Iterable[str], size: int) -> Iterator[bytes]:
+    held: list[str] = []
+    length = 0
+    for part in parts:
+        held.append(part)
+        length += len(part)
+        if length >= size:
+            yield "".join(held).encode()
+            held, length = [], 0
+    if held:
+        yield "".join(held).encode()
+
+
+def json_chunks(data: Any, size: int = 64 * 1024) -> Iterator[bytes]:
+    """``data`` as :func:`json_bytes` writes it, in pieces of about ``size`` bytes: a
+    large document (a whole tree) is sent as it is encoded, never one string whole."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    return _pieces(encoder.iterencode(data), size)
+
+
+def line_chunks(lines: Iterable[str], size: int = 64 * 1024) -> Iterator[bytes]:
+    """Lines (JSONL) each ended by a newline, in pieces of about ``size`` bytes."""
+    return _pieces((line + "\n" for line in lines), size)
 
 
 def raw_json(body: bytes, session: Session, status: int = 200) -> Response:

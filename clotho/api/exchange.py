@@ -4,23 +4,25 @@ files out (and in). An upload is the request's body (no multipart), limited in s
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
+from clotho.formats.treefile import TreeFile, export_tree
 from clotho.wiring import preview_lore
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 from planner.lorebook import Lorebook
 
-from ._common import document, read_body
-from .context import etag
+from ._common import document, json_chunks, line_chunks, read_body
+from .context import etag, not_modified
 from .deps import ContextDep, IfMatch, StoreDep
 from .idempotency import Outcome, answer, result
-from .schemas import ImportedOut, LoreHitOut, LoreTestBody, WriteOut
+from .schemas import ImportedOut, LorebookOut, LoreHitOut, LoreTestBody, WriteOut
 from .worker import (
     import_card_at,
     import_chat_at,
@@ -101,8 +103,8 @@ def export_chat_file(
     session = store.session(session_id)
     exported = export_chat(store, session.id, head_id)
     name = (session.title or session.id[:8]).replace('"', "")
-    return Response(
-        exported.text.encode(),
+    return StreamingResponse(
+        line_chunks(exported.lines),
         media_type="application/jsonl",
         headers={
             "ETag": etag(session.version),
@@ -142,14 +144,21 @@ async def import_tree_file(
     return await run_in_threadpool(_imported_session, store, session_id, "tree", response)
 
 
-@router.get("/sessions/{session_id}/exports/tree", summary="The whole session, lossless")
+@router.get(
+    "/sessions/{session_id}/exports/tree",
+    summary="The whole session, lossless",
+    response_model=TreeFile,
+)
 def export_tree_file(store: StoreDep, session_id: str) -> Response:
     """Every node (fragments and trash too), deltas, traces, documents and HEAD, as one
-    versioned JSON document that `POST /api/imports/tree` takes back."""
-    from clotho.formats.treefile import export_tree
-
+    versioned JSON document that `POST /api/imports/tree` takes back. Read in one
+    snapshot, then sent as it is encoded (a large tree is never one string whole)."""
     session = store.session(session_id)
-    return document(export_tree(store, session.id), session)
+    return StreamingResponse(
+        json_chunks(export_tree(store, session.id)),
+        media_type="application/json",
+        headers={"ETag": etag(session.version)},
+    )
 
 
 @router.post(
@@ -249,11 +258,17 @@ async def import_card_file(
     return await run_in_threadpool(work)
 
 
-@router.get("/sessions/{session_id}/lore", summary="The session's lorebooks")
-def lorebooks(store: StoreDep, session_id: str) -> Response:
+@router.get(
+    "/sessions/{session_id}/lore",
+    summary="The session's lorebooks",
+    response_model=list[LorebookOut],
+)
+def lorebooks(request: Request, response: Response, store: StoreDep, session_id: str) -> Any:
     session = store.session(session_id)
-    books = lore.lorebooks_document(lore.session_books(store, session.id))
-    return document(books, session)
+    if (cached := not_modified(request, session)) is not None:
+        return cached
+    response.headers["ETag"] = etag(session.version)
+    return lore.lorebooks_document(lore.session_books(store, session.id))
 
 
 @router.post(

@@ -442,3 +442,19 @@ class TraceOut(BaseModel):
 
 class DiffOut(RootModel[dict[str, Annotated[list[Any], Field(min_length=2, max_length=2)]]]):
     """Per variable that differs: `[value after a, value after b]`."""
+
+
+class LoreEntryOut(BaseModel):
+    uid: int
+    comment: str
+    keys: list[str]
+    enabled: bool
+    constant: bool
+    condition: str | None = Field(description="The world-state condition, if any (`hp < 10`).")
+
+
+class LorebookOut(BaseModel):
+    """A lorebook of the session, its entries in order."""
+
+    book: str
+    entries: list[LoreEntryOut]

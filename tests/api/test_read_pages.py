@@ -2,7 +2,8 @@
 the trash), a tree, the undo journal. Following `next` from the first page reads the
 whole list; a cursor whose node or entry is gone is a 422 `stale_cursor`; unknown
 parameters and limits out of bounds are refused; the reads without a schema before
-(trace, diff, fragments, trash) declare one, and answer with ETag and 304."""
+(trace, diff, fragments, trash, lore, the tree export) declare one and answer with ETag
+and 304; the exports are sent as they are encoded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from clotho.api._common import json_bytes, json_chunks
+from clotho.formats.stchat import export_chat
+from clotho.formats.treefile import export_tree
 from mnemosyne import Store
 from mnemosyne.edits import Delete, Prune, Rewrite
 
@@ -176,3 +180,30 @@ def test_reads_declare_and_check_their_documents(client: TestClient, store: Stor
         assert again.status_code == 304
     a, b = (n.id for n in store.projection(sid)[:2])
     assert read(client, f"/api/sessions/{sid}/diff", from_id=a, to_id=b) == {}
+
+
+def test_exports_are_sent_as_they_are_encoded(client: TestClient, store: Store) -> None:
+    sid = branching(store)
+    exported = client.get(f"/api/sessions/{sid}/exports/tree")
+    assert (
+        exported.status_code == 200
+        and exported.headers["etag"] == f'"{store.session(sid).version}"'
+    )
+    assert "content-length" not in exported.headers  # streamed, not one body written whole
+    document = exported.json()
+    assert document == export_tree(store, sid) and len(document["nodes"]) == 26
+    copied = client.post("/api/imports/tree", content=exported.content, params={"new_ids": True})
+    assert copied.status_code == 201, copied.text
+    pieces = list(json_chunks(document, size=100))
+    assert len(pieces) > 10 and b"".join(pieces) == json_bytes(document)
+
+    chat = client.get(f"/api/sessions/{sid}/exports/chat")
+    assert chat.status_code == 200 and "content-length" not in chat.headers
+    assert chat.text == export_chat(store, sid).text
+
+    declared = client.get("/openapi.json").json()["paths"]
+    tree_file = declared["/api/sessions/{session_id}/exports/tree"]["get"]["responses"]["200"]
+    assert tree_file["content"]["application/json"]["schema"]["$ref"].endswith("/TreeFile")
+    lore = declared["/api/sessions/{session_id}/lore"]["get"]["responses"]["200"]
+    items = lore["content"]["application/json"]["schema"]["items"]
+    assert items["$ref"].endswith("/LorebookOut")
