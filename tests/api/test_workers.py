@@ -121,7 +121,7 @@ def write(
                 version = answer["session"]["version"]
                 assert version == seen + 1, (tag, seen, answer)
                 assert response.headers["etag"] == f'"{version}"'
-                node = answer.get("node") or {}
+                node = (answer["nodes"] or [{}])[0] if edits is None else {}
                 with record.lock:
                     record.accepted.append(
                         Accepted(
