@@ -3,8 +3,9 @@ id, a status, and its events, which any number of clients follow (from the start
 after the last event id they saw).
 
 A running turn keeps every event it sent, so a client that rejoins gets the reply so far
-and then the rest as it comes. An ended turn keeps only its final event (``node``,
-``error`` or ``cancelled``), which a late client gets again. Ended turns are kept for
+and then the rest as it comes; a client following it when it ends still gets every
+event. Once those have gone, an ended turn keeps only its final event (``node``,
+``error`` or ``cancelled``), which a later client gets again. Ended turns are kept for
 :data:`KEEP_ENDED_S` seconds and at most :data:`MAX_ENDED` of them (the oldest go first);
 a running turn is never dropped. Everything lives in the process's memory: with several
 worker processes, a turn is known to the worker that plays it.
@@ -90,13 +91,18 @@ class Turn:
 
     def end(self, status: TurnStatus, event: str, data: Any, **outcome: Any) -> None:
         """End the turn with its final event (``data``, or ``data()`` called once the
-        turn's status is set); from now on only that event is kept."""
+        turn's status is set). The clients following it get every event still; once they
+        have gone, only the final event is kept."""
         if self.ended:
             return
         self.status = status
         self.ended_at = datetime.now(UTC)
         self.outcome = outcome
         self._append(event, data() if callable(data) else data)
+        if self.followers == 0:
+            self._keep_last()
+
+    def _keep_last(self) -> None:
         self._first = self.last_event_id
         self._events = self._events[-1:]
 
@@ -127,11 +133,13 @@ class Turn:
 
     async def follow(self, after: int | None = None) -> AsyncIterator[ServerSentEvent]:
         """The turn's events after the one numbered ``after`` (``None``: from the start),
-        then each as it comes, until the final one. Of an ended turn (or events no longer
-        kept), only the final event."""
+        then each as it comes, until the final one. Of an ended turn, only the final
+        event."""
         self.followers += 1
         try:
             number = 0 if after is None else after + 1
+            if self.ended:
+                number = max(number, self.last_event_id)
             while True:
                 number = max(number, self._first)
                 while number <= self.last_event_id:
@@ -143,7 +151,9 @@ class Turn:
                 await changed.wait()
         finally:
             self.followers -= 1
-            if self.followers == 0 and not self.ended and self.on_abandoned is not None:
+            if self.followers == 0 and self.ended:
+                self._keep_last()
+            elif self.followers == 0 and self.on_abandoned is not None:
                 self.on_abandoned()
 
 

@@ -75,3 +75,20 @@ def test_the_last_follower_leaving_a_running_turn_is_told() -> None:
         return told
 
     assert asyncio.run(scenario()) == ["left"]
+
+
+def test_a_follower_behind_when_the_turn_ends_still_gets_every_event() -> None:
+    async def scenario() -> tuple[list[str], int]:
+        turn = TurnRegistry().create("s", SAY)
+        turn.publish("turn", {})
+        follower = turn.follow()
+        seen = [(await anext(follower)).event or ""]
+        for word in ("a", "b", "c"):
+            turn.publish("token", {"text": word})
+        turn.end("done", "node", {})  # the follower has read one event of five
+        seen += [event.event or "" async for event in follower]
+        return seen, len([event async for event in turn.follow()])
+
+    seen, later = asyncio.run(scenario())
+    assert seen == ["turn", "token", "token", "token", "node"]
+    assert later == 1  # once it has gone, only the last event is kept
