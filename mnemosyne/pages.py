@@ -14,6 +14,8 @@ is refused with :class:`~mnemosyne.errors.StaleCursorError`: read again from the
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -27,7 +29,7 @@ from .editor import history as journal_history
 from .errors import InvalidOperationError, StaleCursorError, UnknownNodeError
 from .models import Node, Session
 
-__all__ = ["Page", "history_page", "session_cursor", "sessions_page", "tree_page"]
+__all__ = ["Page", "TreeOrders", "history_page", "session_cursor", "sessions_page", "tree_page"]
 
 T = TypeVar("T")
 
@@ -110,37 +112,86 @@ def sessions_page(
 def _tree_order(conn: Connection, record: q.SessionRecord) -> list[int]:
     """The keys of the session's tree (fragments and trash left out) in the tree's
     order: parents before children, depth first, siblings in creation order. Reads
-    the keys only (three integers a node), not the nodes."""
-    rows = conn.execute(
-        select(nodes.c.pk, nodes.c.parent_pk, nodes.c.detached)
-        .where(nodes.c.session_pk == record.pk)
-        .order_by(nodes.c.pk)
-    ).all()
+    two integers a node, from the children index, not the nodes."""
     children: dict[int | None, list[int]] = {}
-    for row in rows:
-        if row.parent_pk is not None or row.detached is None:
-            children.setdefault(row.parent_pk, []).append(row.pk)
+    edges = conn.execute(
+        select(nodes.c.parent_pk, nodes.c.pk)
+        .where(nodes.c.session_pk == record.pk, nodes.c.parent_pk.is_not(None))
+        .order_by(nodes.c.parent_pk, nodes.c.pk)
+    )
+    for parent_pk, pk in edges:
+        if parent_pk in children:
+            children[parent_pk].append(pk)
+        else:
+            children[parent_pk] = [pk]
+    roots = conn.execute(
+        select(nodes.c.pk)
+        .where(
+            nodes.c.session_pk == record.pk,
+            nodes.c.parent_pk.is_(None),
+            nodes.c.detached.is_(None),
+        )
+        .order_by(nodes.c.pk)
+    ).scalars()
     order: list[int] = []
-    stack = list(reversed(children.get(None, [])))
+    stack = list(reversed(list(roots)))
     while stack:
         pk = stack.pop()
         order.append(pk)
-        stack.extend(reversed(children.get(pk, [])))
+        below = children.get(pk)
+        if below is not None:
+            stack.extend(reversed(below))
     return order
 
 
+class TreeOrders:
+    """The tree orders of the last ``sessions`` sessions read, each as it stood at one
+    version (any write bumps it: an order kept is the tree's exactly), so that a client
+    reading a tree's pages one after another reads its keys once. Thread-safe."""
+
+    def __init__(self, sessions: int = 8) -> None:
+        self.max_sessions = sessions
+        self._kept: OrderedDict[int, tuple[int, list[int]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.misses = 0
+        """Orders read from the database (for tests and benchmarks)."""
+
+    def order(self, conn: Connection, record: q.SessionRecord) -> list[int]:
+        """The tree order of ``record``'s session at its version (read in ``conn``, the
+        transaction ``record`` was read in, when it is not kept)."""
+        version = record.session.version
+        with self._lock:
+            kept = self._kept.get(record.pk)
+            if kept is not None and kept[0] == version:
+                self._kept.move_to_end(record.pk)
+                return kept[1]
+        order = _tree_order(conn, record)
+        with self._lock:
+            self.misses += 1
+            self._kept[record.pk] = (version, order)
+            self._kept.move_to_end(record.pk)
+            while len(self._kept) > self.max_sessions:
+                self._kept.popitem(last=False)
+        return order
+
+
 def tree_page(
-    conn: Connection, record: q.SessionRecord, *, limit: int = 500, after: str | None = None
+    conn: Connection,
+    record: q.SessionRecord,
+    *,
+    limit: int = 500,
+    after: str | None = None,
+    orders: TreeOrders | None = None,
 ) -> Page[Node]:
     """``limit`` nodes of the session's tree in its order (parents before children,
     depth first, siblings in order; fragments and trash are listed apart), after node
-    ``after``.
+    ``after``. ``orders``: where the tree's order is kept between pages.
 
     Raises:
         StaleCursorError: ``after`` is not in the tree (pruned, deleted or purged since).
     """
     _check_limit(limit)
-    order = _tree_order(conn, record)
+    order = _tree_order(conn, record) if orders is None else orders.order(conn, record)
     start = 0
     if after is not None:
         try:

@@ -543,6 +543,9 @@ class Store:
         self.keyframe_every = keyframe_every
         self.paths = paths.PathCache()
         """The messages of recent paths, kept between reads (see :mod:`mnemosyne._paths`)."""
+        self.tree_orders = pg.TreeOrders()
+        """The tree orders of recent sessions, kept between pages (see
+        :mod:`mnemosyne.pages`)."""
 
     @classmethod
     def open(
@@ -900,7 +903,7 @@ class Store:
         :func:`mnemosyne.pages.tree_page`."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            return pg.tree_page(conn, record, limit=limit, after=after)
+            return pg.tree_page(conn, record, limit=limit, after=after, orders=self.tree_orders)
 
     def dump(self, session_id: str) -> bulk.SessionDump:
         """The whole session as stored, in one snapshot, for a lossless export: every

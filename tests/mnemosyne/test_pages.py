@@ -132,3 +132,17 @@ def test_history_pages(store: Store) -> None:
     with pytest.raises(InvalidOperationError, match="not a cursor"):
         store.history_page(sid, after="two")
     assert store.history_page(sid).items == []
+
+
+def test_a_trees_pages_read_its_order_once_per_version(store: Store, database_url: str) -> None:
+    sid = branching(store)
+    misses = store.tree_orders.misses
+    nodes, pages = every_page(lambda **kw: store.tree_page(sid, **kw), 3)
+    assert len(pages) > 3 and store.tree_orders.misses == misses + 1
+    store.edit(sid, Rewrite(node_id=nodes[0].id, content="a write bumps the version"))
+    again, _ = every_page(lambda **kw: store.tree_page(sid, **kw), 3)
+    assert store.tree_orders.misses == misses + 2
+    assert again[0].content == "a write bumps the version"
+    with Store.open(database_url) as elsewhere:  # another process, say
+        grown, _ = elsewhere.append(sid, "assistant", "grown elsewhere")
+    assert grown.id in [n.id for n in every_page(lambda **kw: store.tree_page(sid, **kw), 3)[0]]
