@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+from collections.abc import Hashable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -127,28 +128,45 @@ class ApiContext:
         self.token = token
         self.turn_locks = TurnLocks()
         self._engines = EngineCache(max_engines, busy=self.turn_locks.in_use)
+        self._building: dict[str, tuple[Hashable, asyncio.Future[Engine]]] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
 
     async def engine(self, session_id: str) -> Engine:
         """The engine that plays a session (kept while its documents stay the same; one
-        let go is closed). Built in a worker thread: reading the lore blocks.
+        let go is closed). Built in a worker thread (reading the lore blocks), once:
+        requests that ask while it is being built wait for that one.
 
         Raises:
             NoModelError: no model is configured.
             CampaignError, PlannerError: the campaign or the session's lore is broken.
         """
-        from clotho.wiring import session_engine
-
         key = await run_in_threadpool(self._documents_key, session_id)
         known = self._engines.get(session_id, key)
         if known is not None:
             return known
+        building = self._building.get(session_id)
+        if building is None or building[0] != key:
+            task = asyncio.ensure_future(self._build(session_id, key))
+            building = self._building[session_id] = (key, task)
+            task.add_done_callback(lambda _: self._forget_build(session_id, task))
+        # shielded: one request giving up does not cancel the build the others wait for
+        return await asyncio.shield(building[1])
+
+    async def _build(self, session_id: str, key: Hashable) -> Engine:
+        from clotho.wiring import session_engine
+
         engine = await run_in_threadpool(
             partial(session_engine, self.settings, self.store, session_id, close_clients=False)
         )
         for gone in self._engines.put(session_id, key, engine):
             await gone.aclose()
         return engine
+
+    def _forget_build(self, session_id: str, task: asyncio.Future[Engine]) -> None:
+        if self._building.get(session_id, (None, None))[1] is task:
+            del self._building[session_id]
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed build is its requests' error, not a log line
 
     def _documents_key(self, session_id: str) -> tuple[tuple[str, str, str], ...]:
         return tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
@@ -160,10 +178,12 @@ class ApiContext:
         return self.turn_locks(session_id)
 
     async def aclose(self) -> None:
-        """Wait for the tasks (30 s each at most), close the engines, then the model
-        clients the engines shared (litellm's, of this event loop)."""
+        """Wait for the tasks (30 s each at most) and the engines being built, close the
+        engines, then the model clients the engines shared (litellm's, of this loop)."""
         for task in list(self.tasks):
             await asyncio.wait([task], timeout=30)
+        building = [task for _, task in self._building.values()]
+        await asyncio.gather(*building, return_exceptions=True)  # then kept: closed below
         for engine in self._engines.clear():
             await engine.aclose()
         if "litellm" in sys.modules:  # else no model client was ever made (nor imported)

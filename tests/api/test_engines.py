@@ -129,6 +129,26 @@ def test_an_evicted_engine_is_closed_and_shared_clients_are_closed_at_shutdown(
     asyncio.run(scenario())
 
 
+def test_requests_that_ask_together_share_one_build(sqlite_store: Store, tmp_path: Path) -> None:
+    settings = api_settings(tmp_path, model="openai/gm", api_base="http://127.0.0.1:9/v1")
+    sid = sqlite_store.create_session().id
+
+    async def scenario() -> None:
+        ctx = ApiContext(settings, sqlite_store, None)
+        impatient = asyncio.ensure_future(ctx.engine(sid))
+        await asyncio.sleep(0)
+        together = [asyncio.ensure_future(ctx.engine(sid)) for _ in range(3)]
+        await asyncio.sleep(0)
+        impatient.cancel()  # one request leaves: the build goes on for the others
+        engines = await asyncio.gather(*together)
+        assert len({id(engine) for engine in engines}) == 1
+        assert not engines[0].closed  # the only one built, so none was replaced
+        assert await ctx.engine(sid) is engines[0]
+        await ctx.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_the_locks_map_does_not_grow_with_the_sessions_played(
     make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
 ) -> None:
