@@ -34,10 +34,10 @@ from .models import (
     Document,
     Message,
     Node,
+    NodeAmongSiblings,
     Role,
     Session,
     Tree,
-    TurnView,
     WorldState,
 )
 from .pages import Page
@@ -66,6 +66,7 @@ __all__ = [
     "Message",
     "MnemosyneError",
     "Node",
+    "NodeAmongSiblings",
     "NodeRecord",
     "NotFoundError",
     "Page",
@@ -85,7 +86,6 @@ __all__ = [
     "Tree",
     "TurnStore",
     "TurnTransaction",
-    "TurnView",
     "UnknownNodeError",
     "UnknownSessionError",
     "Variable",

@@ -27,7 +27,7 @@ from . import _queries as q
 from ._paths import Path, PathCache, Stamp, Walk
 from ._schema import nodes
 from .errors import InvalidOperationError
-from .models import Message, Node, Session, TurnView
+from .models import Message, Node, NodeAmongSiblings, Session
 
 __all__ = ["ProjectionPage", "messages", "page", "path_key", "stamp", "turns", "whole_nodes"]
 
@@ -43,7 +43,7 @@ class ProjectionPage:
     """A window of the projection at HEAD (:meth:`mnemosyne.Store.projection_page`)."""
 
     session: Session
-    turns: list[TurnView]
+    turns: list[NodeAmongSiblings]
     """The window's messages, oldest first, each with its siblings."""
     total: int
     """Messages on the whole path (counted as the window counts them)."""
@@ -102,12 +102,12 @@ def messages(
 
 def turns(
     conn: Connection, record: q.SessionRecord, pk: int | None, *, disabled: bool = False
-) -> list[TurnView]:
+) -> list[NodeAmongSiblings]:
     """The projection root -> ``pk``, each node with its siblings; ``disabled``: the
     path's disabled nodes too."""
     if pk is None:
         return []
-    views = _turn_views_of_rows(conn, record, _path_rows(conn, pk))
+    views = _rows_among_siblings(conn, record, _path_rows(conn, pk))
     return [view for view in views if view.node.enabled or disabled]
 
 
@@ -157,7 +157,7 @@ def page(
         first = max(stop - limit, 0)
         keys = [path.keys[i] for i in path.enabled[first:stop]]
         total = len(path.enabled)
-    return ProjectionPage(record.session, _turn_views(conn, record, keys), total, first)
+    return ProjectionPage(record.session, _among_siblings(conn, record, keys), total, first)
 
 
 def _position(keys: tuple[int, ...], pk: int) -> int:
@@ -172,7 +172,9 @@ def _position(keys: tuple[int, ...], pk: int) -> int:
     return -1
 
 
-def _turn_views(conn: Connection, record: q.SessionRecord, pks: Sequence[int]) -> list[TurnView]:
+def _among_siblings(
+    conn: Connection, record: q.SessionRecord, pks: Sequence[int]
+) -> list[NodeAmongSiblings]:
     """The nodes ``pks`` (placed nodes of the session), in that order, each with its
     siblings' ids in order and its index among them: a few queries, whatever the
     length of the path they are on."""
@@ -182,12 +184,12 @@ def _turn_views(conn: Connection, record: q.SessionRecord, pks: Sequence[int]) -
             nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
         )
         found.update((row.pk, row) for row in conn.execute(query))
-    return _turn_views_of_rows(conn, record, [found[pk] for pk in pks])
+    return _rows_among_siblings(conn, record, [found[pk] for pk in pks])
 
 
-def _turn_views_of_rows(
+def _rows_among_siblings(
     conn: Connection, record: q.SessionRecord, rows: Sequence[Sequence[Any]]
-) -> list[TurnView]:
+) -> list[NodeAmongSiblings]:
     """Rows of q.NODE_COLUMNS as TurnViews, in that order (a few queries)."""
     keys = [q.node_keys(row) for row in rows]
     siblings = q.sibling_lists(conn, record, (parent_pk for _, _, parent_pk, _ in keys))
@@ -199,5 +201,5 @@ def _turn_views_of_rows(
     for row, (pk, _, parent_pk, _) in zip(rows, keys, strict=True):
         among = siblings[parent_pk]
         node = q.node_from_row(row, record.id, ids)
-        views.append(TurnView(node, [ids[k] for k in among], among.index(pk)))
+        views.append(NodeAmongSiblings(node, [ids[k] for k in among], among.index(pk)))
     return views

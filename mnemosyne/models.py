@@ -9,8 +9,8 @@ A node has four shapes, one per use:
   children, a node).
 - :class:`Message`: what the model is sent of a node (id, role, name, text), lean and
   shared: the hot path of every turn (:meth:`mnemosyne.Store.messages`).
-- :class:`TurnView`: a Node with its siblings and its place among them, what a chat
-  view shows (the projection's turns and pages, :meth:`mnemosyne.Store.turn`).
+- :class:`NodeAmongSiblings`: a Node with its siblings and its place among them,
+  what a chat view shows (the projection's turns and pages, :meth:`mnemosyne.Store.turn`).
 - :class:`mnemosyne.NodeRecord` (in ``mnemosyne._bulk``): a node to import or as
   exported, naming other nodes by id or record index, with where a detached subtree
   hung: the exchange formats' shape (``insert_nodes``, ``dump``).
@@ -30,10 +30,10 @@ __all__ = [
     "Document",
     "Message",
     "Node",
+    "NodeAmongSiblings",
     "Role",
     "Session",
     "Tree",
-    "TurnView",
     "WorldState",
 ]
 
@@ -268,7 +268,7 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnView:
+class NodeAmongSiblings:
     """A node among its siblings: the ``< index+1 / len(siblings) >`` of a chat view
     (``siblings``: their ids in order, the node's own included; ``index``: its place)."""
 

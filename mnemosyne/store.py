@@ -50,9 +50,9 @@ from .models import (
     Document,
     Message,
     Node,
+    NodeAmongSiblings,
     Session,
     Tree,
-    TurnView,
     WorldState,
 )
 from .protocols import TurnStore
@@ -850,7 +850,7 @@ class Store:
 
     def projection_turns(
         self, session_id: str, *, disabled: bool = False
-    ) -> tuple[Session, list[TurnView]]:
+    ) -> tuple[Session, list[NodeAmongSiblings]]:
         """The projection at HEAD with each node's siblings: what a chat view shows.
         ``disabled``: the disabled nodes of the path too (shown as hidden messages)."""
         with self.read() as conn:
@@ -916,7 +916,7 @@ class Store:
         with self.read() as conn:
             return bulk.dump(conn, q.session_record(conn, session_id))
 
-    def turn(self, session_id: str, ref: str | None = None) -> TurnView:
+    def turn(self, session_id: str, ref: str | None = None) -> NodeAmongSiblings:
         """A node (default HEAD) with its siblings' ids and its index among them."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
@@ -931,7 +931,7 @@ class Store:
             if pk not in keys:  # the top of a fragment or of a subtree in the trash
                 keys = [pk]
             ids = q.public_ids(conn, keys)
-            return TurnView(node, [ids[k] for k in keys], keys.index(pk))
+            return NodeAmongSiblings(node, [ids[k] for k in keys], keys.index(pk))
 
     # -- world state --------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, Session, TurnView
+from mnemosyne import Node, NodeAmongSiblings, Session
 
 from ._common import json_bytes, raw_json
 from .context import etag, not_modified
@@ -94,7 +94,7 @@ def tree(
     }
 
 
-def _projection_node(turn: TurnView, metadata: bool) -> dict[str, Any]:
+def _projection_node(turn: NodeAmongSiblings, metadata: bool) -> dict[str, Any]:
     node = turn.node
     out: dict[str, Any] = {
         "id": node.id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from mnemosyne import Node, Session, Tree, TurnView
+from mnemosyne import Node, NodeAmongSiblings, Session, Tree
 
 from .style import out, paint
 
@@ -24,7 +24,7 @@ def _first_line(text: str, width: int) -> str:
     return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
 
 
-def alternatives(turn: TurnView) -> str:
+def alternatives(turn: NodeAmongSiblings) -> str:
     """``< 2/5 >`` for a node with alternatives, else nothing."""
     if len(turn.siblings) < 2:
         return ""
@@ -66,7 +66,7 @@ def print_sessions(
         out(f"{mark} {paint(short(s.id), 'dim')} {title}  {paint(details, 'dim')}")
 
 
-def print_log(session: Session, turns: Sequence[TurnView]) -> None:
+def print_log(session: Session, turns: Sequence[NodeAmongSiblings]) -> None:
     """The projection, one message after another, long texts in full below their line."""
     if not turns:
         out(paint("(empty session)", "dim"))
@@ -82,7 +82,7 @@ def print_log(session: Session, turns: Sequence[TurnView]) -> None:
     out(*lines)
 
 
-def print_node(turn: TurnView, head_id: str | None) -> None:
+def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     node = turn.node
     rows = [
         ("id", node.id),
