@@ -190,7 +190,7 @@ def _among_siblings(
 def _rows_among_siblings(
     conn: Connection, record: q.SessionRecord, rows: Sequence[Sequence[Any]]
 ) -> list[NodeAmongSiblings]:
-    """Rows of q.NODE_COLUMNS as TurnViews, in that order (a few queries)."""
+    """Rows of q.NODE_COLUMNS as NodeAmongSiblings, in that order (a few queries)."""
     keys = [q.node_keys(row) for row in rows]
     siblings = q.sibling_lists(conn, record, (parent_pk for _, _, parent_pk, _ in keys))
     ids = {pk: node_id for pk, node_id, _, _ in keys}
