@@ -43,7 +43,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from clotho.errors import ClothoError
 from mnemosyne import PERMISSIVE, SchemaError, StateSchema, jsontext, schema_from_mapping
-from mnemosyne.validation import problem_line, toml_place
+from mnemosyne.validation import known_keys, problem_line, toml_place
 from orchestrator.config import ModelSettings
 from orchestrator.setup import Character, TurnSetup
 from planner.lore import VectorSettings
@@ -250,7 +250,7 @@ def load_campaign(folder: Path) -> Campaign:
         read = CampaignFile.model_validate(data, context={"folder": folder})
     except ValidationError as error:
         where = problem_line(
-            error, str(path), place=toml_place, model=CampaignFile, line=_line_finder(text)
+            error, str(path), place=_toml_place, model=CampaignFile, line=_line_finder(text)
         )
         raise CampaignError(where) from None
     schema = PERMISSIVE if read.state is None else _state_schema(path, folder, read.state)
@@ -263,6 +263,13 @@ def load_campaign(folder: Path) -> Campaign:
         player=read.player,
         lore=read.lore,
     )
+
+
+def _toml_place(loc: Sequence[int | str]) -> str:
+    """A key as :func:`toml_place` writes it; a table as ``[lore]``."""
+    if loc and known_keys(CampaignFile, loc):
+        return f"[{'.'.join(str(part) for part in loc)}]"
+    return toml_place(loc)
 
 
 _HEADER = re.compile(r"\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")

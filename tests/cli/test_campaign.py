@@ -107,6 +107,11 @@ def test_the_tables_reach_the_turn_setup(tmp_path: Path) -> None:
         ),
         ('[lore]\ncard = "card.png"\n', "[lore].card (line 2): 'card.png': no such file"),
         ("model = { timeout = -1 }\n", "[model].timeout: Input should be greater than 0 (got -1)"),
+        (
+            "[lore]\nmin_activations = 1\nmax_recursion_steps = 2\n",
+            "[lore] (line 1): min_activations and max_recursion_steps exclude each other",
+        ),
+        ("model = 3\n", "[model] (line 1): Input should be an object (got 3)"),
     ],
 )
 def test_a_wrong_key_is_one_line_naming_it(tmp_path: Path, toml: str, says: str) -> None:
