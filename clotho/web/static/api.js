@@ -14,6 +14,15 @@ export class Problem extends Error {
   }
 }
 
+/** How long a write whose connection failed waits before it is sent once more. */
+const RETRY_MS = 300;
+
+/** A new Idempotency-Key: a random UUID (or 32 random hex digits outside a secure context). */
+export function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** The version in an ETag header (`"12"`), or null. */
 export function versionOf(response) {
   const tag = response.headers.get("ETag");
@@ -53,7 +62,10 @@ export class Api {
   /**
    * One request. Returns {data, version, response}; throws a Problem.
    * Options: json (a body to send as JSON), body + contentType (a raw body),
-   * ifMatch (the version the write is based on), signal.
+   * ifMatch (the version the write is based on), idempotencyKey (see newKey: a write sent
+   * with one is sent once more if the connection fails before its answer came: if the
+   * first one was applied, the server answers it again without applying it twice),
+   * signal.
    */
   async request(method, path, options = {}) {
     const headers = this.headers(options.headers);
@@ -66,12 +78,17 @@ export class Api {
       if (options.contentType) headers["Content-Type"] = options.contentType;
     }
     if (options.ifMatch != null) headers["If-Match"] = `"${options.ifMatch}"`;
+    if (options.idempotencyKey) headers["Idempotency-Key"] = options.idempotencyKey;
     let response;
-    try {
-      response = await fetch(path, { method, headers, body, signal: options.signal });
-    } catch (error) {
-      if (error.name === "AbortError") throw error;
-      throw unreachable(error);
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        response = await fetch(path, { method, headers, body, signal: options.signal });
+        break;
+      } catch (error) {
+        if (error.name === "AbortError") throw error;
+        if (!options.idempotencyKey || attempt > 0) throw unreachable(error);
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      }
     }
     if (!response.ok) throw await problemOf(response);
     const type = response.headers.get("Content-Type") || "";

@@ -2,7 +2,7 @@
 // readable messages. Every write sends the version the view was drawn from (If-Match);
 // a refused write changes nothing, and the view is drawn again from the server.
 
-import { Api, sessionPath } from "./api.js";
+import { Api, newKey, sessionPath } from "./api.js";
 import { ChatView } from "./chat.js";
 import { renderTrace } from "./panels.js";
 import { TreeView } from "./tree.js";
@@ -240,10 +240,11 @@ class App {
     }
   }
 
-  /** A write based on the version shown; the view is drawn again either way. */
+  /** A write based on the version shown, with its own Idempotency-Key (a dropped
+   * connection is retried once, and applied once); the view is drawn again either way. */
   async write(method, rest, json, doing) {
     try {
-      const { data, version } = await this.api.request(method, this.path(rest), { json, ifMatch: this.version });
+      const { data, version } = await this.api.request(method, this.path(rest), { json, ifMatch: this.version, idempotencyKey: newKey() });
       this.setVersion(version);
       await this.refresh();
       return data ?? true;
