@@ -114,7 +114,7 @@ class ApiCode(StrEnum):
     NO_SUCH_ROUTE = "no_such_route", 404, "no route has this path"
     METHOD_NOT_ALLOWED = "method_not_allowed", 405, "the route does not take this method"
     HTTP_ERROR = "http_error", None, "another refusal of the HTTP layer"
-    ERROR = "error", 500, "an unexpected failure (a turn's `error` event): a bug to report"
+    ERROR = "error", 500, "an unexpected failure (a bug to report): the server's log has it"
 
 
 _API_CODES = {api.value: api for api in ApiCode}
@@ -388,10 +388,19 @@ def _known(request: Request, error: Exception) -> JSONResponse:
     return problem_response(error, request.url.path)
 
 
+def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    """A bug: a problem document that says so and nothing of the error (Starlette's
+    ServerErrorMiddleware logs it with its traceback after answering)."""
+    failure = ApiError(500, "error", "an unexpected failure; the server's log has the details")
+    return problem_response(failure, request.url.path)
+
+
 def install(app: FastAPI) -> None:
-    """Register the handlers that turn errors into problem documents."""
+    """Register the handlers that turn errors into problem documents (an unexpected one
+    too: a 500 is a problem document, code ``error``)."""
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     handled: tuple[type[Exception], ...] = (ApiError, *ROOTS)  # and their subclasses
     for kind in handled:
         app.add_exception_handler(kind, _known)
+    app.add_exception_handler(Exception, _unexpected)

@@ -188,6 +188,21 @@ def test_every_error_class_of_every_package_has_its_code_in_the_problem_schema()
         )
 
 
+def test_an_unexpected_failure_is_a_problem_that_tells_nothing_of_it(tmp_path: Path) -> None:
+    with Store.open(f"sqlite:///{tmp_path / 'bug.db'}") as store:
+        app = create_app(api_settings(tmp_path), store=store, token=TOKEN)
+
+        def bug() -> None:
+            raise RuntimeError("secret internals")
+
+        app.add_api_route("/api/bug", bug)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            answer = client.get("/api/bug")
+    assert answer.status_code == 500 and answer.headers["content-type"] == MEDIA_TYPE
+    body = Problem.model_validate_json(answer.content)
+    assert body.code == "error" and "secret" not in answer.text
+
+
 def test_an_api_error_names_a_declared_code_with_its_status() -> None:
     assert ApiError(413, "too_large", "big").code == "too_large"
     with pytest.raises(TypeError, match="add it to ApiCode"):
