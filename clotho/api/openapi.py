@@ -70,7 +70,7 @@ MEANING = {
     421: "The Host is not a name this server answers for.",
     422: "A parameter, a field of the body, a file or the operation was refused: "
     "`errors` names each invalid field, `operation` the refused edit.",
-    503: "No model is configured, or the database cannot be used.",
+    503: "No model is configured to play a turn.",
 }
 
 
