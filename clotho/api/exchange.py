@@ -18,11 +18,18 @@ from mnemosyne import Node, Session, Store
 from planner.cards import Card
 from planner.lorebook import Lorebook
 
-from ._common import document, json_chunks, line_chunks, read_body
+from ._common import json_chunks, line_chunks, read_body
 from .context import etag, not_modified
 from .deps import ContextDep, IfMatch, StoreDep
 from .idempotency import Outcome, answer, result
-from .schemas import ImportedOut, LorebookOut, LoreHitOut, LoreTestBody, WriteOut
+from .schemas import (
+    ImportedOut,
+    LorebookOut,
+    LoreHitOut,
+    LoreTestBody,
+    LoreTestOut,
+    WriteOut,
+)
 from .worker import (
     import_card_at,
     import_chat_at,
@@ -274,17 +281,22 @@ def lorebooks(request: Request, response: Response, store: StoreDep, session_id:
 @router.post(
     "/sessions/{session_id}/lore/test",
     summary="Which lore would fire for a message",
-    response_model=list[LoreHitOut] | dict[str, list[dict]],
+    response_model=list[LoreHitOut] | LoreTestOut,
 )
 async def lore_test(
-    ctx: ContextDep, session_id: str, body: LoreTestBody, skipped: bool = False
-) -> Response:
+    response: Response,
+    ctx: ContextDep,
+    session_id: str,
+    body: LoreTestBody,
+    skipped: bool = False,
+) -> Any:
     """The entries that would fire if `text` were the next message at HEAD, and why
     (nothing is generated or stored). `?skipped=true`: `{"fired": [...], "skipped":
     [...]}`, the skipped being the entries that could have fired and did not, each with
     why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
     session = await run_in_threadpool(ctx.store.session, session_id)
     preview = await preview_lore(ctx.settings, ctx.store, session.id, body.text)
+    response.headers["ETag"] = etag(session.version)
     if skipped:
-        return document({"fired": preview["fired"], "skipped": preview["skipped"]}, session)
-    return document(preview["fired"], session)
+        return {"fired": preview["fired"], "skipped": preview["skipped"]}
+    return preview["fired"]

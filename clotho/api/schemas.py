@@ -458,3 +458,18 @@ class LorebookOut(BaseModel):
 
     book: str
     entries: list[LoreEntryOut]
+
+
+class LoreSkipOut(BaseModel):
+    """An entry that could have fired and did not."""
+
+    book: str
+    uid: int | str
+    reason: str = Field(description="Why: a rule, a roll, the budget, `slow_regex`...")
+
+
+class LoreTestOut(BaseModel):
+    """`POST .../lore/test?skipped=true`: what fired, and what did not and why."""
+
+    fired: list[LoreHitOut]
+    skipped: list[LoreSkipOut]
