@@ -10,18 +10,21 @@ aliases and FastAPI hands it over (and documents the headers in OpenAPI).
 - :data:`IfMatch`: the version a write names in ``If-Match`` (``None``: absent or ``*``).
 - :data:`IdempotencyKey`: the ``Idempotency-Key`` a write may carry
   (see :mod:`clotho.api.idempotency`).
+- :data:`Writer`: writes to a session with both, answering a ``WriteOut``
+  (:class:`~clotho.api.idempotency.SessionWriter`).
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Response
 
 from clotho.settings import Settings
 from mnemosyne import Session, Store
 
 from .context import ApiContext, expected_version
+from .idempotency import SessionWriter
 
 __all__ = [
     "IDEMPOTENCY_KEY_MAX",
@@ -31,6 +34,7 @@ __all__ = [
     "SessionDep",
     "SettingsDep",
     "StoreDep",
+    "Writer",
 ]
 
 #: The longest Idempotency-Key taken (a UUID is 36 characters).
@@ -100,3 +104,16 @@ def _idempotency_key(
 
 
 IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
+
+
+def _writer(
+    request: Request,
+    response: Response,
+    store: StoreDep,
+    version: IfMatch,
+    key: IdempotencyKey,
+) -> SessionWriter:
+    return SessionWriter(store, request, response, version, key)
+
+
+Writer = Annotated[SessionWriter, Depends(_writer)]

@@ -1,7 +1,7 @@
 """A write on a session, answered in the one shape every write has
 (:class:`~clotho.api.schemas.WriteOut`), and done once per ``Idempotency-Key``.
 
-:func:`session_write` runs a write in one transaction of the store. With a key, the
+:class:`SessionWriter` runs a write in one transaction of the store. With a key, the
 answer is stored with the write, in that transaction
 (:meth:`mnemosyne.SessionTransaction.remember`), so a retry of the same request (the
 same method, path, query and body) gets that answer again, with the header
@@ -22,9 +22,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fastapi import Request, Response
+from pydantic import BaseModel
 
 from mnemosyne import MnemosyneError, Node, Session, SessionTransaction, Store
 
@@ -34,11 +34,11 @@ from .schemas import ImportedOut, NodeOut, ResultOut, SessionOut, WriteOut
 __all__ = [
     "REPLAYED_HEADER",
     "Outcome",
+    "SessionWriter",
     "answer",
     "replayed",
     "request_hash",
     "result",
-    "session_write",
 ]
 
 #: The header that marks a replayed answer.
@@ -136,34 +136,41 @@ class _Answer:
         return self.of(session).model_dump_json()
 
 
-def session_write(
-    store: Store,
-    session_id: str,
-    act: Callable[[SessionTransaction], Outcome],
-    *,
-    request: Request,
-    response: Response,
-    body: Any,
-    expected_version: int | None,
-    key: str | None,
-) -> WriteOut:
-    """``act`` in one transaction on the session; its answer, once per key.
+@dataclass
+class SessionWriter:
+    """A route's way to write to a session (:data:`clotho.api.deps.Writer`): what the
+    request brought (its ``If-Match``, its ``Idempotency-Key``) and where the answer's
+    headers go."""
 
-    ``body``: the request's body as its pydantic model (``None``: no body, or bytes).
-    """
-    text = body.model_dump_json() if hasattr(body, "model_dump_json") else body
-    digest = request_hash(request, text)
-    if (again := replayed(store, session_id, key, digest, response)) is not None:
-        return again
-    try:
-        with store.transaction(session_id, expected_version=expected_version) as tx:
-            made = _Answer(act(tx), response)
-            if key is not None:
-                tx.remember(key, digest, made.text)
-    except MnemosyneError:
-        # A retry that raced the first request (412 for the version it first read, or its
-        # key found stored when it stored its own): the first answer, if there is one.
-        if key is not None and (again := replayed(store, session_id, key, digest, response)):
+    store: Store
+    request: Request
+    response: Response
+    expected_version: int | None
+    key: str | None
+
+    def __call__(
+        self,
+        session_id: str,
+        act: Callable[[SessionTransaction], Outcome],
+        body: BaseModel | None = None,
+    ) -> WriteOut:
+        """``act`` in one transaction on the session; its answer, once per key.
+
+        ``body``: the request's body as its model (``None``: the request has none).
+        """
+        digest = request_hash(self.request, body.model_dump_json() if body else None)
+        store, key, response = self.store, self.key, self.response
+        if (again := replayed(store, session_id, key, digest, response)) is not None:
             return again
-        raise
-    return made.of(tx.session)
+        try:
+            with store.transaction(session_id, expected_version=self.expected_version) as tx:
+                made = _Answer(act(tx), response)
+                if key is not None:
+                    tx.remember(key, digest, made.text)
+        except MnemosyneError:
+            # A retry that raced the first request (412 for the version it first read, or
+            # its key found stored when it stored its own): the first answer, if any.
+            if key is not None and (again := replayed(store, session_id, key, digest, response)):
+                return again
+            raise
+        return made.of(tx.session)

@@ -11,12 +11,12 @@ changes nothing. Every write takes an ``Idempotency-Key`` (see
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 
 from mnemosyne import JournalMismatchError, SessionTransaction
 
-from .deps import IdempotencyKey, IfMatch, StoreDep
-from .idempotency import Outcome, result, session_write
+from .deps import Writer
+from .idempotency import Outcome, result
 from .schemas import (
     AppendBody,
     EditsBody,
@@ -33,15 +33,7 @@ router = APIRouter(tags=["writing"])
 
 
 @router.put("/sessions/{session_id}/head", summary="Move HEAD", response_model=WriteOut)
-def put_head(
-    request: Request,
-    response: Response,
-    session_id: str,
-    body: HeadBody,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def put_head(session_id: str, body: HeadBody, write: Writer) -> WriteOut:
     """Checkout: HEAD moves to the node (the state follows it). `nodes`: that node."""
 
     def act(tx: SessionTransaction) -> Outcome:
@@ -50,16 +42,7 @@ def put_head(
         moved = node.id != before
         return Outcome([result("checkout", node.id, node.id, head_moved=moved)], [node])
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=body,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act, body)
 
 
 @router.post(
@@ -67,15 +50,7 @@ def put_head(
     summary="Switch to the next or previous alternative",
     response_model=WriteOut,
 )
-def swipe(
-    request: Request,
-    response: Response,
-    session_id: str,
-    body: SwipeBody,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def swipe(session_id: str, body: SwipeBody, write: Writer) -> WriteOut:
     """The next/previous sibling of `node_id` (default HEAD), then down to the leaf last
     visited there, which becomes HEAD. `nodes`: that leaf."""
 
@@ -85,16 +60,7 @@ def swipe(
         moved = node.id != before
         return Outcome([result("swipe", node.id, node.id, head_moved=moved)], [node])
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=body,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act, body)
 
 
 @router.post(
@@ -103,15 +69,7 @@ def swipe(
     status_code=201,
     response_model=WriteOut,
 )
-def append(
-    request: Request,
-    response: Response,
-    session_id: str,
-    body: AppendBody,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def append(session_id: str, body: AppendBody, write: Writer) -> WriteOut:
     """A message under HEAD, which moves to it. `nodes`: the new message."""
 
     def act(tx: SessionTransaction) -> Outcome:
@@ -119,16 +77,7 @@ def append(
         made = result("append", node.id, node.id, head_moved=True, created=[node.id])
         return Outcome([made], [node])
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=body,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act, body)
 
 
 @router.post(
@@ -137,16 +86,7 @@ def append(
     status_code=201,
     response_model=WriteOut,
 )
-def fork(
-    request: Request,
-    response: Response,
-    session_id: str,
-    node_id: str,
-    body: ForkBody,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def fork(session_id: str, node_id: str, body: ForkBody, write: Writer) -> WriteOut:
     """A new sibling of `node_id` (same parent, same role) with its own text; HEAD moves
     to it. `nodes`: the new node."""
 
@@ -155,16 +95,7 @@ def fork(
         made = result("fork", node.id, node.id, head_moved=True, created=[node.id])
         return Outcome([made], [node])
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=body,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act, body)
 
 
 @router.post(
@@ -172,15 +103,7 @@ def fork(
     summary="Apply editor operations atomically",
     response_model=WriteOut,
 )
-def edits(
-    request: Request,
-    response: Response,
-    session_id: str,
-    body: EditsBody,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def edits(session_id: str, body: EditsBody, write: Writer) -> WriteOut:
     """The operations run in order in one transaction: if one is refused, none happened
     (the problem names which one: `operation`, and `detail` starts `operations[i]`).
     They are one entry of the undo journal: one undo takes them all back. `results`:
@@ -191,75 +114,35 @@ def edits(
         made = [tx.node(node_id) for one in done for node_id in one.created]
         return Outcome([ResultOut.model_validate(one.as_dict()) for one in done], made)
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=body,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act, body)
 
 
-def _travel(
-    way: str,
-    request: Request,
-    response: Response,
-    session_id: str,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def _travel(way: str, session_id: str, write: Writer) -> WriteOut:
     def act(tx: SessionTransaction) -> Outcome:
         done = tx.undo() if way == "undo" else tx.redo()
         return Outcome([ResultOut.model_validate(done.as_dict())])
 
     try:
-        return session_write(
-            store,
-            session_id,
-            act,
-            request=request,
-            response=response,
-            body=None,
-            expected_version=version,
-            key=key,
-        )
+        return write(session_id, act)
     except JournalMismatchError:  # the journal is cleared, as a change of its own
-        with store.transaction(session_id) as tx:
+        with write.store.transaction(session_id) as tx:
             tx.drop_journal()
         raise
 
 
 @router.post("/sessions/{session_id}/undo", summary="Undo the last edit", response_model=WriteOut)
-def undo(
-    request: Request,
-    response: Response,
-    session_id: str,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def undo(session_id: str, write: Writer) -> WriteOut:
     """Take back the last entry of the journal (an edit batch, a turn...). `results`: one,
     whose `note` names what was taken back."""
-    return _travel("undo", request, response, session_id, store, version, key)
+    return _travel("undo", session_id, write)
 
 
 @router.post(
     "/sessions/{session_id}/redo", summary="Redo the last undone edit", response_model=WriteOut
 )
-def redo(
-    request: Request,
-    response: Response,
-    session_id: str,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def redo(session_id: str, write: Writer) -> WriteOut:
     """Do again the last entry taken back. `results`: one."""
-    return _travel("redo", request, response, session_id, store, version, key)
+    return _travel("redo", session_id, write)
 
 
 @router.delete(
@@ -267,14 +150,7 @@ def redo(
     summary="Empty the session's trash for good",
     response_model=WriteOut,
 )
-def purge(
-    request: Request,
-    response: Response,
-    session_id: str,
-    store: StoreDep,
-    version: IfMatch,
-    key: IdempotencyKey,
-) -> WriteOut:
+def purge(session_id: str, write: Writer) -> WriteOut:
     """Irreversible; it also clears the undo journal. `results[0].count`: how many nodes
     were deleted."""
 
@@ -282,13 +158,4 @@ def purge(
         count = tx.purge()
         return Outcome([result("purge", None, tx.head_id, count=count)])
 
-    return session_write(
-        store,
-        session_id,
-        act,
-        request=request,
-        response=response,
-        body=None,
-        expected_version=version,
-        key=key,
-    )
+    return write(session_id, act)
