@@ -8,6 +8,8 @@ the rest of Clotho.
 
 from ._bulk import NodeRecord, SessionDump, StoredTrace
 from ._checks import new_id
+from ._idempotency import KEEP as IDEMPOTENCY_KEEP
+from ._schema import IDEMPOTENCY_KEY_LENGTH
 from .database import SchemaStatus, schema_status, upgrade_schema
 from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
@@ -47,6 +49,8 @@ from .store import ProjectionPage, SessionTransaction, Store
 from .traces import Trace
 
 __all__ = [
+    "IDEMPOTENCY_KEEP",
+    "IDEMPOTENCY_KEY_LENGTH",
     "PERMISSIVE",
     "ROLES",
     "AmbiguousIdError",

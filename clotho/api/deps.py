@@ -16,18 +16,18 @@ aliases and FastAPI hands it over (and documents the headers in OpenAPI).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import Depends, Header, Request, Response
 
 from clotho.settings import Settings
-from mnemosyne import Session, Store
+from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
 from .context import ApiContext, expected_version
 from .idempotency import SessionWriter
 
 __all__ = [
-    "IDEMPOTENCY_KEY_MAX",
     "ContextDep",
     "IdempotencyKey",
     "IfMatch",
@@ -36,9 +36,6 @@ __all__ = [
     "StoreDep",
     "Writer",
 ]
-
-#: The longest Idempotency-Key taken (a UUID is 36 characters).
-IDEMPOTENCY_KEY_MAX = 200
 
 
 def _context(request: Request) -> ApiContext:
@@ -86,17 +83,22 @@ def _if_match(
 IfMatch = Annotated[int | None, Depends(_if_match)]
 
 
+def _hours(kept: timedelta) -> int:
+    return int(kept.total_seconds() // 3600)
+
+
 def _idempotency_key(
     key: Annotated[
         str | None,
         Header(
             alias="Idempotency-Key",
             min_length=1,
-            max_length=IDEMPOTENCY_KEY_MAX,
+            max_length=IDEMPOTENCY_KEY_LENGTH,
             description="Any unique string (a UUID): a write retried with the same key and"
-            " the same body gets the first answer again and is not applied twice; the same"
-            " key with another body is refused (422 `idempotency_key_reused`). Keys are kept"
-            " 24 hours.",
+            " the same body gets the first answer again (`Idempotent-Replayed: true`) and is"
+            " not applied twice; the same key with another body is refused (422"
+            f" `idempotency_key_reused`). Keys are kept {_hours(IDEMPOTENCY_KEEP)} hours, per"
+            " session.",
         ),
     ] = None,
 ) -> str | None:
