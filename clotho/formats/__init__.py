@@ -6,5 +6,7 @@
 
 Lorebooks and character cards are read by :mod:`planner.lorebook` and
 :mod:`planner.cards` (the planner plays them); every outside JSON text goes through
-:mod:`mnemosyne.jsontext` first.
+:mod:`mnemosyne.jsontext` first. Each format is then checked by pydantic models (strict,
+unknown keys refused where the format is ours, allowed in SillyTavern's), and a refusal
+is one line written by :func:`mnemosyne.validation.problem_line`.
 """
