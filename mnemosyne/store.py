@@ -920,11 +920,8 @@ class Store:
         """A node (default HEAD) with its siblings' ids and its index among them."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            if ref is not None:
-                pk = q.resolve_node(conn, record, ref)[0]
-            elif record.head_pk is not None:
-                pk = record.head_pk
-            else:
+            pk = _head.node_or_head(conn, record, ref)
+            if pk is None:
                 raise InvalidOperationError(f"session {record.id} is empty: it has no HEAD")
             node = q.get_node(conn, record, pk)
             keys = q.sibling_keys(conn, record, q.parent_key(conn, pk))
