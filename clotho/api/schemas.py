@@ -473,3 +473,38 @@ class LoreTestOut(BaseModel):
 
     fired: list[LoreHitOut]
     skipped: list[LoreSkipOut]
+
+
+# -- the reads' queries: any parameter a read does not take is refused (422) ---------------
+
+NodeId = Annotated[
+    str, Field(min_length=6, max_length=32, description="A node id or a prefix (6+ characters).")
+]
+
+
+class NoQuery(BaseModel):
+    """A read that takes no parameter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StateQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: NodeId | None = Field(default=None, description="The node (default: HEAD).")
+
+
+class DiffQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    from_id: NodeId = Field(description="The node whose state is compared from.")
+    to_id: NodeId = Field(description="The node whose state is compared to.")
+
+
+class VariableQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(
+        min_length=1, max_length=200, description="A variable, such as hp or affinity.marla."
+    )
+    node_id: NodeId | None = Field(default=None, description="The node (default: HEAD).")

@@ -207,3 +207,26 @@ def test_exports_are_sent_as_they_are_encoded(client: TestClient, store: Store) 
     lore = declared["/api/sessions/{session_id}/lore"]["get"]["responses"]["200"]
     items = lore["content"]["application/json"]["schema"]["items"]
     assert items["$ref"].endswith("/LorebookOut")
+
+
+def test_every_read_refuses_a_parameter_it_does_not_take(client: TestClient, store: Store) -> None:
+    sid = branching(store)
+    node = store.projection(sid)[0].id
+    reads = {
+        f"/api/sessions/{sid}/nodes/{node}": {},
+        f"/api/sessions/{sid}/nodes/{node}/children": {},
+        f"/api/sessions/{sid}/state": {"node_id": node},
+        f"/api/sessions/{sid}/diff": {"from_id": node, "to_id": node},
+        f"/api/sessions/{sid}/blame": {"path": "hp", "node_id": node},
+        f"/api/sessions/{sid}/changes": {"path": "hp"},
+        f"/api/sessions/{sid}/fragments": {},
+        f"/api/sessions/{sid}/trash": {},
+    }
+    for url, params in reads.items():
+        assert client.get(url, params=params or None).status_code == 200, url
+        body = problem(client.get(url, params={**params, "at": node}), 422, "invalid_request")
+        assert [e["field"] for e in body["errors"]] == ["query.at"], url
+    state = read(client, f"/api/sessions/{sid}/state", node_id=node)
+    assert state["node_id"] == node
+    body = problem(client.get(f"/api/sessions/{sid}/diff", params={"from_id": node}), 422)
+    assert [e["field"] for e in body["errors"]] == ["query.to_id"]
