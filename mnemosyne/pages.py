@@ -151,7 +151,7 @@ class TreeOrders:
 
     def __init__(self, sessions: int = 8) -> None:
         self.max_sessions = sessions
-        self._kept: OrderedDict[int, tuple[int, list[int]]] = OrderedDict()
+        self._kept: OrderedDict[tuple[int, str], tuple[int, list[int]]] = OrderedDict()
         self._lock = threading.Lock()
         self.misses = 0
         """Orders read from the database (for tests and benchmarks)."""
@@ -159,17 +159,18 @@ class TreeOrders:
     def order(self, conn: Connection, record: q.SessionRecord) -> list[int]:
         """The tree order of ``record``'s session at its version (read in ``conn``, the
         transaction ``record`` was read in, when it is not kept)."""
-        version = record.session.version
+        # Keyed by id too: SQLite may give a purged session's key to a new one.
+        key, version = (record.pk, record.id), record.session.version
         with self._lock:
-            kept = self._kept.get(record.pk)
+            kept = self._kept.get(key)
             if kept is not None and kept[0] == version:
-                self._kept.move_to_end(record.pk)
+                self._kept.move_to_end(key)
                 return kept[1]
         order = _tree_order(conn, record)
         with self._lock:
             self.misses += 1
-            self._kept[record.pk] = (version, order)
-            self._kept.move_to_end(record.pk)
+            self._kept[key] = (version, order)
+            self._kept.move_to_end(key)
             while len(self._kept) > self.max_sessions:
                 self._kept.popitem(last=False)
         return order

@@ -146,3 +146,22 @@ def test_a_trees_pages_read_its_order_once_per_version(store: Store, database_ur
     with Store.open(database_url) as elsewhere:  # another process, say
         grown, _ = elsewhere.append(sid, "assistant", "grown elsewhere")
     assert grown.id in [n.id for n in every_page(lambda **kw: store.tree_page(sid, **kw), 3)[0]]
+
+
+def test_a_purged_sessions_order_is_not_another_sessions(store: Store) -> None:
+    doomed = store.create_session(title="doomed").id
+    for i in range(4):
+        store.append(doomed, "user", f"doomed {i}")
+    version = store.session(doomed).version
+    assert store.tree_page(doomed).total == 4  # its order kept at this version
+    store.trash_session(doomed)
+    store.purge_session(doomed)
+    # SQLite may hand the purged session's key to the next one: same key, same version.
+    fresh = store.create_session(title="fresh").id
+    first, _ = store.append(fresh, "user", "fresh")
+    while store.session(fresh).version < version:
+        store.checkout(fresh, first.id)  # a write that adds no node
+    assert store.session(fresh).version == version
+    page = store.tree_page(fresh)
+    assert [n.session_id for n in page.items] == [fresh] * page.total
+    assert page.total == len(store.tree(fresh).nodes)
