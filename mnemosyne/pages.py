@@ -29,12 +29,12 @@ from .editor import history as journal_history
 from .errors import InvalidOperationError, StaleCursorError, UnknownNodeError
 from .models import Node, Session
 
-__all__ = ["Page", "TreeOrders", "history_page", "session_cursor", "sessions_page", "tree_page"]
+__all__ = ["Page", "TreeOrders", "history_page", "sessions_page", "tree_page"]
 
 T = TypeVar("T")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SESSION_CURSOR = re.compile(r"(\d{1,18})-(\d{1,18})")
+_SESSION_CURSOR = re.compile(r"([0-9]{1,18})-([0-9]{1,18})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def _check_limit(limit: int) -> None:
 # -- sessions ---------------------------------------------------------------------------
 
 
-def session_cursor(session: Session, pk: int) -> str:
+def _session_cursor(session: Session, pk: int) -> str:
     """The cursor just after ``session`` in the list: its change time (microseconds
     since 1970) and its key, so it holds whatever happens to the session since."""
     micros = (session.updated_at - _EPOCH) // timedelta(microseconds=1)
@@ -68,13 +68,15 @@ def session_cursor(session: Session, pk: int) -> str:
 
 def _decode_session_cursor(cursor: str) -> tuple[datetime, int]:
     found = _SESSION_CURSOR.fullmatch(cursor)
-    if found is None:
+    try:
+        if found is None:
+            raise ValueError(cursor)
+        return _EPOCH + timedelta(microseconds=int(found[1])), int(found[2])
+    except (ValueError, OverflowError):
         raise InvalidOperationError(
             f"{cursor!r} is not a cursor of the sessions list: pass back the `after` "
             "(or follow the `next`) of the page before"
-        )
-    micros, pk = int(found[1]), int(found[2])
-    return _EPOCH + timedelta(microseconds=micros), pk
+        ) from None
 
 
 def sessions_page(
@@ -102,7 +104,7 @@ def sessions_page(
     total = conn.execute(select(func.count()).select_from(sessions).where(in_trash)).scalar_one()
     more = len(records) > limit
     records = records[:limit]
-    following = session_cursor(records[-1].session, records[-1].pk) if more else None
+    following = _session_cursor(records[-1].session, records[-1].pk) if more else None
     return Page([r.session for r in records], total, following)
 
 

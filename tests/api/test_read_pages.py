@@ -72,6 +72,8 @@ def test_sessions_page_by_page(client: TestClient, store: Store) -> None:
     for bad in ("later", "12", "1-2-3", "9" * 19 + "-1"):
         body = problem(client.get("/api/sessions", params={"after": bad}), 422)
         assert body["errors"][0]["field"] == "query.after"
+    far = problem(client.get("/api/sessions", params={"after": "9" * 18 + "-1"}), 422)
+    assert far["code"] == "invalid_operation" and "not a cursor" in far["detail"]
 
 
 def branching(store: Store) -> str:

@@ -105,7 +105,7 @@ def test_sessions_pages_and_a_session_changed_meanwhile(store: Store) -> None:
         rest.extend(page.items)
         after = page.after
     assert [s.id for s in rest] == [made[4], made[3], made[1]]  # none twice
-    for bad in ("", "later", "12", "1-2-3", "-1-2", "9" * 19 + "-1"):
+    for bad in ("", "later", "12", "1-2-3", "-1-2", "9" * 19 + "-1", "9" * 18 + "-1", "١-٢"):
         with pytest.raises(InvalidOperationError, match="not a cursor"):
             store.sessions_page(after=bad)
 
