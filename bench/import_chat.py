@@ -83,7 +83,13 @@ for ``--duration`` seconds (default 30), all at once:
   root), the last of a window the parent of the first of the window after it.
 - a player, a thread of this process, plays ``say`` turns one after another
   (``POST .../turns``, its events read to the last, ``node``: the turn played to its
-  end, then the next), so that the session's version moves under the readers.
+  end, then the next), so that the session's version moves under the readers. The
+  model streams its reply at a model's pace: a word every ``--model-word-ms`` (default
+  20 ms, some 50 words a second, as a hosted model streams; ~2 s a reply), and the player
+  sends the next turn as soon as a reply ends (no time to read or type: a busier player
+  than a person). ``--model-word-ms 0`` answers at once (the whole reply in one write):
+  turns back to back as fast as the server plays them, a load no person makes (a
+  script driving the API), kept to compare.
 
 Printed: p50, p99 (nearest rank), mean and max over every read, and the newest windows
 and the windows back apart; the turns played and their p50; where the CPU went
@@ -92,8 +98,8 @@ process on the machine, ``/proc/stat`` minus ours, for a machine shared with oth
 jobs); then one reader alone for ``--alone`` seconds (default 10), no turns: the floor
 under the concurrency. The server is stopped at the end, also on errors. ``--no-api``
 skips this part (``page_p99_ms=n/a``); ``--profile FILE`` records the server with py-spy
-(if it is on ``PATH``; not a dependency) while it is read and played, as collapsed
-stacks, one thread apart from the other.
+(beside the Python running the benchmark, or on ``PATH``; not a dependency) while it is
+read and played, as collapsed stacks, one thread apart from the other.
 
 Targets (from the issue): bytes ratio (peer ``wchar`` / ours) >= 100, import under
 10 s, page p99 under 25 ms. Save the output with ``| tee bench/results/import_chat.txt``.
@@ -690,11 +696,23 @@ class Reading:
     alone: Phase | None
 
 
-def _model_script(reply: str) -> Any:
-    def script(request: dict[str, Any]) -> str:
-        return '{"operations": []}' if request.get("response_format") else reply
+def _model_script(reply: str, word_s: float) -> Any:
+    """The model: the reply streamed a word every ``word_s`` seconds; an empty delta to a
+    state extraction."""
+    from orchestrator.loopback import Reply
+
+    def script(request: dict[str, Any]) -> Reply | str:
+        if request.get("response_format"):
+            return '{"operations": []}'
+        return Reply(reply, chunk_delay=word_s)
 
     return script
+
+
+def _pace(word_ms: float) -> str:
+    if word_ms <= 0:
+        return "a model answering at once (turns back to back)"
+    return f"a model streaming a word every {word_ms:g} ms"
 
 
 def measure_pages(db: Path, session_id: str, logs: Path, args: argparse.Namespace) -> Reading:
@@ -707,7 +725,7 @@ def measure_pages(db: Path, session_id: str, logs: Path, args: argparse.Namespac
     command = [sys.executable, "-m", "clotho", "--db", f"sqlite:///{db}", "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     out, err = open(logs / "serve.out", "wb"), open(logs / "serve.err", "wb")  # noqa: SIM115
-    with ModelServer(_model_script(reply)) as model:
+    with ModelServer(_model_script(reply, args.model_word_ms / 1000)) as model:
         env = {key: value for key, value in os.environ.items() if not key.startswith("CLOTHO_")}
         env.update(
             CLOTHO_API_TOKEN=TOKEN,
@@ -757,7 +775,8 @@ def measure_pages(db: Path, session_id: str, logs: Path, args: argparse.Namespac
             first_turn_ms = (time.perf_counter() - started) * 1000
             spy = None
             if args.profile:  # every thread of the server, the idle ones left out
-                spy_command = [shutil.which("py-spy") or "py-spy", "record", "--pid"]
+                beside = Path(sys.executable).parent / "py-spy"
+                spy_command = [shutil.which("py-spy") or str(beside), "record", "--pid"]
                 spy_command += [str(server.pid), "--format", "raw", "--rate", "200"]
                 spy_command += ["--threads", "--output", args.profile]
                 spy_command += ["--duration", str(int(args.duration) + 5)]
@@ -803,8 +822,9 @@ def print_reading(reading: Reading, args: argparse.Namespace, count: int) -> Non
         f"connection each) for {args.duration:g} s: the newest window, then {args.pages} "
         f"back through `next`, {args.pause_ms:g} ms after each read, again and again "
         f"({loaded.scrolls} scrolls); meanwhile a player played {len(loaded.turns_ms)} say "
-        f"turns one after another (p50 {_percentile(loaded.turns_ms or [0.0], 0.5):.0f} ms "
-        f"a turn, scripted model on loopback)"
+        f"turns one after another against {_pace(args.model_word_ms)} (p50 "
+        f"{_percentile(loaded.turns_ms or [0.0], 0.5):.0f} ms a turn, scripted model on "
+        f"loopback)"
     )
     print(f"every read, {len(loaded.every_ms)}: {_ms(loaded.every_ms)}")
     print(f"  newest windows, {len(loaded.newest_ms)}: {_ms(loaded.newest_ms)}")
@@ -947,6 +967,8 @@ def run(args: argparse.Namespace, count: int, work: Path) -> int:
     if reading is not None:
         targets += f"; page_p99_ms {p99} < {TARGET_P99_MS:g} {ok(p99_ms < TARGET_P99_MS)}"
     print(targets)
+    if reading is not None:
+        print(f"(the player's model: {_pace(args.model_word_ms)})")
     print(
         f"ratio bytes_written={ratio:.1f} import_s={ours.import_s:.2f} page_p99_ms={p99} "
         f"at {count} messages"
@@ -969,6 +991,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--alone", type=float, default=10.0, help="seconds of one reader alone (0: none)"
+    )
+    parser.add_argument(
+        "--model-word-ms",
+        type=float,
+        default=20.0,
+        help="the model streams a word every N ms while the player plays (default 20; "
+        "0: at once, turns back to back)",
     )
     parser.add_argument("--quick", action="store_true", help="2,000 messages, 10 s")
     parser.add_argument("--keep", action="store_true", help="keep the temporary files")
