@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
@@ -20,6 +21,7 @@ __all__ = [
     "json_bytes",
     "json_chunks",
     "line_chunks",
+    "next_page",
     "raw_json",
     "read_body",
 ]
@@ -33,6 +35,12 @@ def document(data: Any, session: Session | None = None, status: int = 200) -> JS
     """``data`` as JSON, with the session's version as ETag."""
     headers = {"ETag": etag(session.version)} if session is not None else None
     return JSONResponse(data, status_code=status, headers=headers)
+
+
+def next_page(request: Request, route: str, params: dict[str, Any], **path: str) -> str:
+    """The path and query of a list's next page (its ``next``): the route named
+    ``route`` with its ``path`` parameters, and ``params`` as its query."""
+    return f"{request.app.url_path_for(route, **path)}?{urlencode(params)}"
 
 
 def json_bytes(data: Any) -> bytes:

@@ -5,13 +5,12 @@ and answers ``If-None-Match`` with 304."""
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 
 from mnemosyne import Node, NodeAmongSiblings, Session
 
-from ._common import json_bytes, raw_json
+from ._common import json_bytes, next_page, raw_json
 from .context import etag, not_modified
 from .deps import SessionDep, StoreDep
 from .problems import ApiError
@@ -46,11 +45,6 @@ def tagged(response: Response, session: Session) -> None:
     """Give a checked answer (a document FastAPI validates against the route's
     ``response_model``) the session's version as ETag."""
     response.headers["ETag"] = etag(session.version)
-
-
-def next_page(request: Request, route: str, params: dict[str, Any], **path: str) -> str:
-    """The path and query of a list's next page (its ``next``)."""
-    return f"{request.app.url_path_for(route, **path)}?{urlencode(params)}"
 
 
 @router.get(

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 
 from clotho.sessions import new_session
 from mnemosyne import Store
 
-from ._common import context, document
+from ._common import context, document, next_page
 from .context import not_modified
 from .deps import IfMatch, StoreDep
 from .idempotency import Outcome, answer, result
@@ -26,8 +25,7 @@ def _sessions_page(
     page = store.sessions_page(trashed=trashed, limit=query.limit, after=query.after)
     following = None
     if page.after is not None:
-        params = urlencode({"after": page.after, "limit": query.limit})
-        following = f"{request.app.url_path_for(route)}?{params}"
+        following = next_page(request, route, {"after": page.after, "limit": query.limit})
     return {
         "sessions": [s.as_dict() for s in page.items],
         "total": page.total,
