@@ -24,6 +24,7 @@ __all__ = [
     "next_page",
     "raw_json",
     "read_body",
+    "tagged",
 ]
 
 
@@ -41,6 +42,12 @@ def next_page(request: Request, route: str, params: dict[str, Any], **path: str)
     """The path and query of a list's next page (its ``next``): the route named
     ``route`` with its ``path`` parameters, and ``params`` as its query."""
     return f"{request.app.url_path_for(route, **path)}?{urlencode(params)}"
+
+
+def tagged(response: Response, session: Session) -> None:
+    """Give a checked answer (a document FastAPI validates against the route's
+    ``response_model``) the session's version as ETag."""
+    response.headers["ETag"] = etag(session.version)
 
 
 def json_bytes(data: Any) -> bytes:

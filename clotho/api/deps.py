@@ -12,6 +12,7 @@ aliases and FastAPI hands it over (and documents the headers in OpenAPI).
   (see :mod:`clotho.api.idempotency`).
 - :data:`Writer`: writes to a session with both, answering a ``WriteOut``
   (:class:`~clotho.api.idempotency.SessionWriter`).
+- :data:`NoParameters`: a read that takes no query parameter (any one is a 422).
 """
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import Depends, Header, Request, Response
+from fastapi import Depends, Header, Query, Request, Response
 
 from clotho.settings import Settings
 from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
 from .context import ApiContext, expected_version
 from .idempotency import SessionWriter
+from .schemas import NoQuery
 
 __all__ = [
     "ContextDep",
     "IdempotencyKey",
     "IfMatch",
+    "NoParameters",
     "SessionDep",
     "SettingsDep",
     "StoreDep",
@@ -119,3 +122,7 @@ def _writer(
 
 
 Writer = Annotated[SessionWriter, Depends(_writer)]
+
+
+NoParameters = Annotated[NoQuery, Query()]
+"""A read that takes no query parameter: any one is a 422 naming it."""

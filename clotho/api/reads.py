@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, NodeAmongSiblings, Session
+from mnemosyne import Node, NodeAmongSiblings
 
-from ._common import json_bytes, next_page, raw_json
-from .context import etag, not_modified
-from .deps import SessionDep, StoreDep
+from ._common import json_bytes, next_page, raw_json, tagged
+from .context import not_modified
+from .deps import NoParameters, SessionDep, StoreDep
 from .problems import ApiError
 from .schemas import (
     BlameOut,
@@ -23,7 +23,6 @@ from .schemas import (
     HistoryQuery,
     NodeDetail,
     NodeOut,
-    NoQuery,
     ProjectionOut,
     ProjectionQuery,
     StateOut,
@@ -36,15 +35,6 @@ from .schemas import (
 )
 
 router = APIRouter(tags=["reading"])
-
-#: A read's query parameters: a model each, so that any other parameter is a 422.
-NoParameters = Annotated[NoQuery, Query()]
-
-
-def tagged(response: Response, session: Session) -> None:
-    """Give a checked answer (a document FastAPI validates against the route's
-    ``response_model``) the session's version as ETag."""
-    response.headers["ETag"] = etag(session.version)
 
 
 @router.get(

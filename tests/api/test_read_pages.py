@@ -232,3 +232,6 @@ def test_every_read_refuses_a_parameter_it_does_not_take(client: TestClient, sto
     assert state["node_id"] == node
     body = problem(client.get(f"/api/sessions/{sid}/diff", params={"from_id": node}), 422)
     assert [e["field"] for e in body["errors"]] == ["query.to_id"]
+    for url in (f"/api/sessions/{sid}", f"/api/sessions/{sid}/lore"):
+        assert client.get(url).headers["etag"] == f'"{store.session(sid).version}"'
+        problem(client.get(url, params={"at": node}), 422, "invalid_request")
