@@ -10,7 +10,8 @@ from the routes (:func:`facts`), in one place (:func:`statuses`):
 - it names a session, node or turn in its path -> 404;
 - it takes ``If-Match`` -> 412, and 422 (a write refused: the session is in the trash,
   nothing to undo...);
-- it takes a body or an upload -> 413 and 422; query parameters -> 422;
+- it takes a body or an upload -> 413 and 422; a query (parameters, or a query model
+  that takes none: :func:`queried`) -> 422;
 - it reads a session -> its ``ETag``, ``If-None-Match`` and 304 (:class:`ConditionalGet`
   makes that true of every such read);
 - it plays the model (a POST tagged ``playing``) -> 503 when none is configured (a model
@@ -23,11 +24,14 @@ answer no status undeclared.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -138,8 +142,34 @@ def _holds_session(response: dict[str, Any], components: dict[str, Any]) -> bool
     return False
 
 
-def facts(method: str, path: str, operation: dict[str, Any], components: dict[str, Any]) -> Facts:
-    """The facts of one operation of the document (``components``: its schemas)."""
+def _walk(dependant: Dependant) -> Iterator[Dependant]:
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from _walk(sub)
+
+
+def queried(app: FastAPI) -> set[tuple[str, str]]:
+    """The operations (method, path) whose route takes a query: parameters, or a query
+    model; one without fields (it refuses any parameter) shows none in the document."""
+    found = set()
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and any(
+            dependant.query_params for dependant in _walk(route.dependant)
+        ):
+            found |= {(method.lower(), str(context.path_format)) for method in route.methods or ()}
+    return found
+
+
+def facts(
+    method: str,
+    path: str,
+    operation: dict[str, Any],
+    components: dict[str, Any],
+    queries: Collection[tuple[str, str]] = (),
+) -> Facts:
+    """The facts of one operation of the document (``components``: its schemas;
+    ``queries``: :func:`queried`)."""
     params = operation.get("parameters", [])
     where = {(p.get("in"), p.get("name", "").lower()) for p in params}
     return Facts(
@@ -148,7 +178,7 @@ def facts(method: str, path: str, operation: dict[str, Any], components: dict[st
         path_ids=any(place == "path" for place, _ in where),
         if_match=("header", "if-match") in where,
         body="requestBody" in operation,
-        query=any(place == "query" for place, _ in where),
+        query=any(place == "query" for place, _ in where) or (method, path) in queries,
         etag=any(
             _carries_etag(path, status, response, components)
             for status, response in _successes(operation)
@@ -209,7 +239,7 @@ def _item_schemas(response: dict[str, Any]) -> None:
             media.setdefault("schema", media.pop("itemSchema"))
 
 
-def _patch(document: dict[str, Any]) -> None:
+def _patch(document: dict[str, Any], queries: set[tuple[str, str]]) -> None:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(problem.pop("$defs", {}))
@@ -217,7 +247,7 @@ def _patch(document: dict[str, Any]) -> None:
     by_status = _codes_by_status()
     for path, item in document.get("paths", {}).items():
         for method, operation in item.items():
-            found = facts(method, path, operation, schemas)
+            found = facts(method, path, operation, schemas, queries)
             responses = operation.setdefault("responses", {})
             if _refers(responses.get("422"), "HTTPValidationError"):
                 del responses["422"]  # FastAPI's guess: ours is below, if the route can 422
@@ -256,7 +286,7 @@ def declare(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         document = built(app)
         if not patched or patched[0] is not document:
-            _patch(document)
+            _patch(document, queried(app))
             patched[:] = [document]
         return document
 

@@ -368,6 +368,7 @@ class Requests:
             if param["in"] == "query":
                 invalid = _invalid(param["schema"])
                 yield {"params": {**self.query(operation), param["name"]: invalid}}
+        yield {"params": {**self.query(operation), "unknown": "1"}}  # a query model's refusal
         trashed, _ = _session(self.client)
         self.client.delete(f"/api/sessions/{trashed}")
         yield {"url": self.url(path, trashed)}  # a write on a session in the trash
@@ -405,6 +406,8 @@ def test_every_status_an_operation_declares_can_happen(
     order = {"GET": 0, "POST": 1, "PUT": 1, "DELETE": 2}
     answered = set()
     for method, path, operation in sorted(operations, key=lambda op: order[op[0]]):
+        unknown = {**requests.query(operation), "unknown": "1"}  # refused or ignored
+        answered.add(requests.send(method, path, operation, params=unknown))
         answered.add(requests.send(method, path, operation))
     assert {200, 201, 204} <= answered
 
