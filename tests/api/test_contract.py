@@ -44,11 +44,9 @@ SWAGGER_UI_SHA256 = {
     "swagger-ui.css": "5ed08757e53da3e026d6cbecc61fe5d43585c9560b302d534ad56692519a273d",
     "swagger-ui-favicon.png": "3ed612f41e050ca5e7000cad6f1cbe7e7da39f65fca99c02e99e6591056e5837",
 }
-#: Success answers that have no schema yet (to be given one; none may join).
+#: Success answers without a schema (none may join).
 KNOWN_WITHOUT_SCHEMA = {
-    "GET /api/sessions/{session_id}/exports/chat",
-    "GET /api/sessions/{session_id}/exports/tree",
-    "GET /api/sessions/{session_id}/lore",
+    "GET /api/sessions/{session_id}/exports/chat",  # JSON Lines: SillyTavern's format
 }
 
 
