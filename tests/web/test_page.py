@@ -334,3 +334,22 @@ def test_a_session_goes_to_the_trash_and_comes_back(
     expect(page.locator("article.message")).to_have_count(1)
     expect(page.locator("article.message .content")).to_have_text("A line worth keeping.")
     assert sid in [s["id"] for s in api.get("/api/sessions").json()["sessions"]]
+
+
+def test_a_refusal_names_each_field_the_api_refused(
+    new_session: Callable[[str], str], open_page: Callable[..., Any]
+) -> None:
+    """A 422's problems reach the player: the page reads the Problem's ``errors`` as the
+    API sends them (``{field, problem}``, docs/api.md), not FastAPI's ``loc``/``msg``."""
+    page = open_page(new_session("refusal"))
+    page.evaluate(
+        """async () => {
+            const ui = await import("/static/ui.js");
+            ui.showError({title: "The request is not valid", detail: "1 problem",
+                doc: {errors: [{field: "body.operations[0].node_id", problem: "field required"}]}},
+                "Editing");
+        }"""
+    )
+    error = page.locator(".toast.error")
+    expect(error).to_contain_text("Editing: The request is not valid")
+    expect(error).to_contain_text("body.operations[0].node_id: field required")

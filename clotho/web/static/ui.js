@@ -58,7 +58,8 @@ export function showError(error, doing = "") {
   let detail = error?.detail ?? error?.message ?? String(error);
   const doc = error?.doc || {};
   if (Array.isArray(doc.errors) && doc.errors.length) {
-    const lines = doc.errors.map((e) => (typeof e === "string" ? e : [e.loc?.join?.("."), e.msg || e.message].filter(Boolean).join(": ")));
+    // The Problem's errors: [{field, problem}] (docs/api.md, "Errors").
+    const lines = doc.errors.map((e) => [e.field, e.problem].filter(Boolean).join(": "));
     if (!lines.some((line) => detail.includes(line))) detail = [detail, ...lines].filter(Boolean).join("\n");
   }
   const prefix = doing ? `${doing}: ` : "";
