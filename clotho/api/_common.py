@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
@@ -51,7 +52,14 @@ def tagged(response: Response, session: Session) -> None:
 
 
 def json_bytes(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    """``data`` as compact UTF-8 JSON, written by orjson (the reads' hottest part: a window
+    of 200 messages encodes ~6 times faster than with the standard library). What orjson
+    refuses (an integer beyond 64 bits, which a stored document may hold) is written by
+    the standard library instead."""
+    try:
+        return orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _pieces(parts: Iterable[str], size: int) -> Iterator[bytes]:
