@@ -117,6 +117,15 @@ class Node:
         return value
 
     @property
+    def metadata_json(self) -> str:
+        """The metadata as JSON text: the stored text itself while it has not been
+        decoded (a reader that only passes it on neither decodes nor encodes it again)."""
+        value = self._metadata
+        if isinstance(value, str) and value:
+            return value
+        return json.dumps(self.metadata, ensure_ascii=False, separators=(",", ":"))
+
+    @property
     def delta(self) -> list[dict[str, Any]]:
         value = self._delta
         if not isinstance(value, list):

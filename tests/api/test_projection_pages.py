@@ -135,3 +135,24 @@ def test_etags_and_writes_here_and_elsewhere(
         "a reply from elsewhere",
     ]
     assert answered.json()["total"] == 7
+
+
+def test_metadata_is_answered_as_stored(client: TestClient, store: Store) -> None:
+    """A window's metadata is passed on as the store keeps it (not decoded and encoded
+    again): what a chat import kept comes back equal, an integer beyond 64 bits and
+    text of any script included."""
+    sid = store.create_session().id
+    kept = {
+        "sillytavern": {
+            "mes": "Ça va? 你好 🐉",
+            "extra": {"token_count": 10**30, "nested": [1.5, None]},
+        },
+        "empty": {},
+    }
+    node, _ = store.append(sid, "user", "hello", metadata=kept)
+    store.append(sid, "assistant", "hi")  # no metadata: {}
+    page = window(client, f"/api/sessions/{sid}/projection", metadata="true")
+    assert [n["metadata"] for n in page["nodes"]] == [kept, {}]
+    assert page["nodes"][0]["id"] == node.id
+    plain = window(client, f"/api/sessions/{sid}/projection")
+    assert all("metadata" not in n for n in plain["nodes"])
