@@ -22,7 +22,13 @@ from .problems import ApiError
 if TYPE_CHECKING:
     from orchestrator import Engine
 
-__all__ = ["ApiContext", "etag", "expected_version", "none_match", "not_modified"]
+__all__ = [
+    "ApiContext",
+    "etag",
+    "expected_version",
+    "none_match",
+    "not_modified",
+]
 
 #: Sessions whose engines (model settings, templates, lore index) a process keeps.
 MAX_ENGINES = 32

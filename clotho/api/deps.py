@@ -7,6 +7,9 @@ aliases and FastAPI hands it over (and documents the headers in OpenAPI).
 - :data:`StoreDep`, :data:`SettingsDep`: its store and settings.
 - :data:`SessionDep`: the session named by the path's ``session_id`` (an id or a unique
   prefix; 404 when there is none).
+- :data:`ReadSession`: the same for a read: 304 when ``If-None-Match`` names its current
+  version (before the route reads anything), else the answer gets its version as ETag (a
+  route that reads a page at its own version tags the answer again).
 - :data:`IfMatch`: the version a write names in ``If-Match`` (``None``: absent or ``*``).
 - :data:`IdempotencyKey`: the ``Idempotency-Key`` a write may carry
   (see :mod:`clotho.api.idempotency`).
@@ -25,8 +28,9 @@ from fastapi import Depends, Header, Query, Request, Response
 from clotho.settings import Settings
 from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
-from .context import ApiContext, expected_version
+from .context import ApiContext, etag, expected_version, not_modified
 from .idempotency import SessionWriter
+from .problems import NotModified
 from .schemas import NoQuery
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "IdempotencyKey",
     "IfMatch",
     "NoParameters",
+    "ReadSession",
     "SessionDep",
     "SettingsDep",
     "StoreDep",
@@ -66,6 +71,16 @@ def _session(session_id: str, store: StoreDep) -> Session:
 
 
 SessionDep = Annotated[Session, Depends(_session)]
+
+
+def _read_session(request: Request, response: Response, session: SessionDep) -> Session:
+    if (cached := not_modified(request, session)) is not None:
+        raise NotModified(cached)
+    response.headers["ETag"] = etag(session.version)
+    return session
+
+
+ReadSession = Annotated[Session, Depends(_read_session)]
 
 
 def _if_match(

@@ -18,9 +18,9 @@ from mnemosyne import Node, Session, Store
 from planner.cards import Card
 from planner.lorebook import Lorebook
 
-from ._common import json_chunks, line_chunks, read_body, tagged
-from .context import etag, not_modified
-from .deps import ContextDep, IfMatch, NoParameters, SessionDep, StoreDep
+from ._common import json_chunks, line_chunks, read_body
+from .context import etag
+from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
 from .idempotency import Outcome, answer, result
 from .schemas import (
     ImportedOut,
@@ -270,12 +270,7 @@ async def import_card_file(
     summary="The session's lorebooks",
     response_model=list[LorebookOut],
 )
-def lorebooks(
-    request: Request, response: Response, store: StoreDep, session: SessionDep, _: NoParameters
-) -> Any:
-    if (cached := not_modified(request, session)) is not None:
-        return cached
-    tagged(response, session)
+def lorebooks(store: StoreDep, session: ReadSession, _: NoParameters) -> Any:
     return lore.lorebooks_document(lore.session_books(store, session.id))
 
 

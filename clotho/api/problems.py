@@ -23,7 +23,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -46,6 +46,7 @@ __all__ = [
     "ApiCode",
     "ApiError",
     "FieldProblem",
+    "NotModified",
     "Problem",
     "code_statuses",
     "codes_table",
@@ -395,9 +396,23 @@ def _unexpected(request: Request, error: Exception) -> JSONResponse:
     return problem_response(failure, request.url.path)
 
 
+class NotModified(Exception):
+    """Raised by a read whose client holds the session's current version: answered 304
+    with the ETag (registered by :func:`clotho.api.problems.install`)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("not modified")
+        self.response = response
+
+
+def _not_modified(request: Request, answer: NotModified) -> Response:
+    return answer.response
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn errors into problem documents (an unexpected one
     too: a 500 is a problem document, code ``error``)."""
+    app.add_exception_handler(NotModified, _not_modified)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     handled: tuple[type[Exception], ...] = (ApiError, *ROOTS)  # and their subclasses

@@ -10,9 +10,8 @@ from fastapi import APIRouter, Query, Request, Response
 from clotho.sessions import new_session
 from mnemosyne import Store
 
-from ._common import next_page, tagged
-from .context import not_modified
-from .deps import IfMatch, NoParameters, SessionDep, StoreDep
+from ._common import next_page
+from .deps import IfMatch, NoParameters, ReadSession, StoreDep
 from .idempotency import Outcome, answer, result
 from .schemas import NewSession, SessionOut, SessionsPage, SessionsQuery, WriteOut
 
@@ -55,11 +54,8 @@ def create_session(response: Response, body: NewSession, store: StoreDep) -> Wri
 
 
 @router.get("/sessions/{session_id}", summary="Read a session", response_model=SessionOut)
-def get_session(request: Request, response: Response, session: SessionDep, _: NoParameters) -> Any:
+def get_session(session: ReadSession, _: NoParameters) -> Any:
     """The session (id or unique prefix); its ETag is its version."""
-    if (cached := not_modified(request, session)) is not None:
-        return cached
-    tagged(response, session)
     return session.as_dict()
 
 
