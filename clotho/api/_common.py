@@ -30,7 +30,9 @@ __all__ = [
 
 
 def context(request: Request) -> ApiContext:
-    return request.app.state.clotho
+    """The server's :class:`ApiContext` (also a route's ``ContextDep``)."""
+    found: ApiContext = request.app.state.clotho
+    return found
 
 
 def document(data: Any, session: Session | None = None, status: int = 200) -> JSONResponse:

@@ -20,7 +20,7 @@ from . import exchange, reads, sessions, turns, writes
 from ._common import context, document
 from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, served_hosts
 from .context import ApiContext
-from .openapi import ConditionalGet, declare
+from .openapi import declare
 from .problems import ApiError, install, problem_response
 from .schemas import HealthOut
 from .warm import Warmup
@@ -183,7 +183,6 @@ def create_app(
 
     mount_page(app)
     declare(app)
-    app.add_middleware(ConditionalGet)
     # Each layer added goes outside the ones before: the Host check is the outermost.
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)
     origins = allowed_origins(settings)

@@ -28,6 +28,7 @@ from fastapi import Depends, Header, Query, Request, Response
 from clotho.settings import Settings
 from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
+from ._common import context
 from .context import ApiContext, etag, expected_version, not_modified
 from .idempotency import SessionWriter
 from .problems import NotModified
@@ -46,12 +47,7 @@ __all__ = [
 ]
 
 
-def _context(request: Request) -> ApiContext:
-    context: ApiContext = request.app.state.clotho
-    return context
-
-
-ContextDep = Annotated[ApiContext, Depends(_context)]
+ContextDep = Annotated[ApiContext, Depends(context)]
 
 
 def _store(context: ContextDep) -> Store:

@@ -99,7 +99,7 @@ def _imported_session(store: Store, session_id: str, kind: str, response: Respon
 )
 def export_chat_file(
     store: StoreDep,
-    session_id: str,
+    session: ReadSession,
     head_id: Annotated[
         str | None,
         Query(min_length=6, max_length=32, description="The branch's last node. Default: HEAD."),
@@ -107,7 +107,6 @@ def export_chat_file(
 ) -> Response:
     """The path to `head_id` with each fork's alternatives as swipes. `X-Clotho-Dropped`
     counts the nodes below other alternatives, which the format cannot hold."""
-    session = store.session(session_id)
     exported = export_chat(store, session.id, head_id)
     name = (session.title or session.id[:8]).replace('"', "")
     return StreamingResponse(
@@ -156,11 +155,10 @@ async def import_tree_file(
     summary="The whole session, lossless",
     response_model=TreeFile,
 )
-def export_tree_file(store: StoreDep, session_id: str) -> Response:
+def export_tree_file(store: StoreDep, session: ReadSession) -> Response:
     """Every node (fragments and trash too), deltas, traces, documents and HEAD, as one
     versioned JSON document that `POST /api/imports/tree` takes back. Read in one
     snapshot, then sent as it is encoded (a large tree is never one string whole)."""
-    session = store.session(session_id)
     return StreamingResponse(
         json_chunks(export_tree(store, session.id)),
         media_type="application/json",

@@ -12,8 +12,8 @@ from the routes (:func:`facts`), in one place (:func:`statuses`):
   nothing to undo...);
 - it takes a body or an upload -> 413 and 422; a query (parameters, or a query model
   that takes none: :func:`queried`) -> 422;
-- it reads a session -> its ``ETag``, ``If-None-Match`` and 304 (:class:`ConditionalGet`
-  makes that true of every such read);
+- it reads a session -> its ``ETag``, ``If-None-Match`` and 304 (every such read takes
+  :data:`clotho.api.deps.ReadSession`, which answers the 304);
 - it plays the model (a POST tagged ``playing``) -> 503 when none is configured (a model
   failing later is the stream's ``error`` event).
 
@@ -32,13 +32,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
-from starlette.datastructures import Headers, MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .context import none_match
 from .problems import MEDIA_TYPE, Problem, code_statuses
 
-__all__ = ["ConditionalGet", "Facts", "declare", "facts", "statuses"]
+__all__ = ["Facts", "declare", "facts", "statuses"]
 
 COMPONENT = "#/components/schemas/"
 PROBLEM_REF = {"$ref": COMPONENT + "Problem"}
@@ -291,44 +288,3 @@ def declare(app: FastAPI) -> None:
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
-
-
-class ConditionalGet:
-    """Answer ``If-None-Match`` on every read that sends an ``ETag``: when the header
-    names the ETag of the answer (the session's version), a 304 with no body goes out
-    instead. (Routes may answer it sooner, before reading anything: this makes it true
-    of all of them.)"""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        wanted = Headers(scope=scope).get("if-none-match")
-        if wanted is None:
-            await self.app(scope, receive, send)
-            return
-        replaced = False
-
-        async def conditional(message: Message) -> None:
-            nonlocal replaced
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(raw=list(message["headers"]))
-                tag = headers.get("etag")
-                if message["status"] == 200 and tag is not None and none_match(wanted, tag):
-                    replaced = True
-                    kept = [
-                        (name, value)
-                        for name, value in headers.raw
-                        if name.lower() not in (b"content-length", b"content-type")
-                    ]
-                    await send({"type": "http.response.start", "status": 304, "headers": kept})
-                    await send({"type": "http.response.body", "body": b""})
-                    return
-            elif replaced:
-                return
-            await send(message)
-
-        await self.app(scope, receive, conditional)
