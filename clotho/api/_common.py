@@ -23,6 +23,7 @@ __all__ = [
     "json_chunks",
     "line_chunks",
     "next_page",
+    "page_after",
     "raw_json",
     "read_body",
     "tagged",
@@ -45,6 +46,16 @@ def next_page(request: Request, route: str, params: dict[str, Any], **path: str)
     """The path and query of a list's next page (its ``next``): the route named
     ``route`` with its ``path`` parameters, and ``params`` as its query."""
     return f"{request.app.url_path_for(route, **path)}?{urlencode(params)}"
+
+
+def page_after(
+    request: Request, route: str, after: str | None, limit: int, **path: str
+) -> str | None:
+    """The ``next`` of a list read by ``after`` cursors: the page after ``after`` (``None``:
+    this page was the last)."""
+    if after is None:
+        return None
+    return next_page(request, route, {"after": after, "limit": limit}, **path)
 
 
 def tagged(response: Response, session: Session) -> None:

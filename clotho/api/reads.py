@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from mnemosyne import Node, NodeAmongSiblings
 
-from ._common import json_bytes, next_page, raw_json, tagged
+from ._common import json_bytes, next_page, page_after, raw_json, tagged
 from .deps import NoParameters, ReadSession, StoreDep
 from .problems import ApiError
 from .schemas import (
@@ -56,10 +56,7 @@ def tree(
     version, also the ETag, says whether the tree changed between two pages)."""
     page = store.tree_page(session.id, limit=query.limit, after=query.after)
     assert page.session is not None
-    following = None
-    if page.after is not None:
-        params = {"after": page.after, "limit": query.limit}
-        following = next_page(request, "tree", params, session_id=page.session.id)
+    following = page_after(request, "tree", page.after, query.limit, session_id=page.session.id)
     tagged(response, page.session)
     return {
         "session_id": page.session.id,
@@ -262,10 +259,7 @@ def history(
     after = None if query.after is None else str(query.after)
     page = store.history_page(session.id, limit=query.limit, after=after)
     assert page.session is not None
-    following = None
-    if page.after is not None:
-        params = {"after": page.after, "limit": query.limit}
-        following = next_page(request, "history", params, session_id=page.session.id)
+    following = page_after(request, "history", page.after, query.limit, session_id=page.session.id)
     tagged(response, page.session)
     return {
         "session_id": page.session.id,

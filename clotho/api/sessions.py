@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from clotho.sessions import new_session
 from mnemosyne import Store
 
-from ._common import next_page
+from ._common import page_after
 from .deps import IfMatch, NoParameters, ReadSession, StoreDep
 from .idempotency import Outcome, answer, result
 from .schemas import NewSession, SessionOut, SessionsPage, SessionsQuery, WriteOut
@@ -22,13 +22,10 @@ def _sessions_page(
     request: Request, store: Store, query: SessionsQuery, *, trashed: bool, route: str
 ) -> dict[str, Any]:
     page = store.sessions_page(trashed=trashed, limit=query.limit, after=query.after)
-    following = None
-    if page.after is not None:
-        following = next_page(request, route, {"after": page.after, "limit": query.limit})
     return {
         "sessions": [s.as_dict() for s in page.items],
         "total": page.total,
-        "next": following,
+        "next": page_after(request, route, page.after, query.limit),
     }
 
 
