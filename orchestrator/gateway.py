@@ -322,17 +322,18 @@ class Gateway:
         """Load what the first call to ``config``'s model needs (litellm, its route's
         modules, the tokenizer, the model's window) without calling it: a streamed call
         answered by litellm itself (``mock_response``) goes the same way through litellm.
-        The first turn of a process then starts at once. What this loads stays
-        (:func:`lasting`)."""
-        with lasting():
-            litellm = litellm_module()
-            arguments = _arguments(config, [{"role": "user", "content": "warm"}], stream=True)
-            arguments.pop("max_retries", None)
-            response = await litellm.acompletion(**arguments, mock_response="warm")
-            async for _chunk in response:
-                pass
-            self.counter(config)("warm")
-            self.context_window(config)
+        The first turn of a process then starts at once. litellm itself is loaded out of
+        the collector's reach (:func:`litellm_module`); the call is not wrapped in
+        :func:`lasting`: it awaits, and other requests run meanwhile (their objects must
+        stay collectable)."""
+        litellm = litellm_module()
+        arguments = _arguments(config, [{"role": "user", "content": "warm"}], stream=True)
+        arguments.pop("max_retries", None)
+        response = await litellm.acompletion(**arguments, mock_response="warm")
+        async for _chunk in response:
+            pass
+        self.counter(config)("warm")
+        self.context_window(config)
 
     async def _call(
         self,
