@@ -80,3 +80,9 @@ def check_delta(delta: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any
             raise InvalidDeltaError([DeltaProblem(i, op, reason)])
         out.append(dict(op))
     return out
+
+
+def check_limit(limit: int) -> None:
+    """A page's size: at least 1."""
+    if limit < 1:
+        raise InvalidOperationError(f"limit must be at least 1, not {limit}")

@@ -103,15 +103,10 @@ class PathCache:
         self.misses = 0
         """Reads that walked up to the root."""
 
-    def messages(self, key: tuple[int, str], stamp: Stamp, pk: int, walk: Walk) -> list[Message]:
-        """The enabled messages of the path root -> ``pk`` of session ``key`` (its pk
-        and id) as it stands at ``stamp``, read with ``walk`` inside the caller's read
-        transaction (the one ``stamp`` was read in) as far as needed."""
-        return list(self.path(key, stamp, pk, walk).messages)
-
     def path(self, key: tuple[int, str], stamp: Stamp, pk: int, walk: Walk) -> Path:
-        """The path root -> ``pk`` of session ``key`` at ``stamp`` (as :meth:`messages`
-        reads it), shared: not to be changed."""
+        """The path root -> ``pk`` of session ``key`` as it stands at ``stamp``, read with
+        ``walk`` inside the caller's read transaction (the one ``stamp`` was read in) as
+        far as needed; shared: not to be changed."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.stamp != stamp:

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from . import _queries as q
+from ._checks import check_limit
 from ._paths import Path, PathCache, Stamp, Walk
 from ._schema import nodes
 from .errors import InvalidOperationError
@@ -129,8 +130,7 @@ def page(
         InvalidOperationError: ``limit`` below 1; ``before`` is not on the path.
         UnknownNodeError: no node ``before``.
     """
-    if limit < 1:
-        raise InvalidOperationError(f"limit must be at least 1, not {limit}")
+    check_limit(limit)
     if record.head_pk is None:
         if before is not None:
             q.resolve_node(conn, record, before)

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, Row, and_, func, or_, select
 
 from . import _queries as q
+from ._checks import check_limit
 from ._schema import nodes, sessions
 from .editor import JournalEntry
 from .editor import history as journal_history
@@ -49,11 +50,6 @@ class Page(Generic[T]):
     """The cursor of the next page (pass it as ``after``); ``None``: this is the last."""
     session: Session | None = None
     """The session the list is of (``None`` for the list of sessions)."""
-
-
-def _check_limit(limit: int) -> None:
-    if limit < 1:
-        raise InvalidOperationError(f"limit must be at least 1, not {limit}")
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -88,7 +84,7 @@ def sessions_page(
     A session changed while a client pages moves to the top: the pages after it do
     not show it again (the first page does).
     """
-    _check_limit(limit)
+    check_limit(limit)
     in_trash = sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
     query = select(*q.SESSION_COLUMNS).select_from(q._SESSIONS).where(in_trash)
     if after is not None:
@@ -193,7 +189,7 @@ def tree_page(
     Raises:
         StaleCursorError: ``after`` is not in the tree (pruned, deleted or purged since).
     """
-    _check_limit(limit)
+    check_limit(limit)
     order = _tree_order(conn, record) if orders is None else orders.order(conn, record)
     start = 0
     if after is not None:
@@ -237,7 +233,7 @@ def history_page(
     Raises:
         StaleCursorError: no entry at ``after`` (the journal was cleared or trimmed).
     """
-    _check_limit(limit)
+    check_limit(limit)
     entries = journal_history(conn, record.pk)
     start = 0
     if after is not None:
