@@ -23,19 +23,10 @@ from ._schema import IDEMPOTENCY_KEY_LENGTH, idempotency_keys
 from .errors import IdempotencyKeyReusedError, InvalidOperationError
 from .models import Session
 
-__all__ = ["KEEP", "Pending", "Remembered", "check_key", "find", "save"]
+__all__ = ["KEEP", "Pending", "check_key", "expire", "find", "save"]
 
 #: How long a key is kept (and honoured).
 KEEP = timedelta(hours=24)
-
-
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    """The answer stored under a key: the text the first request was answered with."""
-
-    key: str
-    answer: str
-    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +57,14 @@ def check_key(key: object) -> str:
     return key
 
 
-def find(conn: Connection, session_pk: int, key: str, request_hash: str) -> Remembered | None:
-    """The answer stored under ``key`` for this session, if any and not expired.
+def find(conn: Connection, session_pk: int, key: str, request_hash: str) -> str | None:
+    """The answer's text stored under ``key`` for this session, if any and not expired.
 
     Raises:
         IdempotencyKeyReusedError: the key was stored for another request.
     """
     row = conn.execute(
-        select(
-            idempotency_keys.c.request_hash,
-            idempotency_keys.c.answer,
-            idempotency_keys.c.created_at,
-        ).where(
+        select(idempotency_keys.c.request_hash, idempotency_keys.c.answer).where(
             idempotency_keys.c.session_pk == session_pk,
             idempotency_keys.c.key == key,
             idempotency_keys.c.created_at > _now() - KEEP,
@@ -87,30 +74,31 @@ def find(conn: Connection, session_pk: int, key: str, request_hash: str) -> Reme
         return None
     if row.request_hash != request_hash:
         raise IdempotencyKeyReusedError(key)
-    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
-    return Remembered(key, row.answer, created)
+    answer: str = row.answer
+    return answer
 
 
-def save(conn: Connection, session_pk: int, pending: Pending, session: Session) -> str:
-    """Store a pending key with its answer (made from ``session``, as committed); expired
-    keys of every session go. Returns the answer's text.
+def expire(conn: Connection) -> None:
+    """Delete the keys of every session older than :data:`KEEP` (a write storing keys
+    does it once, before it stores them)."""
+    conn.execute(delete(idempotency_keys).where(idempotency_keys.c.created_at <= _now() - KEEP))
+
+
+def save(conn: Connection, session_pk: int, pending: Pending, session: Session) -> None:
+    """Store a pending key with its answer (made from ``session``, as committed).
 
     A key already stored for this session (a retry that raced the first request) makes
     the insert fail, and with it the whole transaction: the write is not applied twice.
     """
-    now = _now()
-    conn.execute(delete(idempotency_keys).where(idempotency_keys.c.created_at <= now - KEEP))
-    answer = pending.answer(session)
     conn.execute(
         insert(idempotency_keys).values(
             session_pk=session_pk,
             key=pending.key,
             request_hash=pending.request_hash,
-            answer=answer,
-            created_at=now,
+            answer=pending.answer(session),
+            created_at=_now(),
         )
     )
-    return answer
 
 
 def _now() -> datetime:

@@ -111,6 +111,8 @@ class SessionTransaction:
     def _commit(self) -> None:
         """Commit the state, then store the pending keys (still in the transaction)."""
         session = self._state.commit()
+        if self._pending:
+            idem.expire(self._state.conn)
         for pending in self._pending:
             idem.save(self._state.conn, self._state.record.pk, pending, session)
 
@@ -675,8 +677,7 @@ class Store:
         """
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            found = idem.find(conn, record.pk, idem.check_key(key), request_hash)
-        return found.answer if found is not None else None
+            return idem.find(conn, record.pk, idem.check_key(key), request_hash)
 
     # -- sessions ------------------------------------------------------------------
 
