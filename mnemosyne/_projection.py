@@ -21,12 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from . import _queries as q
 from ._checks import check_limit
 from ._paths import Path, PathCache, Stamp, Walk
-from ._schema import nodes
 from .errors import InvalidOperationError
 from .models import Message, Node, NodeAmongSiblings, Session
 
@@ -178,13 +177,7 @@ def _among_siblings(
     """The nodes ``pks`` (placed nodes of the session), in that order, each with its
     siblings' ids in order and its index among them: a few queries, whatever the
     length of the path they are on."""
-    found: dict[int, q.NamedRow] = {}
-    for i in range(0, len(pks), 500):
-        query = select(*q.NODE_COLUMNS).where(
-            nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
-        )
-        found.update((row.pk, row) for row in conn.execute(query))
-    return _rows_among_siblings(conn, record, [found[pk] for pk in pks])
+    return _rows_among_siblings(conn, record, q.node_rows(conn, record, pks))
 
 
 def _rows_among_siblings(

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Row, Text, select, type_coerce
 
@@ -31,6 +31,7 @@ from .models import Node, Session, parse_utc
 
 #: A row read by its columns' names (``row.pk``), whatever they are.
 NamedRow = Row[*tuple[Any, ...]]
+T = TypeVar("T")
 
 MIN_PREFIX = 6
 #: Far deeper than any story; stops a recursive query if a cycle were ever stored.
@@ -221,15 +222,24 @@ def session_record(conn: Connection, ref: str, *, for_update: bool = False) -> S
     return record_from_row(found[0])
 
 
-def list_sessions(conn: Connection, *, trashed: bool = False) -> list[Session]:
-    in_trash = sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
-    query = (
+def in_trash(trashed: bool) -> Any:
+    """The sessions in the trash (``trashed``) or out of it."""
+    return sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
+
+
+def sessions_query(trashed: bool) -> Any:
+    """The sessions (in the trash or out of it) as records' rows, most recently changed
+    first, ties newest first."""
+    return (
         select(*SESSION_COLUMNS)
         .select_from(_SESSIONS)
-        .where(in_trash)
+        .where(in_trash(trashed))
         .order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc())
     )
-    return [record_from_row(row).session for row in conn.execute(query)]
+
+
+def list_sessions(conn: Connection, *, trashed: bool = False) -> list[Session]:
+    return [record_from_row(row).session for row in conn.execute(sessions_query(trashed))]
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -343,19 +353,37 @@ def detached_subtrees(conn: Connection, record: SessionRecord, kind: str) -> lis
     return [preorder(every, [node]) for node, mark in placed if mark == kind]
 
 
+def depth_first(roots: Iterable[T], below: Callable[[T], Sequence[T]]) -> list[T]:
+    """``roots`` and what is ``below`` each, parents before children, depth first,
+    siblings in the order given."""
+    out: list[T] = []
+    stack = list(reversed(list(roots)))
+    while stack:
+        item = stack.pop()
+        out.append(item)
+        stack.extend(reversed(below(item)))
+    return out
+
+
 def preorder(rows: Iterable[Node], roots: Sequence[Node] | None = None) -> list[Node]:
     """Depth-first order (siblings in the given order) of nodes given in sibling order,
     from ``roots`` (default: the nodes without a parent)."""
     by_parent: dict[str | None, list[Node]] = {}
     for node in rows:
         by_parent.setdefault(node.parent_id, []).append(node)
-    out: list[Node] = []
-    stack = list(reversed(roots if roots is not None else by_parent.get(None, [])))
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(reversed(by_parent.get(node.id, [])))
-    return out
+    start = roots if roots is not None else by_parent.get(None, [])
+    return depth_first(start, lambda node: by_parent.get(node.id, []))
+
+
+def node_rows(conn: Connection, record: SessionRecord, pks: Sequence[int]) -> list[NamedRow]:
+    """The rows (:data:`NODE_COLUMNS`) of the session's nodes ``pks``, in that order."""
+    found: dict[int, NamedRow] = {}
+    for i in range(0, len(pks), 500):
+        query = select(*NODE_COLUMNS).where(
+            nodes.c.session_pk == record.pk, nodes.c.pk.in_(pks[i : i + 500])
+        )
+        found.update((row.pk, row) for row in conn.execute(query))
+    return [found[pk] for pk in pks]
 
 
 def _is(column: Any, value: int | None) -> Any:

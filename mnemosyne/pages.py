@@ -18,9 +18,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from sqlalchemy import Connection, Row, and_, func, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from . import _queries as q
 from ._checks import check_limit
@@ -85,8 +85,7 @@ def sessions_page(
     not show it again (the first page does).
     """
     check_limit(limit)
-    in_trash = sessions.c.trashed_at.is_not(None) if trashed else sessions.c.trashed_at.is_(None)
-    query = select(*q.SESSION_COLUMNS).select_from(q._SESSIONS).where(in_trash)
+    query = q.sessions_query(trashed)
     if after is not None:
         at, pk = _decode_session_cursor(after)
         query = query.where(
@@ -95,9 +94,10 @@ def sessions_page(
                 and_(sessions.c.updated_at == at, sessions.c.pk < pk),
             )
         )
-    query = query.order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc()).limit(limit + 1)
-    records = [q.record_from_row(row) for row in conn.execute(query)]
-    total = conn.execute(select(func.count()).select_from(sessions).where(in_trash)).scalar_one()
+    records = [q.record_from_row(row) for row in conn.execute(query.limit(limit + 1))]
+    total = conn.execute(
+        select(func.count()).select_from(sessions).where(q.in_trash(trashed))
+    ).scalar_one()
     more = len(records) > limit
     records = records[:limit]
     following = _session_cursor(records[-1].session, records[-1].pk) if more else None
@@ -118,10 +118,7 @@ def _tree_order(conn: Connection, record: q.SessionRecord) -> list[int]:
         .order_by(nodes.c.parent_pk, nodes.c.pk)
     )
     for parent_pk, pk in edges:
-        if parent_pk in children:
-            children[parent_pk].append(pk)
-        else:
-            children[parent_pk] = [pk]
+        children.setdefault(parent_pk, []).append(pk)
     roots = conn.execute(
         select(nodes.c.pk)
         .where(
@@ -131,15 +128,7 @@ def _tree_order(conn: Connection, record: q.SessionRecord) -> list[int]:
         )
         .order_by(nodes.c.pk)
     ).scalars()
-    order: list[int] = []
-    stack = list(reversed(list(roots)))
-    while stack:
-        pk = stack.pop()
-        order.append(pk)
-        below = children.get(pk)
-        if below is not None:
-            stack.extend(reversed(below))
-    return order
+    return q.depth_first(roots, lambda pk: children.get(pk, []))
 
 
 class TreeOrders:
@@ -208,13 +197,7 @@ def tree_page(
                 "that page): read the tree again from the start"
             ) from None
     keys = order[start : start + limit]
-    found: dict[int, Row[Any]] = {}
-    for i in range(0, len(keys), 500):
-        query = select(*q.NODE_COLUMNS).where(
-            nodes.c.session_pk == record.pk, nodes.c.pk.in_(keys[i : i + 500])
-        )
-        found.update((row.pk, row) for row in conn.execute(query))
-    made = q.nodes_from_rows(conn, [found[pk] for pk in keys], record.id, {})
+    made = q.nodes_from_rows(conn, q.node_rows(conn, record, keys), record.id, {})
     more = start + limit < len(order)
     return Page(made, len(order), made[-1].id if more else None, record.session)
 
