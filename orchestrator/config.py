@@ -37,17 +37,9 @@ class ModelSettings(BaseModel):
     def config(
         self, model: str, *, api_base: str | None = None, api_key: str | None = None
     ) -> ModelConfig:
-        """These settings for one model."""
-        return ModelConfig(
-            model,
-            api_base=api_base,
-            api_key=api_key,
-            params=dict(self.params),
-            timeout=self.timeout,
-            retries=self.retries,
-            context_window=self.context_window,
-            reply_tokens=self.reply_tokens,
-        )
+        """These settings for one model (a subclass's own fields left out)."""
+        settings = self.model_dump(include=set(ModelSettings.model_fields))
+        return ModelConfig(model, api_base=api_base, api_key=api_key, **settings)
 
 
 _DEFAULT = ModelSettings()

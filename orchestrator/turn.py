@@ -158,7 +158,7 @@ class Engine:
         close_clients: whether :meth:`aclose` closes the model clients of the running
             event loop. litellm keeps its HTTP clients per loop for the whole process,
             shared by every gateway: a server with many engines closes them once, at
-            shutdown, not when one engine goes. Default: when no gateway was given.
+            shutdown, not when one engine goes.
     """
 
     def __init__(
@@ -168,11 +168,11 @@ class Engine:
         *,
         gateway: Gateway | None = None,
         planner: Planner | None = None,
-        close_clients: bool | None = None,
+        close_clients: bool = True,
     ) -> None:
         self.store = store
         self.setup = setup
-        self._close_clients = gateway is None if close_clients is None else close_clients
+        self._close_clients = close_clients
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
         self._running: _Running | None = None
