@@ -131,3 +131,24 @@ def test_a_syntax_error_names_the_line_tomllib_gives(tmp_path: Path) -> None:
 def test_a_dotted_key_is_named_without_a_line(tmp_path: Path) -> None:
     said = refusal(tmp_path, 'lore.books = ["a.json", "b.json"]\n', "a.json")
     assert said == "[lore].books[1]: 'b.json': no such file"
+
+
+def test_every_model_setting_reaches_the_models_config(tmp_path: Path) -> None:
+    read = load_campaign(
+        campaign(
+            tmp_path,
+            "[model]\ntimeout = 7.5\nretries = 5\ncontext_window = 4000\nreply_tokens = 300\n"
+            "[model.params]\ntemperature = 0.5\n",
+        )
+    )
+    made = read.model.config("m", api_base="http://127.0.0.1:9", api_key="k")
+    assert made == ModelConfig(
+        "m",
+        api_base="http://127.0.0.1:9",
+        api_key="k",
+        params={"temperature": 0.5},
+        timeout=7.5,
+        retries=5,
+        context_window=4000,
+        reply_tokens=300,
+    )
