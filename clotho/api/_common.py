@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import orjson
 from fastapi import Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from mnemosyne import Session
 
@@ -18,7 +18,6 @@ from .problems import ApiError
 
 __all__ = [
     "context",
-    "document",
     "json_bytes",
     "json_chunks",
     "line_chunks",
@@ -34,12 +33,6 @@ def context(request: Request) -> ApiContext:
     """The server's :class:`ApiContext` (also a route's ``ContextDep``)."""
     found: ApiContext = request.app.state.clotho
     return found
-
-
-def document(data: Any, session: Session | None = None, status: int = 200) -> JSONResponse:
-    """``data`` as JSON, with the session's version as ETag."""
-    headers = {"ETag": etag(session.version)} if session is not None else None
-    return JSONResponse(data, status_code=status, headers=headers)
 
 
 def next_page(request: Request, route: str, params: dict[str, Any], **path: str) -> str:
@@ -100,13 +93,9 @@ def line_chunks(lines: Iterable[str], size: int = 64 * 1024) -> Iterator[bytes]:
     return _pieces((line + "\n" for line in lines), size)
 
 
-def raw_json(body: bytes, session: Session, status: int = 200) -> Response:
-    return Response(
-        body,
-        status_code=status,
-        media_type="application/json",
-        headers={"ETag": etag(session.version)},
-    )
+def raw_json(body: bytes, session: Session) -> Response:
+    """JSON already encoded, with the session's version as ETag."""
+    return Response(body, media_type="application/json", headers={"ETag": etag(session.version)})
 
 
 async def read_body(request: Request) -> bytes:

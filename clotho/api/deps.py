@@ -4,7 +4,7 @@ aliases and FastAPI hands it over (and documents the headers in OpenAPI).
     def put_head(session_id: str, body: HeadBody, store: StoreDep, version: IfMatch): ...
 
 - :data:`ContextDep`: the server's :class:`~clotho.api.context.ApiContext`.
-- :data:`StoreDep`, :data:`SettingsDep`: its store and settings.
+- :data:`StoreDep`: its store.
 - :data:`SessionDep`: the session named by the path's ``session_id`` (an id or a unique
   prefix; 404 when there is none).
 - :data:`ReadSession`: the same for a read: 304 when ``If-None-Match`` names its current
@@ -25,7 +25,6 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Query, Request, Response
 
-from clotho.settings import Settings
 from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
 from ._common import context
@@ -41,7 +40,6 @@ __all__ = [
     "NoParameters",
     "ReadSession",
     "SessionDep",
-    "SettingsDep",
     "StoreDep",
     "Writer",
 ]
@@ -54,12 +52,7 @@ def _store(context: ContextDep) -> Store:
     return context.store
 
 
-def _settings(context: ContextDep) -> Settings:
-    return context.settings
-
-
 StoreDep = Annotated[Store, Depends(_store)]
-SettingsDep = Annotated[Settings, Depends(_settings)]
 
 
 def _session(session_id: str, store: StoreDep) -> Session:

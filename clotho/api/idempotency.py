@@ -10,11 +10,7 @@ from another worker. The same key with another request is refused (422
 ``idempotency_key_reused``). The key is looked up before ``If-Match`` is checked: a
 retry that names the version it first read gets its answer, not a 412.
 
-Keys are kept 24 hours (:data:`mnemosyne._idempotency.KEEP`), per session.
-
-Another route that writes in its own transaction uses the same parts:
-:func:`request_hash` names the request, :func:`replayed` answers a retry (or ``None``),
-and ``tx.remember(key, request_hash, answer)`` stores the answer with the write.
+Keys are kept :data:`mnemosyne.IDEMPOTENCY_KEEP` (24 hours), per session.
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ __all__ = [
 REPLAYED_HEADER = "Idempotent-Replayed"
 
 
-def request_hash(request: Request, body: bytes | str | None) -> str:
+def request_hash(request: Request, body: str | None) -> str:
     """The SHA-256 of what names a request: method, path, query and body (a JSON body
     as its model dumps it, so the same fields in another order or spacing are the same
     request)."""
@@ -53,7 +49,7 @@ def request_hash(request: Request, body: bytes | str | None) -> str:
     for part in (request.method, request.url.path, str(request.url.query)):
         digest.update(part.encode())
         digest.update(b"\0")
-    digest.update(body.encode() if isinstance(body, str) else body or b"")
+    digest.update((body or "").encode())
     return digest.hexdigest()
 
 

@@ -121,16 +121,15 @@ export class Api {
 
   /**
    * A turn's server-sent events: POST `json` to start one (ifMatch: the version it is
-   * based on), or GET a turn's events (`json` undefined; lastEventId: go on after it).
+   * based on), or GET a turn's events from the start (`json` undefined).
    * Calls onEvent(kind, data) for each event (turn, status, reasoning, token, warning,
    * then node, cancelled or error). Resolves with the last event.
    * Refusals before the stream (422, 412, 503...) throw a Problem.
    */
-  async stream(path, json, { ifMatch, lastEventId, onEvent, signal } = {}) {
+  async stream(path, json, { ifMatch, onEvent, signal } = {}) {
     const headers = this.headers({ Accept: "text/event-stream" });
     if (json !== undefined) headers["Content-Type"] = "application/json";
     if (ifMatch != null) headers["If-Match"] = `"${ifMatch}"`;
-    if (lastEventId != null) headers["Last-Event-ID"] = String(lastEventId);
     const method = json === undefined ? "GET" : "POST";
     const body = json === undefined ? undefined : JSON.stringify(json);
     let response;
