@@ -18,6 +18,7 @@ from mnemosyne import ConflictError, Session, Store
 
 from .engines import EngineCache, SessionTurnLock, TurnLocks
 from .problems import ApiError
+from .turn_registry import TurnRegistry
 
 if TYPE_CHECKING:
     from orchestrator import Engine
@@ -136,6 +137,8 @@ class ApiContext:
         self._engines = EngineCache(max_engines, busy=self.turn_locks.in_use)
         self._building: dict[str, tuple[Hashable, asyncio.Future[Engine]]] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.turns = TurnRegistry()
+        """The turns this process plays and has played lately."""
 
     async def engine(self, session_id: str) -> Engine:
         """The engine that plays a session (kept while its documents stay the same; one

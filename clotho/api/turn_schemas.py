@@ -3,12 +3,13 @@ the description of its event stream (for the OpenAPI document)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .problems import Problem
 from .schemas import TurnBody, TurnResultOut
+from .turn_registry import TurnStatus
 
 __all__ = ["EVENT_STREAM", "TurnOut", "TurnsOut"]
 
@@ -18,7 +19,7 @@ class TurnOut(BaseModel):
 
     turn_id: str
     session_id: str
-    status: Literal["running", "done", "failed", "cancelled"] = Field(
+    status: TurnStatus = Field(
         description="`running` (waiting for its session's previous turn, or playing); "
         "`done`: stored (`incomplete` if its reply was stopped); `failed`: nothing stored "
         "(`problem` says why); `cancelled`: stopped before its reply began (the player's "

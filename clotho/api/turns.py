@@ -37,19 +37,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
-from mnemosyne import IdempotencyKeyReusedError
+from mnemosyne import IdempotencyKeyReusedError, Session
 
 from .context import ApiContext, check_version
 from .deps import ContextDep, IdempotencyKey, IfMatch, SessionDep
 from .problems import ApiError, problem_of
 from .schemas import TurnBody
-from .turn_registry import Asked, Turn, TurnRegistry
+from .turn_registry import Asked, Turn, TurnRegistry, TurnStatus
 from .turn_schemas import EVENT_STREAM, TurnOut, TurnsOut
 
 if TYPE_CHECKING:
@@ -63,13 +63,9 @@ MAX_WAIT_S = 60.0
 log = logging.getLogger("clotho.api")
 
 
-def _registry(request: Request) -> TurnRegistry:
-    """The turns of this server process (made with the first one)."""
-    state = request.app.state
-    if not hasattr(state, "turns"):
-        state.turns = TurnRegistry()
-    registry: TurnRegistry = state.turns
-    return registry
+def _registry(ctx: ContextDep) -> TurnRegistry:
+    """The turns of this server process."""
+    return ctx.turns
 
 
 Registry = Annotated[TurnRegistry, Depends(_registry)]
@@ -149,16 +145,15 @@ def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
     }
 
 
-def _prepare(ctx: ApiContext, session_id: str, body: TurnBody, expected: int | None) -> Any:
+def _prepare(ctx: ApiContext, session: Session, body: TurnBody, expected: int | None) -> Any:
     """Everything that can refuse the turn before it starts (a 4xx, not an event)."""
     from orchestrator import TurnRequest
     from orchestrator.turn import locate_turn
 
-    session = ctx.store.session(session_id)
     check_version(session, expected)
     request = TurnRequest(body.kind, text=body.text, node=body.node_id)
     locate_turn(ctx.store, session.id, request)
-    return session, request
+    return request
 
 
 def _accepts_events(
@@ -197,14 +192,14 @@ async def _start(
     """The turn asked for: started here, or the one this Idempotency-Key started."""
     asked = Asked(body.kind, body.text, body.node_id, detach)
     await request.app.state.warmup.wait()  # a server just started: what it is loading
-    if key is not None:
-        full_id = (await run_in_threadpool(ctx.store.session, session_id)).id
-        known = _same_key(registry, full_id, key, asked)
+    session = await run_in_threadpool(ctx.store.session, session_id)
+    if key is not None:  # before If-Match: a retry naming its old version gets its turn
+        known = _same_key(registry, session.id, key, asked)
         if known is not None:
             response.status_code = 200
             response.headers["Location"] = _path(known)
             return known
-    session, turn_request = await run_in_threadpool(_prepare, ctx, session_id, body, expected)
+    turn_request = await run_in_threadpool(_prepare, ctx, session, body, expected)
     engine = await ctx.engine(session.id)
     if key is not None:  # another request with the key may have started it meanwhile
         known = _same_key(registry, session.id, key, asked)
@@ -358,7 +353,7 @@ async def list_turns(
     session: SessionDep,
     registry: Registry,
     status: Annotated[
-        Literal["running", "done", "failed", "cancelled"] | None,
+        TurnStatus | None,
         Query(description="Only the turns in this status (`running`: the one to rejoin)."),
     ] = None,
 ) -> dict[str, Any]:
