@@ -13,7 +13,8 @@ from fastapi.responses import Response
 
 from mnemosyne import Session
 
-from .context import ApiContext, etag
+from .context import ApiContext
+from .etags import etag
 from .problems import ApiError
 
 __all__ = [

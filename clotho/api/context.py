@@ -17,44 +17,17 @@ from clotho.settings import Settings
 from mnemosyne import ConflictError, Session, Store
 
 from .engines import EngineCache, SessionTurnLock, TurnLocks
+from .etags import entity_tags, etag, none_match
 from .problems import ApiError
 from .turn_registry import TurnRegistry
 
 if TYPE_CHECKING:
     from orchestrator import Engine
 
-__all__ = [
-    "ApiContext",
-    "etag",
-    "expected_version",
-    "none_match",
-    "not_modified",
-]
+__all__ = ["ApiContext", "expected_version", "not_modified"]
 
 #: Sessions whose engines (model settings, templates, lore index) a process keeps.
 MAX_ENGINES = 32
-
-
-def etag(version: int) -> str:
-    """The ETag of everything a session shows at ``version`` (a strong one)."""
-    return f'"{version}"'
-
-
-#: One entity-tag of a header (RFC 9110): optionally weak (``W/``), then a quoted
-#: string of visible characters without ``"``.
-_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
-
-
-def _tags(header: str) -> list[tuple[bool, str]] | None:
-    """The entity-tags of an ``If-Match`` / ``If-None-Match`` header, each as (weak,
-    opaque tag); ``None`` if the header is not a list of entity-tags."""
-    tags = []
-    for part in header.split(","):
-        found = _ENTITY_TAG.fullmatch(part)
-        if found is None:
-            return None
-        tags.append((found.group(1) is not None, found.group(2)))
-    return tags
 
 
 def expected_version(request: Request) -> int | None:
@@ -70,7 +43,7 @@ def expected_version(request: Request) -> int | None:
     header = request.headers.get("if-match")
     if header is None or header.strip() == "*":
         return None
-    tags = _tags(header)
+    tags = entity_tags(header)
     # ASCII digits only ("²".isdigit()), and few enough for int() and any real version.
     if tags is None or len(tags) != 1 or not re.fullmatch(r"[0-9]{1,18}", tags[0][1]):
         raise ApiError(
@@ -88,24 +61,9 @@ def expected_version(request: Request) -> int | None:
     return int(tags[0][1])
 
 
-def none_match(header: str | None, tag: str) -> bool:
-    """Whether an ``If-None-Match`` header names ``tag`` (an ETag as sent, ``"2"``), by
-    the weak comparison its RFC asks for (``W/"2"`` names ``"2"``), or is ``*``. A
-    malformed header names nothing (the full answer is sent)."""
-    if header is None:
-        return False
-    if header.strip() == "*":
-        return True
-    tags = _tags(header)
-    wanted = _tags(tag)
-    if tags is None or not wanted:
-        return False
-    return any(opaque == wanted[0][1] for _, opaque in tags)
-
-
 def not_modified(request: Request, session: Session) -> Response | None:
     """A 304 if ``If-None-Match`` names the session's current version."""
-    if none_match(request.headers.get("if-none-match"), etag(session.version)):
+    if none_match(request.headers.get("if-none-match"), session.version):
         return Response(status_code=304, headers={"ETag": etag(session.version)})
     return None
 

@@ -28,7 +28,8 @@ from fastapi import Depends, Header, Query, Request, Response
 from mnemosyne import IDEMPOTENCY_KEEP, IDEMPOTENCY_KEY_LENGTH, Session, Store
 
 from ._common import context
-from .context import ApiContext, etag, expected_version, not_modified
+from .context import ApiContext, expected_version, not_modified
+from .etags import etag
 from .idempotency import SessionWriter
 from .problems import NotModified
 from .schemas import NoQuery

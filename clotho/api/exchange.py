@@ -19,8 +19,8 @@ from planner.cards import Card
 from planner.lorebook import Lorebook
 
 from ._common import json_chunks, line_chunks, read_body
-from .context import etag
 from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
+from .etags import etag
 from .idempotency import Outcome, answer, result
 from .schemas import (
     ImportedOut,

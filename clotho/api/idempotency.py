@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from mnemosyne import MnemosyneError, Node, Session, SessionTransaction, Store
 
-from .context import etag
+from .etags import etag
 from .schemas import ImportedOut, NodeOut, ResultOut, SessionOut, WriteOut
 
 __all__ = [

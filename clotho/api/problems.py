@@ -40,6 +40,8 @@ from orchestrator.errors import ModelError, OrchestratorError
 from planner.errors import PlannerError
 from prompts import PromptError
 
+from .etags import etag
+
 __all__ = [
     "CODES",
     "MEDIA_TYPE",
@@ -340,7 +342,7 @@ def problem_response(
     body = problem_of(error, instance)
     headers = dict(headers or {})
     if isinstance(error, ConflictError):
-        headers["ETag"] = f'"{error.current_version}"'
+        headers["ETag"] = etag(error.current_version)
     if body["status"] == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="clotho"'
     return JSONResponse(body, status_code=body["status"], headers=headers, media_type=MEDIA_TYPE)
