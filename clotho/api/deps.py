@@ -43,6 +43,7 @@ __all__ = [
     "SessionDep",
     "StoreDep",
     "Writer",
+    "read_session",
 ]
 
 
@@ -63,14 +64,14 @@ def _session(session_id: str, store: StoreDep) -> Session:
 SessionDep = Annotated[Session, Depends(_session)]
 
 
-def _read_session(request: Request, response: Response, session: SessionDep) -> Session:
+def read_session(request: Request, response: Response, session: SessionDep) -> Session:
     if (cached := not_modified(request, session)) is not None:
         raise NotModified(cached)
     response.headers["ETag"] = etag(session.version)
     return session
 
 
-ReadSession = Annotated[Session, Depends(_read_session)]
+ReadSession = Annotated[Session, Depends(read_session)]
 
 
 def _if_match(

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["entity_tags", "etag", "none_match"]
+__all__ = ["ETAG_HEADER", "entity_tags", "etag", "none_match"]
+
+#: The ETag header as the OpenAPI document declares it.
+ETAG_HEADER = {
+    "description": 'The session\'s version as a strong ETag ("12"): send it back as '
+    "`If-Match` to write on top of what you read, as `If-None-Match` to read only if it "
+    "changed.",
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
 
 
 def etag(version: int) -> str:

@@ -20,7 +20,7 @@ from planner.lorebook import Lorebook
 
 from ._common import json_chunks, line_chunks, read_body
 from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
-from .etags import etag
+from .etags import ETAG_HEADER, etag
 from .idempotency import Outcome, answer, result
 from .schemas import (
     ImportedOut,
@@ -276,6 +276,7 @@ def lorebooks(store: StoreDep, session: ReadSession, _: NoParameters) -> Any:
     "/sessions/{session_id}/lore/test",
     summary="Which lore would fire for a message",
     response_model=list[LoreHitOut] | LoreTestOut,
+    responses={200: {"headers": {"ETag": ETAG_HEADER}}},
 )
 async def lore_test(
     response: Response,

@@ -24,7 +24,7 @@ answer no status undeclared.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -33,21 +33,16 @@ from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 
+from .deps import read_session
+from .etags import ETAG_HEADER
 from .problems import MEDIA_TYPE, Problem, code_statuses
 
 __all__ = ["Facts", "declare", "facts", "statuses"]
 
 COMPONENT = "#/components/schemas/"
 PROBLEM_REF = {"$ref": COMPONENT + "Problem"}
-_READ_METHODS = ("get",)
 _PLAYING_TAG = "playing"
 
-ETAG_HEADER = {
-    "description": 'The session\'s version as a strong ETag ("12"): send it back as '
-    "`If-Match` to write on top of what you read, as `If-None-Match` to read only if it "
-    "changed.",
-    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
-}
 IF_NONE_MATCH = {
     "name": "If-None-Match",
     "in": "header",
@@ -85,16 +80,9 @@ class Facts:
     if_match: bool
     body: bool
     query: bool
-    etag: bool
+    conditional: bool
+    """It reads a session through :data:`~clotho.api.deps.ReadSession` (ETag, 304)."""
     model: bool
-
-    @property
-    def writes(self) -> bool:
-        return self.method not in _READ_METHODS
-
-    @property
-    def conditional(self) -> bool:
-        return self.etag and not self.writes
 
 
 def _refers(schema: Any, name: str) -> bool:
@@ -117,14 +105,15 @@ def _successes(operation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _carries_etag(
-    path: str, status: str, response: dict[str, Any], components: dict[str, Any]
+    status: str, response: dict[str, Any], components: dict[str, Any], conditional: bool
 ) -> bool:
-    """Whether a success answers with the session's version as ETag: one that holds a
-    session, and every answer about a session but a stream and the turns' own."""
+    """Whether a success answers with the session's version as ETag: a read through
+    ``ReadSession``, an answer that holds a session, one whose route declares it."""
     content = response.get("content", {})
     if status == "204" or (content and set(content) <= {"text/event-stream"}):
         return False
-    return _holds_session(response, components) or ("{session_id}" in path and "/turns" not in path)
+    declared = "ETag" in response.get("headers", {})
+    return conditional or declared or _holds_session(response, components)
 
 
 def _holds_session(response: dict[str, Any], components: dict[str, Any]) -> bool:
@@ -145,17 +134,25 @@ def _walk(dependant: Dependant) -> Iterator[Dependant]:
         yield from _walk(sub)
 
 
-def queried(app: FastAPI) -> set[tuple[str, str]]:
-    """The operations (method, path) whose route takes a query: parameters, or a query
-    model; one without fields (it refuses any parameter) shows none in the document."""
+def _operations(app: FastAPI, taking: Callable[[Dependant], bool]) -> set[tuple[str, str]]:
+    """The operations (method, path) one of whose route's dependencies is ``taking``."""
     found = set()
     for context in iter_route_contexts(app.routes):
         route = context.original_route
-        if isinstance(route, APIRoute) and any(
-            dependant.query_params for dependant in _walk(route.dependant)
-        ):
+        if isinstance(route, APIRoute) and any(map(taking, _walk(route.dependant))):
             found |= {(method.lower(), str(context.path_format)) for method in route.methods or ()}
     return found
+
+
+def queried(app: FastAPI) -> set[tuple[str, str]]:
+    """The operations whose route takes a query: parameters, or a query model; one
+    without fields (it refuses any parameter) shows none in the document."""
+    return _operations(app, lambda dependant: bool(dependant.query_params))
+
+
+def conditional_reads(app: FastAPI) -> set[tuple[str, str]]:
+    """The operations that read a session through ``ReadSession`` (ETag, 304)."""
+    return _operations(app, lambda dependant: dependant.call is read_session)
 
 
 def facts(
@@ -164,9 +161,10 @@ def facts(
     operation: dict[str, Any],
     components: dict[str, Any],
     queries: Collection[tuple[str, str]] = (),
+    reads: Collection[tuple[str, str]] = (),
 ) -> Facts:
     """The facts of one operation of the document (``components``: its schemas;
-    ``queries``: :func:`queried`)."""
+    ``queries``: :func:`queried`; ``reads``: :func:`conditional_reads`)."""
     params = operation.get("parameters", [])
     where = {(p.get("in"), p.get("name", "").lower()) for p in params}
     return Facts(
@@ -176,10 +174,7 @@ def facts(
         if_match=("header", "if-match") in where,
         body="requestBody" in operation,
         query=any(place == "query" for place, _ in where) or (method, path) in queries,
-        etag=any(
-            _carries_etag(path, status, response, components)
-            for status, response in _successes(operation)
-        ),
+        conditional=(method, path) in reads,
         model=method == "post" and _PLAYING_TAG in operation.get("tags", ()),
     )
 
@@ -236,7 +231,9 @@ def _item_schemas(response: dict[str, Any]) -> None:
             media.setdefault("schema", media.pop("itemSchema"))
 
 
-def _patch(document: dict[str, Any], queries: set[tuple[str, str]]) -> None:
+def _patch(
+    document: dict[str, Any], queries: set[tuple[str, str]], reads: set[tuple[str, str]]
+) -> None:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(problem.pop("$defs", {}))
@@ -244,7 +241,7 @@ def _patch(document: dict[str, Any], queries: set[tuple[str, str]]) -> None:
     by_status = _codes_by_status()
     for path, item in document.get("paths", {}).items():
         for method, operation in item.items():
-            found = facts(method, path, operation, schemas, queries)
+            found = facts(method, path, operation, schemas, queries, reads)
             responses = operation.setdefault("responses", {})
             if _refers(responses.get("422"), "HTTPValidationError"):
                 del responses["422"]  # FastAPI's guess: ours is below, if the route can 422
@@ -258,7 +255,7 @@ def _patch(document: dict[str, Any], queries: set[tuple[str, str]]) -> None:
                 else:
                     responses[str(status)] = _problem_response(status, by_status.get(status, []))
             for success, response in _successes(operation):
-                if _carries_etag(path, success, response, schemas):
+                if _carries_etag(success, response, schemas, found.conditional):
                     response.setdefault("headers", {})["ETag"] = ETAG_HEADER
             for declared, response in responses.items():
                 if declared[0] in "45" and "content" not in response:  # declared by the route
@@ -283,7 +280,7 @@ def declare(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         document = built(app)
         if not patched or patched[0] is not document:
-            _patch(document, queried(app))
+            _patch(document, queried(app), conditional_reads(app))
             patched[:] = [document]
         return document
 
