@@ -130,31 +130,41 @@ def turn_setup(
 
 
 async def preview_lore(
-    settings: Settings, store: Store, session_id: str, text: str, *, close_clients: bool = False
+    settings: Settings,
+    store: Store,
+    session_id: str,
+    text: str,
+    *,
+    engine: Engine | None = None,
+    close_clients: bool = False,
 ) -> dict[str, Any]:
     """Which entries would fire if ``text`` were the next message at HEAD, and why:
     ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
-    (nothing is generated or stored). The engine is built in a worker thread (reading
-    the lore and its index, importing the tokenizer's litellm: seconds), so the event
-    loop keeps serving meanwhile.
-    ``close_clients``: close the model clients of the event loop after (a command's
-    edge; a server closes them at shutdown)."""
+    (nothing is generated or stored).
+
+    ``engine``: the session's engine, if the caller keeps one (a server does); else one
+    is built for the preview in a worker thread (reading the lore and its index,
+    importing the tokenizer's litellm: seconds, while the event loop keeps serving) and
+    closed after, with the model clients of the event loop if ``close_clients`` (a
+    command's edge; a server closes them at shutdown)."""
     import asyncio
 
     def build() -> Engine:
         from orchestrator import Gateway
 
-        engine = session_engine(
+        made = session_engine(
             settings, store, session_id, require_model=False, close_clients=close_clients
         )
-        Gateway.counter(engine.setup.model)  # litellm's import (seconds), off the loop
-        return engine
+        Gateway.counter(made.setup.model)  # litellm's import (seconds), off the loop
+        return made
 
-    engine = await asyncio.to_thread(build)
+    own = engine is None
+    used = await asyncio.to_thread(build) if engine is None else engine
     try:
-        plan, retrieval = await engine.preview_lore(session_id, text)
+        plan, retrieval = await used.preview_lore(session_id, text)
     finally:
-        await engine.aclose()
+        if own:
+            await used.aclose()
     fired = [
         {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
         for hit in retrieval.hits

@@ -4,7 +4,7 @@ files out (and in). An upload is the request's body (no multipart), limited in s
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import TreeFile, export_tree
-from clotho.wiring import preview_lore
+from clotho.wiring import NoModelError, preview_lore
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 from planner.lorebook import Lorebook
@@ -39,6 +39,9 @@ from .worker import (
 )
 
 __all__ = ["router"]
+
+if TYPE_CHECKING:
+    from orchestrator import Engine
 
 router = APIRouter(tags=["exchange"])
 
@@ -290,7 +293,11 @@ async def lore_test(
     [...]}`, the skipped being the entries that could have fired and did not, each with
     why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
     session = await run_in_threadpool(ctx.store.session, session_id)
-    preview = await preview_lore(ctx.settings, ctx.store, session.id, body.text)
+    try:  # the session's engine as its turns use it (kept), else one for the preview
+        engine: Engine | None = await ctx.engine(session.id)
+    except NoModelError:
+        engine = None
+    preview = await preview_lore(ctx.settings, ctx.store, session.id, body.text, engine=engine)
     response.headers["ETag"] = etag(session.version)
     if skipped:
         return {"fired": preview["fired"], "skipped": preview["skipped"]}

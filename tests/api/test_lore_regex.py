@@ -91,3 +91,22 @@ def test_health_answers_while_a_regex_bomb_is_matched(tmp_path: Path) -> None:
             for row in body["skipped"]
         )
         assert waits and max(waits) < 1.0, waits
+
+
+def test_lore_test_uses_the_engine_the_sessions_turns_use(
+    make_client: Any,
+) -> None:
+    """With a model configured, the lore test reads the session's lore through the engine
+    the server keeps for its turns (built once), not one built and dropped per request."""
+    from orchestrator.loopback import ModelServer
+
+    with ModelServer(lambda request: "unused") as model:
+        client = make_client(model)
+        sid = client.post("/api/sessions", json={}).json()["session"]["id"]
+        client.post(f"/api/sessions/{sid}/imports/lorebook", params={"name": "b"}, content=book(0))
+        context = client.app.state.clotho
+        assert sid not in context._engines
+        for _ in range(2):
+            fired = client.post(f"/api/sessions/{sid}/lore/test", json={"text": "A dragon."})
+            assert [row["uid"] for row in fired.json()] == [0]
+        assert sid in context._engines  # kept for the turns, and for the next preview
