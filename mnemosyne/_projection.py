@@ -29,7 +29,7 @@ from ._paths import Path, PathCache, Stamp, Walk
 from .errors import InvalidOperationError
 from .models import Message, Node, NodeAmongSiblings, Session
 
-__all__ = ["ProjectionPage", "messages", "page", "path_key", "stamp", "turns", "whole_nodes"]
+__all__ = ["ProjectionPage", "messages", "page", "stamp", "turns", "whole_nodes"]
 
 # q.NODE_COLUMNS as SQL on the alias ``n``; created_at comes back as stored (text on
 # SQLite), decoded on first use.
@@ -49,11 +49,6 @@ class ProjectionPage:
     """Messages on the whole path (counted as the window counts them)."""
     earlier: int
     """Messages before the window: 0 when it starts at the root."""
-
-
-def path_key(record: q.SessionRecord) -> tuple[int, str]:
-    """A session's key in the memory of recent paths."""
-    return record.pk, record.id
 
 
 def stamp(session: Session) -> Stamp:
@@ -78,7 +73,7 @@ def _walk(conn: Connection) -> Walk:
 
 
 def _path(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int) -> Path:
-    return cache.path(path_key(record), stamp(record.session), pk, _walk(conn))
+    return cache.path(record.memory_key, stamp(record.session), pk, _walk(conn))
 
 
 def whole_nodes(conn: Connection, record: q.SessionRecord, pk: int | None) -> list[Node]:

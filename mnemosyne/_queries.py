@@ -151,6 +151,12 @@ class SessionRecord:
     def id(self) -> str:
         return self.session.id
 
+    @property
+    def memory_key(self) -> tuple[int, str]:
+        """The session's key in a process's memory (paths, tree orders): its pk and id
+        (SQLite may give a purged session's pk to the next one)."""
+        return self.pk, self.session.id
+
 
 _head = nodes.alias("head")
 SESSION_COLUMNS = (

@@ -147,7 +147,7 @@ class TreeOrders:
         """The tree order of ``record``'s session at its version (read in ``conn``, the
         transaction ``record`` was read in, when it is not kept)."""
         # Keyed by id too: SQLite may give a purged session's key to a new one.
-        key, version = (record.pk, record.id), record.session.version
+        key, version = record.memory_key, record.session.version
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None and kept[0] == version:

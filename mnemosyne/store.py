@@ -665,7 +665,7 @@ class Store:
             tx._commit()
         if state.wrote and state.kept_paths:  # committed, every existing path as it was
             before, after = proj.stamp(record.session), proj.stamp(state.session)
-            self.paths.advance(proj.path_key(record), before, after)
+            self.paths.advance(record.memory_key, before, after)
 
     def remembered(self, session_id: str, key: str, request_hash: str) -> str | None:
         """The answer stored with idempotency ``key`` by a write on the session (see
@@ -783,7 +783,7 @@ class Store:
             conn.execute(update(sessions).where(sessions.c.pk == record.pk).values(head_pk=None))
             conn.execute(delete(nodes).where(nodes.c.session_pk == record.pk))
             conn.execute(delete(sessions).where(sessions.c.pk == record.pk))
-        self.paths.forget(proj.path_key(record))
+        self.paths.forget(record.memory_key)
 
     def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
         with self.write() as conn:

@@ -170,12 +170,12 @@ class NodeOut(BaseModel):
     active_child_id: str | None
 
 
-class TurnOut(NodeOut):
+class NodeAmongSiblingsOut(NodeOut):
     siblings: list[str] = Field(description="The ids of the node and its alternatives, in order.")
     index: int = Field(description="The node's place among its siblings (0-based).")
 
 
-class NodeDetail(TurnOut):
+class NodeDetail(NodeAmongSiblingsOut):
     children: list[str]
 
 
@@ -192,6 +192,9 @@ class ProjectionNode(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="With ?metadata=true.")
 
 
+PAGE_MAX = 1000
+
+
 class ProjectionQuery(BaseModel):
     """A window of the projection, by cursor; any other parameter is refused (422)."""
 
@@ -202,7 +205,7 @@ class ProjectionQuery(BaseModel):
         description="A node on the path root → HEAD: the window ends just before it "
         "(the `next` of the window after it). Default: at HEAD, the last messages.",
     )
-    limit: int = Field(default=200, ge=1, le=1000, description="How many messages, at most.")
+    limit: int = Field(default=200, ge=1, le=PAGE_MAX, description="How many messages, at most.")
     metadata: bool = Field(default=False, description="Include each node's metadata.")
     disabled: bool = Field(
         default=False, description="Include the path's disabled nodes (hidden from the model)."
@@ -349,7 +352,6 @@ class HealthOut(BaseModel):
 # -- pages of lists, and the reads' other documents ----------------------------------------
 
 #: The most items a page holds.
-PAGE_MAX = 1000
 
 
 class SessionsQuery(BaseModel):
