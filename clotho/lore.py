@@ -20,7 +20,7 @@ from mnemosyne import jsontext
 if TYPE_CHECKING:
     from clotho.formats.campaign import Campaign
     from clotho.settings import Settings
-    from mnemosyne import Node, Session, Store
+    from mnemosyne import Node, Session, SessionTransaction, Store
     from orchestrator import Character
     from planner import PlanCall, Planner
     from planner.cards import Card
@@ -32,6 +32,8 @@ __all__ = [
     "LOREBOOK",
     "campaign_documents",
     "card_character",
+    "card_documents",
+    "greet",
     "import_card",
     "import_lorebook",
     "lore_index",
@@ -70,7 +72,8 @@ def _book_document(book: Lorebook) -> str:
     return dump_world_info(book)
 
 
-def _card_documents(card: Card) -> list[tuple[str, str, str]]:
+def card_documents(card: Card) -> list[tuple[str, str, str]]:
+    """What a session keeps of a card: the card's JSON and its own book (a lorebook)."""
     documents = [(CARD, card.name, json.dumps(card.raw, ensure_ascii=False))]
     if card.book is not None:
         documents.append((LOREBOOK, card.book.name, _book_document(card.book)))
@@ -106,8 +109,9 @@ def import_card(
     """Make a character card the session's character (its book becomes a lorebook).
 
     A session with no messages yet starts with the card's greeting, its alternate
-    greetings as the greeting's alternatives (swipes), as SillyTavern starts a chat.
-    One transaction: a card that cannot be read changes nothing.
+    greetings as the greeting's alternatives (swipes), as SillyTavern starts a chat
+    (:func:`greet`). One transaction: a card that cannot be read
+    changes nothing. (A new session from a card: :func:`clotho.sessions.card_session`.)
 
     Raises:
         CardError: the file is not a card, or a field of it is wrong (named).
@@ -116,20 +120,37 @@ def import_card(
     from planner.cards import load_card
 
     card = load_card(data, filename)
-    greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
-    added: list[Node] = []
     with store.transaction(session_id, expected_version=expected_version) as tx:
         for document in tx.documents(CARD):
             if document.name != card.name:
                 tx.remove_document(CARD, document.name)
-        for kind, name, content in _card_documents(card):
+        for kind, name, content in card_documents(card):
             tx.put_document(kind, name, content)
-        if tx.head_id is None and greetings:
-            first = tx.append("assistant", greetings[0], name=card.name)
-            added.append(first)
-            added.extend(tx.add_sibling(first.id, text, name=card.name) for text in greetings[1:])
-            tx.checkout(first.id)
+        added = greet(tx, card)
     return card, added, tx.session
+
+
+def greet(tx: SessionTransaction, card: Card | None = None) -> list[Node]:
+    """An empty session's first message: the card's greeting, its alternate greetings as
+    its alternatives (swipes), HEAD on the greeting; the one place a session starts
+    from a card. ``card`` defaults to the session's own (its card document). A session
+    that has messages, or a card with no greeting, is left as it is (returns ``[]``)."""
+    if tx.head_id is not None:
+        return []
+    if card is None:
+        from planner.cards import parse_card
+
+        found = tx.documents(CARD)
+        if not found:
+            return []
+        card = parse_card(jsontext.loads(found[-1].content, jsontext.DOCUMENT), found[-1].name)
+    greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
+    if not greetings:
+        return []
+    first = tx.append("assistant", greetings[0], name=card.name)
+    added = [first, *(tx.add_sibling(first.id, text, name=card.name) for text in greetings[1:])]
+    tx.checkout(first.id)
+    return added
 
 
 def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
@@ -145,7 +166,7 @@ def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
     documents: list[tuple[str, str, str]] = []
     if campaign.card_file is not None:
         card_path = campaign.card_file
-        documents.extend(_card_documents(load_card(read_upload(card_path), card_path.name)))
+        documents.extend(card_documents(load_card(read_upload(card_path), card_path.name)))
     for path in campaign.book_files:
         book = load_world_info(read_upload(path), path.stem)
         documents.append((LOREBOOK, book.name, _book_document(book)))

@@ -1,22 +1,42 @@
-"""Creating sessions, from nothing or from a campaign folder (the CLI and the API)."""
+"""Creating sessions: from nothing, from a campaign folder, from a character card (the
+CLI, the API and the SillyTavern folder import).
+
+A session whose character is a card starts as SillyTavern starts a chat: with the
+card's greeting, its alternate greetings as the greeting's alternatives (swipes).
+:func:`clotho.lore.greet` is the one place that does it, whichever way the card came in (a
+campaign's ``[lore] card``, ``clotho import card`` on an empty session or on a new
+database, a SillyTavern character with no chat).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clotho.formats.campaign import load_campaign
+from clotho.lore import campaign_documents, card_documents, greet
 
 if TYPE_CHECKING:
-    from mnemosyne import Session, Store
+    from mnemosyne import Node, Session, SessionTransaction, Store
+    from planner.cards import Card
 
-__all__ = ["new_session"]
+__all__ = ["PERSONA", "card_session", "new_session", "persona_document"]
+
+PERSONA = "persona"
+"""The kind of the document that names the player of a session (a SillyTavern persona:
+``{"name", "description"}``)."""
+
+
+def _greet_with_stored_card(tx: SessionTransaction) -> None:
+    greet(tx)
 
 
 def new_session(store: Store, *, title: str | None = None, campaign: Path | None = None) -> Session:
     """A new session. With a campaign folder, it takes the campaign's world-state schema,
     its card and its lorebooks (kept with the session) and, unless ``title`` is given,
-    its title.
+    its title; with a card, it starts with the card's greeting.
 
     Raises:
         CampaignError: the folder is not a valid campaign (the message names it).
@@ -25,12 +45,47 @@ def new_session(store: Store, *, title: str | None = None, campaign: Path | None
     schema = campaign_path = None
     documents: list[tuple[str, str, str]] = []
     if campaign is not None:
-        from clotho.lore import campaign_documents
-
         loaded = load_campaign(campaign)
         schema, campaign_path = loaded.schema, str(loaded.folder)
         title = title or loaded.title
         documents = campaign_documents(loaded)
     return store.create_session(
-        title=title, campaign=campaign_path, schema=schema, documents=documents
+        title=title,
+        campaign=campaign_path,
+        schema=schema,
+        documents=documents,
+        fill=_greet_with_stored_card if documents else None,
     )
+
+
+def card_session(
+    store: Store,
+    card: Card,
+    *,
+    title: str | None = None,
+    documents: Sequence[tuple[str, str, str]] | None = None,
+) -> tuple[Session, list[Node]]:
+    """A new session whose character is ``card``, named after it unless ``title`` is
+    given, starting with its greeting: one transaction. ``documents`` replaces what is
+    kept with it (default: the card and its own book, as ``import card`` keeps them).
+
+    Returns:
+        The session and its greeting nodes (the first one, then its alternatives).
+    """
+    greeted: list[Node] = []
+
+    def fill(tx: SessionTransaction) -> None:
+        greeted.extend(greet(tx, card))
+
+    session = store.create_session(
+        title=title or card.name,
+        documents=card_documents(card) if documents is None else documents,
+        fill=fill,
+    )
+    return session, greeted
+
+
+def persona_document(name: str, description: str = "") -> tuple[str, str, str]:
+    """The document naming a session's player (kind :data:`PERSONA`)."""
+    content: dict[str, Any] = {"name": name, "description": description}
+    return PERSONA, name, json.dumps(content, ensure_ascii=False)

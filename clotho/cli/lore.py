@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from clotho.errors import NoSessionError
 from clotho.lore import (
     import_card,
     import_lorebook,
@@ -16,6 +17,7 @@ from clotho.lore import (
     read_upload,
     session_books,
 )
+from clotho.sessions import card_session
 from clotho.wiring import preview_lore
 
 from . import render
@@ -54,9 +56,21 @@ def import_lorebook_command(
 @command(import_app, "card")
 def import_card_command(cli: Cli, file: FileArgument) -> None:
     """Make a character card (V2/V3, PNG or JSON) the session's character; its lorebook
-    comes along, and an empty session starts with its greeting(s)."""
-    sid = cli.session_id()
-    card, greetings, _ = import_card(cli.store, sid, read_upload(file), file.name)
+    comes along, and an empty session starts with its greeting(s). With no session
+    chosen yet, a new one is created for the card (named after its character)."""
+    data = read_upload(file)
+    try:
+        sid: str | None = cli.session_id()
+    except NoSessionError:
+        sid = None
+    if sid is not None:
+        card, greetings, session = import_card(cli.store, sid, data, file.name)
+    else:
+        from planner.cards import load_card
+
+        card = load_card(data, file.name)
+        session, greetings = card_session(cli.store, card)
+        cli.remember(session.id)
     if card.book is not None:
         _index(cli, [card.book])
     document = {
@@ -65,10 +79,18 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
         "book": card.book.name if card.book else None,
         "book_entries": len(card.book.entries) if card.book else 0,
         "greetings": [node.id for node in greetings],
+        "session_id": session.id,
+        "new_session": sid is None,
     }
 
     def text() -> None:
-        lines = [f"Imported card {paint(card.name, 'bold')} ({card.spec})"]
+        lines = []
+        if sid is None:
+            lines.append(
+                f"No session was chosen: created session {paint(session.id, 'bold')} "
+                f"({session.title}) for the card"
+            )
+        lines.append(f"Imported card {paint(card.name, 'bold')} ({card.spec})")
         if card.book:
             lines.append(f"  lorebook {card.book.name}: {len(card.book.entries)} entries")
         if greetings:
