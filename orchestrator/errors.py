@@ -25,9 +25,13 @@ class TurnError(OrchestratorError, ValueError):
 class ModelError(OrchestratorError):
     """The model could not be called, or failed after its retries; nothing was stored.
 
-    ``kind`` says which failure it was (``auth``, ``not_found``, ``context_window``,
+    ``kind`` says which failure it was, a stable name for programs (``no_key``: the
+    provider needs a key and none is set, nothing was sent; ``auth``: the provider
+    refused the key, or the model to it; ``not_found``, ``context_window``,
     ``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``,
-    ``empty``, ``config``); the message says what to do about it.
+    ``empty``, ``config``); the message says what to do about it (for a key: which
+    variable to set). Only ``rate_limit``, ``server``, ``timeout`` and ``connection``
+    are retried before they are raised.
     """
 
     code = "model_error"

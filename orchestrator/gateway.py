@@ -14,8 +14,10 @@
   ``retry-after-ms`` OpenAI sends): by the openai SDK on litellm's routes that use it
   (``max_retries``), else here, with litellm's own rules (``litellm.should_retry``,
   ``calculate_retry_after``). After the last retry the player gets one clear
-  :class:`ModelError`. Errors that a retry cannot fix (a bad key, an unknown model, a
-  prompt over the context window) are not retried.
+  :class:`ModelError`. Errors that a retry cannot fix (a key refused, an unknown model,
+  a prompt over the context window) are not retried.
+- A key missing is said before any request (:func:`missing_key`: the variables litellm
+  reads for the provider, from ``litellm.validate_environment``): nothing is sent.
 - A stream that breaks off after some text keeps that text, marked incomplete, with one
   short line saying why (litellm's message repeats the chain of wrapped errors); so does
   :meth:`Gateway.interrupt` (Ctrl+C): the caller stores a partial reply, never loses it.
@@ -37,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import json
 import os
 import re
 import time
@@ -50,7 +53,15 @@ from typing import Any
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
 from .errors import ModelError
 
-__all__ = ["INTERRUPTED", "Completion", "Gateway", "OnEvent", "litellm_module", "route"]
+__all__ = [
+    "INTERRUPTED",
+    "Completion",
+    "Gateway",
+    "OnEvent",
+    "litellm_module",
+    "missing_key",
+    "route",
+]
 
 #: ``Completion.stopped_by`` of a reply the player stopped (Ctrl+C, a client gone).
 INTERRUPTED = "interrupted by the player"
@@ -344,16 +355,27 @@ class Gateway:
         **extra: Any,
     ) -> Any:
         litellm = litellm_module()
+        variables = missing_key(config)
+        if variables:
+            raise ModelError(
+                f"no API key for {config.model}: set {' or '.join(variables)} (read by "
+                f"litellm for {_provider(config)}) or CLOTHO_API_KEY; nothing was sent",
+                "no_key",
+            )
         arguments = _arguments(config, messages, stream=stream, **extra)
         # the openai SDK retries on litellm's routes through it; litellm's own HTTP
         # handlers do not, so this loop does
-        attempts = config.retries + 1 if "custom_llm_provider" in arguments else 1
+        ours = "custom_llm_provider" in arguments
+        attempts = config.retries + 1 if ours else 1
         for attempt in range(1, attempts + 1):
             try:
                 return await litellm.acompletion(**arguments)
             except openai_errors() as error:
-                if attempt == attempts or not _retryable(error):
-                    raise _model_error(error, config) from None
+                retryable = _retryable(error)
+                if attempt == attempts or not retryable:
+                    # the SDK made its own retries of what it retries
+                    made = attempt if ours else (config.retries + 1 if retryable else 1)
+                    raise _model_error(error, config, attempts=made) from None
                 await asyncio.sleep(_retry_delay(error, attempts - attempt, config.retries))
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -375,6 +397,53 @@ class Gateway:
             return int(litellm.token_counter(model=model, text=text))
 
         return count
+
+
+def missing_key(config: ModelConfig) -> tuple[str, ...]:
+    """The environment variables that could hold the key ``config``'s provider needs,
+    when none of them is set (as ``litellm.validate_environment`` lists them: one for
+    most providers, two for Gemini); empty when the call can be made: a key is given,
+    the model is served from a base URL of the player's own (a local server may need
+    no key), the provider needs none, or it needs more than a key (cloud credentials,
+    a deployment's address: the provider's own errors say which)."""
+    if config.api_key or config.api_base:
+        return ()
+    provider = config.model.partition("/")[0]
+    environ = os.environ
+    if provider == "openai" and (environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")):
+        return ()
+    found = litellm_module().validate_environment(config.model)
+    missing = [str(name) for name in found.get("missing_keys") or ()]
+    if found.get("keys_in_environment") or not missing:
+        return ()
+    if not all(name.endswith("_API_KEY") for name in missing):
+        return ()
+    return tuple(missing)
+
+
+def _provider(config: ModelConfig) -> str:
+    """The provider's name in ``config``'s model string (``openai`` for a bare name)."""
+    provider, slash, _name = config.model.partition("/")
+    return provider if slash else "openai"
+
+
+def _key_variables(config: ModelConfig) -> str:
+    """Where the key of ``config``'s call came from, for a message: ``CLOTHO_API_KEY``
+    when one was given, else the provider's variables that are set (those litellm read:
+    their names start with the provider's), else what the provider reads in general."""
+    if config.api_key:
+        return "CLOTHO_API_KEY"
+    provider = re.sub(r"[^A-Z0-9]", "", _provider(config).upper())
+    named = sorted(
+        name
+        for name, value in os.environ.items()
+        if value
+        and name.endswith(("_API_KEY", "_AUTH_TOKEN"))
+        and re.sub(r"[^A-Z0-9]", "", name.upper()).startswith(provider)
+    )
+    if named:
+        return " or ".join(named)
+    return f"{provider}_API_KEY" if provider else "the provider's key variable"
 
 
 @cache
@@ -507,7 +576,22 @@ def _detail(error: BaseException, limit: int = 160) -> str:
         if shorter == text or not shorter:
             break
         text = shorter
+    text = _error_message(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_message(text: str) -> str:
+    """The ``error.message`` of an OpenAI-style error body that litellm passed on as
+    it came (its HTTP route does), else the text itself."""
+    if not text.startswith("{"):
+        return text
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    inner = body.get("error") if isinstance(body, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else None
+    return message.strip() if isinstance(message, str) and message.strip() else text
 
 
 def _broken_stream(error: BaseException, config: ModelConfig) -> str:
@@ -524,8 +608,9 @@ def _broken_stream(error: BaseException, config: ModelConfig) -> str:
     )
 
 
-def _model_error(error: Exception, config: ModelConfig) -> ModelError:
-    """A provider's error as a message a player can act on."""
+def _model_error(error: Exception, config: ModelConfig, *, attempts: int = 1) -> ModelError:
+    """A provider's error as a message a player can act on (``attempts``: the calls
+    made, retries included)."""
     exceptions = litellm_module().exceptions
     where = f" at {config.api_base}" if config.api_base else ""
     if isinstance(error, exceptions.MidStreamFallbackError):  # the stream began, then broke
@@ -537,7 +622,7 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
         )
     status = getattr(error, "status_code", None)
     detail = _detail(error)
-    tries = f"after {config.retries + 1} attempts"
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
     transport = _transport_failure(error)
     if transport is not None:
         status = None  # no server answered: litellm's 500 is its own
@@ -548,13 +633,11 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
             "context_window",
             status=status,
         )
-    if isinstance(error, exceptions.AuthenticationError):
-        return ModelError(
-            f"the provider{where} refused the API key for {config.model}: check the key "
-            f"(CLOTHO_API_KEY or the provider's own variable) ({detail})",
-            "auth",
-            status=status,
-        )
+    if transport is None and (
+        isinstance(error, exceptions.AuthenticationError | exceptions.PermissionDeniedError)
+        or status in (401, 403)
+    ):
+        return ModelError(_refused(config, status, detail), "auth", status=status)
     if isinstance(error, exceptions.NotFoundError):
         return ModelError(
             f"model {config.model} is not known to the provider{where}: check --model ({detail})",
@@ -563,14 +646,14 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
         )
     if isinstance(error, exceptions.RateLimitError):
         return ModelError(
-            f"the provider{where} is rate-limiting {config.model} and still refused {tries}: "
+            f"the provider{where} is rate-limiting {config.model} and still refused{tries}: "
             f"wait and try again ({detail})",
             "rate_limit",
             status=status,
         )
     if isinstance(error, exceptions.Timeout) or transport == "timeout":
         return ModelError(
-            f"{config.model}{where} did not answer within {config.timeout:g} s, {tries}",
+            f"{config.model}{where} did not answer within {config.timeout:g} s{tries}",
             "timeout",
             status=status,
         )
@@ -580,7 +663,7 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
         or "Connection error" in str(error)
     ):
         return ModelError(
-            f"cannot reach the model server{where} for {config.model}, {tries} ({detail})",
+            f"cannot reach the model server{where} for {config.model}{tries} ({detail})",
             "connection",
             status=status,
         )
@@ -597,8 +680,29 @@ def _model_error(error: Exception, config: ModelConfig) -> ModelError:
             status=status,
         )
     return ModelError(
-        f"the model server{where} failed for {config.model} "
-        f"{'(HTTP ' + str(status) + ') ' if status else ''}{tries} ({detail})",
+        f"the model server{where} failed for {config.model}"
+        f"{' (HTTP ' + str(status) + ')' if status else ''}{tries} ({detail})",
         "server",
         status=status,
+    )
+
+
+def _refused(config: ModelConfig, status: int | None, detail: str) -> str:
+    """What to do about a key refused (401) or not allowed the model (403)."""
+    where = f" at {config.api_base}" if config.api_base else ""
+    code = f" (HTTP {status})" if status else ""
+    sent = config.api_key or (config.api_base and os.environ.get("OPENAI_API_KEY"))
+    if config.api_base and not sent:
+        return (
+            f"the model server{where} wants an API key for {config.model}{code} and none was "
+            f"sent: set CLOTHO_API_KEY ({detail})"
+        )
+    if status == 403:
+        return (
+            f"the provider{where} refused the request for {config.model}{code}: the API key "
+            f"in {_key_variables(config)} is not allowed this model ({detail})"
+        )
+    return (
+        f"the provider{where} refused the API key in {_key_variables(config)} for "
+        f"{config.model}{code}: check the key ({detail})"
     )
