@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Connection, Row, Text, select, type_coerce
 
 from . import _dialect as dialect
+from . import nodenames
 from ._schema import ID_LENGTH, nodes, sessions
 from .errors import (
     AmbiguousIdError,
@@ -33,7 +34,7 @@ from .models import Node, Session, parse_utc
 NamedRow = Row[*tuple[Any, ...]]
 T = TypeVar("T")
 
-MIN_PREFIX = 6
+MIN_PREFIX = nodenames.MIN_PREFIX
 #: Far deeper than any story; stops a recursive query if a cycle were ever stored.
 MAX_DEPTH = 10_000_000
 _HEX = frozenset(string.hexdigits.lower())
@@ -251,13 +252,51 @@ def list_sessions(conn: Connection, *, trashed: bool = False) -> list[Session]:
 # --- nodes ------------------------------------------------------------------------------
 
 
-def resolve_node(conn: Connection, record: SessionRecord, ref: str) -> tuple[int, str]:
-    """The (pk, id) of a node of the session, by id or unique prefix.
+def resolve_node(
+    conn: Connection,
+    record: SessionRecord,
+    ref: str,
+    head: tuple[int | None, str | None] | None = None,
+) -> tuple[int, str]:
+    """The (pk, id) of a node of the session by its name (:mod:`mnemosyne.nodenames`):
+    an id or unique prefix, ``HEAD`` or ``@``, each with steps up (``HEAD~2``,
+    ``1a2b3c^``). HEAD is ``head`` (its pk and id: a transaction's, which may have
+    moved it), by default the record's.
 
     Raises:
-        UnknownNodeError, AmbiguousIdError, ForeignNodeError (it is another session's).
+        InvalidOperationError (no node name), UnknownNodeError (none such, or the path
+        is shorter than the steps), AmbiguousIdError, ForeignNodeError (it is another
+        session's).
     """
-    prefix = _prefix("node", ref)
+    name = nodenames.parse(ref)
+    if name.prefix is None:
+        head_pk, head_id = head or (record.head_pk, record.session.head_id)
+        if head_pk is None or head_id is None:
+            raise UnknownNodeError(
+                name.text, record.id, why=f"session {record.id} is empty: it has no HEAD yet"
+            )
+        pk, node_id = head_pk, head_id
+    else:
+        pk, node_id = _node_by_prefix(conn, record, name.prefix, name.text)
+    if name.up == 0:
+        return pk, node_id
+    rows = walk_up(conn, pk, "n.pk, n.id, n.detached", limit=min(name.up, MAX_DEPTH))
+    depth, top_pk, top_id, detached = rows[0]  # root first
+    if depth < name.up:
+        start = "HEAD" if name.prefix is None else f"node {node_id}"
+        top = "the root" if detached is None else "the top of its fragment"
+        raise UnknownNodeError(
+            name.text,
+            record.id,
+            why=f"the path from {top} to {start} has {depth + 1} nodes "
+            f"({name.start}~{depth} is {top_id[:8]})",
+        )
+    return top_pk, top_id
+
+
+def _node_by_prefix(
+    conn: Connection, record: SessionRecord, prefix: str, ref: str
+) -> tuple[int, str]:
     query = select(nodes.c.pk, nodes.c.id, nodes.c.session_pk).where(
         _starts_with(nodes.c.id, prefix)
     )

@@ -417,8 +417,11 @@ class Editor:
     # -- reading the tree -----------------------------------------------------------
 
     def resolve(self, ref: str) -> tuple[int, str]:
-        """The (pk, id) of a node of the session, by id or unique prefix."""
-        return q.resolve_node(self._state.conn, self._state.record, ref)
+        """The (pk, id) of a node of the session by its name (an id or unique prefix,
+        ``HEAD``, ``HEAD~N``...: :mod:`mnemosyne.nodenames`), HEAD as it stands in the
+        transaction."""
+        state = self._state
+        return q.resolve_node(state.conn, state.record, ref, (state.head_pk, state.head_id))
 
     def row(self, pk: int) -> NodePlace:
         """A node's place: ``pk, id, parent_pk, active_child_pk, detached,

@@ -33,6 +33,7 @@ from pydantic import (
     field_validator,
 )
 
+from . import nodenames
 from ._checks import check_content, check_name
 from .editor import IMAGE_COLUMNS, Editor, EditResult
 from .errors import InvalidOperationError
@@ -60,15 +61,23 @@ __all__ = [
     "parse",
 ]
 
+
+def _node_name(value: str) -> str:
+    nodenames.parse(value)  # its refusal (a ValueError) says what is wrong with the name
+    return value
+
+
 NodeRef = Annotated[
     str,
     Field(
-        min_length=6,
-        max_length=32,
-        pattern=r"^[0-9a-fA-F]+$",
-        description="A node id or a unique prefix of at least 6 hex characters.",
-        examples=["3f2a9c"],
+        min_length=1,
+        max_length=nodenames.MAX_NAME_LENGTH,
+        description="A node: its id or a unique prefix of at least 6 hex characters, "
+        "HEAD (or @), and steps up the path: HEAD~2, HEAD^, 3f2a9c~1.",
+        examples=["3f2a9c", "HEAD~1"],
+        json_schema_extra={"pattern": nodenames.NODE_NAME_PATTERN},
     ),
+    AfterValidator(_node_name),
 ]
 Text = Annotated[str, Field(max_length=1_000_000), AfterValidator(check_content)]
 Name = Annotated[

@@ -75,9 +75,12 @@ class UnknownNodeError(NotFoundError):
 
     code = "unknown_node"
 
-    def __init__(self, node_id: str, session_id: str | None = None) -> None:
+    def __init__(
+        self, node_id: str, session_id: str | None = None, *, why: str | None = None
+    ) -> None:
         where = f" in session {session_id}" if session_id else ""
-        super().__init__(f"unknown node: {node_id!r}{where}")
+        # ``why``: a name that parses but leads nowhere (``HEAD~9`` above the root)
+        super().__init__(f"{node_id}: {why}" if why else f"unknown node: {node_id!r}{where}")
         self.node_id = node_id
         self.session_id = session_id
 

@@ -28,6 +28,7 @@ from .schemas import (
     LoreHitOut,
     LoreTestBody,
     LoreTestOut,
+    NodeId,
     WriteOut,
 )
 from .worker import (
@@ -104,8 +105,7 @@ def export_chat_file(
     store: StoreDep,
     session: ReadSession,
     head_id: Annotated[
-        str | None,
-        Query(min_length=6, max_length=32, description="The branch's last node. Default: HEAD."),
+        NodeId | None, Query(description="The branch's last node. Default: HEAD.")
     ] = None,
 ) -> Response:
     """The path to `head_id` with each fork's alternatives as swipes. `X-Clotho-Dropped`

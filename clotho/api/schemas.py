@@ -479,9 +479,7 @@ class LoreTestOut(BaseModel):
 
 # -- the reads' queries: any parameter a read does not take is refused (422) ---------------
 
-NodeId = Annotated[
-    str, Field(min_length=6, max_length=32, description="A node id or a prefix (6+ characters).")
-]
+NodeId = NodeRef  # a node's name in a query: the same grammar as in a body
 
 
 class NoQuery(BaseModel):

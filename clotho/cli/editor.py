@@ -30,7 +30,9 @@ from ._app import Cli, app, command
 from .style import out, paint
 from .tree import DeltaOption, ExpectVersion, NameOption, parse_delta
 
-NodeArgument = Annotated[str, typer.Argument(metavar="NODE", help="Node id or prefix.")]
+NodeArgument = Annotated[
+    str, typer.Argument(metavar="NODE", help="A node: id or prefix, HEAD (@), HEAD~N.")
+]
 OntoOption = Annotated[
     str, typer.Option("--onto", metavar="TARGET", help="The node to attach under.")
 ]

@@ -236,7 +236,7 @@ def _report(
 
 TextArgument = Annotated[str, typer.Argument(help="The player's message.", show_default=False)]
 NodeArgument = Annotated[
-    str, typer.Argument(help="A node id or unique prefix.", show_default=False)
+    str, typer.Argument(help="A node: id or prefix, HEAD~N.", show_default=False)
 ]
 
 

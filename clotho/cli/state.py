@@ -16,7 +16,9 @@ from .style import out, paint
 
 NodeArgument = Annotated[
     str | None,
-    typer.Argument(metavar="[NODE]", help="Node id or prefix (default: HEAD).", show_default=False),
+    typer.Argument(
+        metavar="[NODE]", help="A node: id or prefix, HEAD~N (default: HEAD).", show_default=False
+    ),
 ]
 PathArgument = Annotated[
     str, typer.Argument(metavar="PATH", help="A variable, a map entry (affinity.marla), summary…")

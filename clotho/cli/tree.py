@@ -152,7 +152,9 @@ def add(
 @command(app, "fork")
 def fork(
     cli: Cli,
-    node: Annotated[str, typer.Argument(help="The node to add an alternative to.")],
+    node: Annotated[
+        str, typer.Argument(help="The node to add an alternative to (HEAD: the last reply).")
+    ],
     text: Annotated[str, typer.Argument(help="The alternative's text.")],
     name: NameOption = None,
     delta: DeltaOption = None,
@@ -176,7 +178,7 @@ def fork(
 @command(app, "checkout")
 def checkout(
     cli: Cli,
-    node: Annotated[str, typer.Argument(help="Node id or prefix.")],
+    node: Annotated[str, typer.Argument(help="A node: id or prefix, HEAD (@), HEAD~N.")],
     expect_version: ExpectVersion = None,
 ) -> None:
     """Move HEAD to NODE."""
@@ -228,7 +230,8 @@ def tree(cli: Cli) -> None:
 def show(
     cli: Cli,
     node: Annotated[
-        str | None, typer.Argument(help="Node id or prefix (default: HEAD).", show_default=False)
+        str | None,
+        typer.Argument(help="A node: id or prefix, HEAD~N (default: HEAD).", show_default=False),
     ] = None,
 ) -> None:
     """One node, with its place among its alternatives."""

@@ -112,6 +112,25 @@ def test_text_output_shows_the_graph_and_head(run_sqlite: Run) -> None:
     assert first["id"] in run("show", first["id"]).stdout
 
 
+def test_nodes_are_named_as_in_git(run: Run) -> None:
+    run("session", "new")
+    root = run.json("add", "system", "You narrate.")
+    user = run.json("add", "user", "Open the door")
+    first = run.json("add", "assistant", "It creaks")
+    second = run.json("fork", "HEAD", "It is locked")  # the README's tour types this
+    assert second["parent_id"] == user["id"]
+    assert run.json("show", "HEAD~1")["id"] == user["id"]
+    assert run.json("show", "@^^")["id"] == root["id"]
+    assert run.json("swipe", "prev", "HEAD")["id"] == first["id"]
+    assert run.json("state", "HEAD~2")["variables"] == {}
+    before = run.json("tree")
+    assert run.fails("checkout", "HEAD~9") == (
+        f"error: HEAD~9: the path from the root to HEAD has 3 nodes (HEAD~2 is {root['id'][:8]})"
+    )
+    assert "HEAD is written in capitals" in run.fails("checkout", "head")
+    assert run.json("tree") == before
+
+
 def test_global_options_go_before_or_after_the_command(run_sqlite: Run, tmp_path: Path) -> None:
     run = run_sqlite
     other = f"sqlite:///{tmp_path / 'other.db'}"
@@ -316,7 +335,9 @@ def test_a_malformed_field_of_an_edit_is_refused_by_name(run: Run) -> None:
     run.json("session", "new")
     a = run.json("add", "user", "a")["id"]
     assert "inject: role: Input should be" in run.fails("inject", "narrator", "x", "--after", a)
-    assert "prune: node_id: String should have at least 6" in run.fails("prune", "abc")
+    assert "prune: node_id: Value error, node id prefix 'abc' is too short" in run.fails(
+        "prune", "abc"
+    )
     assert run.json("history") == []
 
 

@@ -62,7 +62,7 @@ def test_unknown_ids_are_named(store: Store, session_id: str) -> None:
         store.add_sibling(session_id, "123456", "x")
     with pytest.raises(InvalidOperationError, match="too short"):
         store.checkout(session_id, "abc")
-    with pytest.raises(InvalidOperationError, match="not a node id"):
+    with pytest.raises(InvalidOperationError, match="not a node name"):
         store.checkout(session_id, "not-hex!")
 
 

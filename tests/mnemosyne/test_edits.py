@@ -79,8 +79,14 @@ def test_a_missing_field_is_refused_by_name(op: str) -> None:
 
 def test_the_fields_are_checked_strictly() -> None:
     refused = {
-        "node_id: String should have at least 6 characters": {"op": "prune", "node_id": "abc"},
-        "node_id: String should match pattern": {"op": "toggle", "node_id": "not-hex!"},
+        "node_id: Value error, node id prefix 'abc' is too short": {
+            "op": "prune",
+            "node_id": "abc",
+        },
+        "node_id: Value error, 'not-hex!' is not a node name": {
+            "op": "toggle",
+            "node_id": "not-hex!",
+        },
         "subtree: Input should be a valid boolean": {**VALID["copy"], "op": "copy", "subtree": 1},
         "role: Input should be 'system', 'user' or 'assistant'": {
             **VALID["inject"],
