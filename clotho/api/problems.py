@@ -191,7 +191,7 @@ def code_statuses() -> dict[str, tuple[tuple[int, ...], str]]:
     """Every code the server can send: the statuses it comes with and what it means."""
     table: dict[str, tuple[tuple[int, ...], str]] = {}
     for code, (status, meaning) in _hierarchy_codes().items():
-        statuses = (status, 504) if code == "model_error" else (status,)
+        statuses = (status, 503, 504) if code == "model_error" else (status,)
         table[code] = (statuses, meaning)
     for api in ApiCode:
         table[api.value] = ((api.status,) if api.status else (), api.meaning)
@@ -263,7 +263,9 @@ class Problem(BaseModel):
     )
     expected_version: int | None = Field(None, description="A 412: the version If-Match named.")
     kind: str | None = Field(
-        None, description="A `model_error`: which failure (`timeout`, `rate_limit`, ...)."
+        None,
+        description="A `model_error`: which failure (`no_key`, `auth`, `timeout`, "
+        "`rate_limit`, ...).",
     )
     limit: str | None = Field(
         None, description="A refused file: the limit it passed (`max_bytes`, `max_depth`...)."
@@ -295,6 +297,8 @@ def _status(error: Exception) -> int:
         return 413
     if isinstance(error, ModelError) and error.kind == "timeout":
         return 504
+    if isinstance(error, ModelError) and error.kind == "no_key":  # nothing was sent
+        return 503
     return _class_status(type(error))
 
 
