@@ -110,17 +110,33 @@ def tree_lines(tree: Tree) -> list[str]:
 
     The path to HEAD runs down the left column; every other alternative opens a
     lane to the right (``|\\``) just below its fork and is drawn whole before the
-    path goes on.
+    path goes on. Several roots (a first message edited as a fork) are several
+    graphs, in their order, a blank line between them: each is a story of its own.
     """
     if not tree.nodes:
         return [paint("(empty session)", "dim")]
     kids = tree.children()
-    head = tree.head_id
     on_path = _path_ids(tree)
-    lines: list[str] = []
     roots = kids.get(None, [])
+    lines: list[str] = []
+    for root in roots:
+        if lines:
+            lines.append("")
+        lines.extend(_graph(root, _alt(root, roots), kids, on_path, tree.head_id))
+    return lines
+
+
+def _graph(
+    root: Node,
+    alt: str,
+    kids: dict[str | None, list[Node]],
+    on_path: set[str],
+    head: str | None,
+) -> list[str]:
+    """One root's graph (see :func:`tree_lines`)."""
+    lines: list[str] = []
     # Entries: (node, column, open a lane first, its "< i/n >").
-    stack = [(root, 0, False, _alt(root, roots)) for root in reversed(_trunk_last(roots, on_path))]
+    stack = [(root, 0, False, alt)]
     while stack:
         node, column, fork, alt = stack.pop()
         if fork:

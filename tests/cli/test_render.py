@@ -61,12 +61,24 @@ def test_side_branches_open_lanes_and_the_path_stays_left() -> None:
     assert "< 1/2 >" in lines[-1] and "< 2/2 >" in lines[3]
 
 
-def test_several_roots_are_drawn_one_after_the_other() -> None:
+def test_several_roots_are_graphs_apart_in_their_order() -> None:
+    # A first message edited as a fork: two roots, HEAD below the second. Each root is
+    # a graph of its own (never one chain), a blank line between, in the roots' order.
     lines = tree_lines(
-        tree("y", node("x", None, "first greeting"), node("y", None, "second greeting"))
+        tree(
+            "q",
+            node("x", None, "first greeting", "p"),
+            node("p", "x", "the first story"),
+            node("y", None, "second greeting", "q"),
+            node("q", "y", "the edited story"),
+        )
     )
-    assert [line[:2] for line in lines] == ["* ", "* "]
-    assert "xxxxxxxx" in lines[0] and "yyyyyyyy" in lines[1] and "(HEAD)" in lines[1]
+    expected = ["* xxxxxxxx", "* pppppppp", "", "* yyyyyyyy", "* qqqqqqqq"]
+    assert len(lines) == len(expected)
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(start), (line, start)
+    assert "< 1/2 >" in lines[0] and "< 2/2 >" in lines[3]
+    assert "(HEAD)" in lines[4] and not any("(HEAD)" in line for line in lines[:4])
 
 
 def test_an_empty_session() -> None:
