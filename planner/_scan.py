@@ -39,7 +39,7 @@ from ._timed import TimedEffects
 from ._world import MAX_SCAN_DEPTH, CompiledWorld
 from .lorebook import Entry, SelectiveLogic
 
-__all__ = ["Activation", "Scan", "ScanResult", "Skip"]
+__all__ = ["VIA", "Activation", "Scan", "ScanResult", "Similar", "Skip"]
 
 NONE, INITIAL, RECURSION, MIN_ACTIVATIONS = 0, 1, 2, 3
 _FIELD_NAMES = {
@@ -52,6 +52,37 @@ _FIELD_NAMES = {
 }
 _LOGIC = {0: "AND ANY", 1: "NOT ALL", 2: "NOT ANY", 3: "AND ALL"}
 _UNKNOWN: Any = object()
+
+VIA = ("decorator", "constant", "sticky", "key", "recursion", "meaning")
+"""Which way an entry came in: its ``@@activate`` decorator, constant, sticky, a key in
+the scanned messages (or the character's texts), a key in what other entries brought in
+(recursion), or found by meaning (the vector search)."""
+
+
+@dataclass(frozen=True)
+class Similar:
+    """An entry the search by meaning found (given to a scan nearest first)."""
+
+    id: str
+    """``book:uid``."""
+    distance: float
+    """Cosine distance to the query (0 best, 2 worst)."""
+
+    @property
+    def similarity(self) -> float:
+        """``1 - distance`` (1 best)."""
+        return 1.0 - self.distance
+
+
+@dataclass(frozen=True)
+class Decided:
+    """Why an entry fires this loop (before groups, probability and the budget)."""
+
+    reason: str
+    via: str
+    """One of :data:`VIA`."""
+    key: str | None = None
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,10 @@ class Activation:
     ``{{char}}`` and ``{{user}}`` replaced."""
     key: str | None = None
     """The primary key that matched (after macros), when a key activated it."""
+    via: str = "key"
+    """Which way it came in (one of :data:`VIA`)."""
+    similarity: float | None = None
+    """Its similarity to the query, when it came in by meaning."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +119,9 @@ class Skip:
     kind: str
     """``probability``, ``budget``, ``group``, ``held_back``, ``cooldown``, ``delay``,
     ``delay_until_recursion``, ``exclude_recursion``, ``triggers``,
-    ``character_filter``, ``decorator``, ``secondary``, ``regex`` (does not compile) or
-    ``slow_regex`` (skipped for taking too long)."""
+    ``character_filter``, ``decorator``, ``secondary``, ``regex`` (does not compile),
+    ``slow_regex`` (skipped for taking too long) or ``meaning_slots`` (found by meaning,
+    but the places for entries found by meaning went to nearer ones)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +165,8 @@ class Scan:
         count_tokens: Callable[[str], int],
         timers: Mapping[str, Any],
         rng: random.Random,
-        forced: Mapping[str, str],
+        similar: Sequence[Similar],
+        similar_slots: int,
         held_back: Callable[[str, Entry], str | None] | None,
     ) -> None:
         self.world = world
@@ -145,7 +182,10 @@ class Scan:
         self.budget = budget
         self.count = count_tokens
         self.rng = rng
-        self.forced = forced
+        self.similar = {hit.id: (rank, hit) for rank, hit in enumerate(similar)}
+        """Entry id -> (its rank, nearest first; the hit) for the entries found by meaning."""
+        self.slots = similar_slots
+        self.slots_taken = 0
         self.held_back = held_back
         self.variant = world.variant(char, user)
         self.layers = [world.static] + ([self.variant.layer] if self.variant else [])
@@ -180,7 +220,7 @@ class Scan:
         always = set(world.always)
         if self.variant is not None:
             always |= self.variant.always
-        always.update(world.by_id[id].index for id in forced if id in world.by_id)
+        always.update(world.by_id[id].index for id in self.similar if id in world.by_id)
         for hash in self.timed.active["sticky"]:
             always.add(world.by_hash[hash].index)
         self.always = always
@@ -200,16 +240,17 @@ class Scan:
             if settings.max_recursion_steps and settings.max_recursion_steps <= count:
                 break
             count += 1
-            found: list[tuple[Item, str, str | None]] = []
+            found: list[tuple[Item, Decided]] = []
             for index in self._candidates():
                 item = self.items[index]
                 decided = self._decide(item)
                 if decided is not None:
-                    found.append((item, *decided))
+                    found.append((item, decided))
+            found = self._meaning_slots(found)
             sticky = [entry for entry in found if self._sticky(entry[0])]
             found = sticky + [entry for entry in found if not self._sticky(entry[0])]
-            new = [item for item, _, _ in found]
-            why = {item.index: (reason, key) for item, reason, key in found}
+            new = [item for item, _ in found]
+            why = {item.index: decided for item, decided in found}
             notes = self._groups(new)
             for item in new:
                 if item.index in self.slow:
@@ -396,8 +437,13 @@ class Scan:
     def _sticky(self, item: Item) -> bool:
         return self.timed.sticky_until(item) is not None
 
-    def _decide(self, item: Item) -> tuple[str, str | None] | None:
-        """SillyTavern's checks for one entry, in its order: (reason, key) if it fires."""
+    def _decide(self, item: Item) -> Decided | None:
+        """SillyTavern's checks for one entry, in its order: why, if it fires.
+
+        An entry found by meaning that fires anyway (constant, sticky, by its keys) keeps
+        that reason and leaves the places for meaning to others: the search by meaning is
+        looked at last, where SillyTavern looks at its external activations before sticky
+        and the keys (the outcome is the same, the reason the true one)."""
         entry = item.entry
         if entry.disable:
             return None
@@ -429,17 +475,54 @@ class Scan:
             self._pre_skip(item, hay, "exclude_recursion", reason)
             return None
         if "@@activate" in item.decorators:
-            return "@@activate decorator", None
+            return Decided("@@activate decorator", "decorator")
         if "@@dont_activate" in item.decorators:
             self._pre_skip(item, hay, "decorator", "@@dont_activate decorator")
             return None
-        if item.id in self.forced:
-            return self.forced[item.id], None
         if entry.constant:
-            return "constant", None
+            return Decided("constant", "constant")
         if sticky:
-            return f"sticky (until message {sticky_end})", None
-        return self._by_keys(item, hay, record=True)
+            return Decided(f"sticky (until message {sticky_end})", "sticky")
+        decided = self._by_keys(item, hay, record=True)
+        if decided is None and item.id in self.similar:
+            return self._by_meaning(item, hay)
+        return decided
+
+    def _by_meaning(self, item: Item, hay: Haystack) -> Decided | None:
+        """An entry the search by meaning found, that nothing else fires.
+
+        Found by meaning stands in for the primary keys. An entry marked ``vectorized``
+        fires as SillyTavern's vector storage activates it, whatever its secondary keys
+        say; any other entry (a candidate only when the campaign searches all entries by
+        meaning) still needs its secondary keys, as its author wrote them."""
+        _, hit = self.similar[item.id]
+        found = f"found by meaning (similarity {hit.similarity:.2f} to the newest messages)"
+        entry = item.entry
+        _, secondary = self._keys(item)
+        if not entry.vectorized and entry.selective and secondary:
+            passed, hits = self._secondary(item, hay)
+            if not passed:
+                self._skip(item, "secondary", self._secondary_miss(found, item, hits))
+                return None
+        return Decided(found, "meaning", similarity=round(hit.similarity, 4))
+
+    def _meaning_slots(self, found: list[tuple[Item, Decided]]) -> list[tuple[Item, Decided]]:
+        """The entries that would come in only by meaning get the places left for them,
+        nearest first; the others are left out, and say so."""
+        by_meaning = [pair for pair in found if pair[1].via == "meaning"]
+        if not by_meaning:
+            return found
+        by_meaning.sort(key=lambda pair: self.similar[pair[0].id][0])
+        free = max(self.slots - self.slots_taken, 0)
+        self.slots_taken += min(free, len(by_meaning))
+        for item, decided in by_meaning[free:]:
+            reason = (
+                f"{decided.reason}, but the {self.slots} place(s) for entries found by "
+                "meaning went to nearer ones"
+            )
+            self._skip(item, "meaning_slots", reason)
+        left_out = {item.index for item, _ in by_meaning[free:]}
+        return [pair for pair in found if pair[0].index not in left_out]
 
     def _gate(self, item: Item) -> tuple[str, str] | None:
         """The checks that do not change during a scan (SillyTavern's 3 to 7, and Clotho's
@@ -478,7 +561,7 @@ class Scan:
         if (
             item.entry.constant
             or self.timed.sticky_until(item) is not None
-            or item.id in self.forced
+            or item.id in self.similar
             or "@@activate" in item.decorators
             or self._by_keys(item, hay, record=False) is not None
         ):
@@ -496,7 +579,7 @@ class Scan:
             return self.variant.keys[item.index]
         return item.keys, item.secondary
 
-    def _by_keys(self, item: Item, hay: Haystack, record: bool) -> tuple[str, str | None] | None:
+    def _by_keys(self, item: Item, hay: Haystack, record: bool) -> Decided | None:
         """Primary then secondary keys (SillyTavern's checks 15 to 17)."""
         entry = item.entry
         if not entry.keys:
@@ -510,9 +593,34 @@ class Scan:
                 break
         if first is None:
             return None
+        if not record:
+            passed = not (entry.selective and secondary) or self._secondary(item, hay)[0]
+            return Decided("", "key", first.text) if passed else None
+        reason, via = self._reason(first, item, hay)
         if not (entry.selective and secondary):
-            return (self._reason(first, item, hay) if record else "", first.text)
+            return Decided(reason, via, first.text)
+        passed, hits = self._secondary(item, hay)
+        if not passed:
+            known = self.skips.get(item.index)
+            if known is None or known.kind != "secondary":
+                self._skip(item, "secondary", self._secondary_miss(reason, item, hits))
+            return None
         logic = entry.selective_logic
+        last = secondary[len(hits) - 1]
+        shown = ", ".join(_show(key) for key in secondary)
+        decided = {
+            SelectiveLogic.AND_ANY: f"AND ANY {_show(last)}",
+            SelectiveLogic.NOT_ALL: f"NOT ALL ({_show(last)} absent)",
+            SelectiveLogic.NOT_ANY: f"NOT ANY (none of {shown})",
+        }.get(logic, f"AND ALL ({shown})")
+        return Decided(f"{reason}; secondary: {decided}", via, first.text)
+
+    def _secondary(self, item: Item, hay: Haystack) -> tuple[bool, list[bool]]:
+        """Whether the secondary keys let the entry fire by its logic, and which of them
+        were looked at and found (AND ANY and NOT ALL stop at the deciding key)."""
+        _, secondary = self._keys(item)
+        logic = item.entry.selective_logic
+        present = hay.present
         hits: list[bool] = []
         passed = False
         for key in secondary:
@@ -527,23 +635,10 @@ class Scan:
             passed = not any(hits)
         elif logic == SelectiveLogic.AND_ALL:
             passed = all(hits)
-        if not passed:
-            known = self.skips.get(item.index)
-            if record and (known is None or known.kind != "secondary"):
-                self._skip(item, "secondary", self._secondary_miss(first, item, hay, hits))
-            return None
-        if not record:
-            return "", first.text
-        last = secondary[len(hits) - 1]
-        shown = ", ".join(_show(key) for key in secondary)
-        decided = {
-            SelectiveLogic.AND_ANY: f"AND ANY {_show(last)}",
-            SelectiveLogic.NOT_ALL: f"NOT ALL ({_show(last)} absent)",
-            SelectiveLogic.NOT_ANY: f"NOT ANY (none of {shown})",
-        }.get(logic, f"AND ALL ({shown})")
-        return f"{self._reason(first, item, hay)}; secondary: {decided}", first.text
+        return passed, hits
 
-    def _secondary_miss(self, first: Key, item: Item, hay: Haystack, hits: list[bool]) -> str:
+    def _secondary_miss(self, found: str, item: Item, hits: list[bool]) -> str:
+        """Why the secondary keys refused an entry ``found`` (by a key, or by meaning)."""
         logic = item.entry.selective_logic
         _, secondary = self._keys(item)
         present = [_show(key) for key, hit in zip(secondary, hits, strict=False) if hit]
@@ -556,7 +651,7 @@ class Scan:
             detail = f"{present[0]} present"
         else:
             detail = f"{absent[0]} absent"
-        return f"{self._reason(first, item, hay)}, but secondary {_LOGIC[logic]}: {detail}"
+        return f"{found}, but secondary {_LOGIC[logic]}: {detail}"
 
     def _hit(self, key: Key, item: Item, hay: Haystack) -> bool:
         kind = key.kind
@@ -580,11 +675,13 @@ class Scan:
 
     # -- reasons --------------------------------------------------------------------------
 
-    def _reason(self, key: Key, item: Item, hay: Haystack) -> str:
+    def _reason(self, key: Key, item: Item, hay: Haystack) -> tuple[str, str]:
+        """Why a key fired an entry, and which way (``key``, or ``recursion`` when it was
+        found in what other entries brought in)."""
         if key.kind == ALWAYS:
-            return f"blank key {key.text!r} (SillyTavern matches it in any text)"
+            return f"blank key {key.text!r} (SillyTavern matches it in any text)", "key"
         if hay.empty:
-            return f"{_show(key, 'key ')} in the empty text of scan depth 0"
+            return f"{_show(key, 'key ')} in the empty text of scan depth 0", "key"
         if key.kind == PLAIN:
             piece = hay.present[key.kid]
         else:
@@ -596,7 +693,9 @@ class Scan:
                 piece = hay.piece_at(self._offset(key, item, hay))
             else:
                 piece = found
-        return f"{_show(key, 'key ')} in {_label(hay.pieces[piece][2])}"
+        label = hay.pieces[piece][2]
+        via = "recursion" if label[0] == "recursion" else "key"
+        return f"{_show(key, 'key ')} in {_label(label)}", via
 
     def _offset(self, key: Key, item: Item, hay: Haystack) -> int:
         if key.regex is not None:
@@ -719,7 +818,7 @@ class Scan:
     def _admit(
         self,
         new: list[Item],
-        why: dict[int, tuple[str, str | None]],
+        why: dict[int, Decided],
         notes: dict[int, list[str]],
         loop: int,
     ) -> None:
@@ -753,12 +852,21 @@ class Scan:
                         self.overflowed, self.spent = True, spent
                     self._skip(item, "budget", f"budget: {spent} tokens spent of {self.budget}")
                     continue
-            reason, key = why[item.index]
+            decided = why[item.index]
+            reason = decided.reason
             extra = notes.get(item.index)
             if extra:
                 reason = "; ".join([reason, *extra])
             self.activated[item.index] = Activation(
-                item.id, item.book, entry, reason, loop, content, key
+                item.id,
+                item.book,
+                entry,
+                reason,
+                loop,
+                content,
+                decided.key,
+                decided.via,
+                decided.similarity,
             )
 
 

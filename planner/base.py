@@ -89,6 +89,12 @@ class LoreHit:
     content: str
     reason: str
     """Why it was chosen (the key that fired, the similarity, constant, sticky...)."""
+    via: str = "key"
+    """Which way it came in: ``key`` (in the newest messages or the character's texts),
+    ``recursion`` (a key in what other entries brought in), ``constant``, ``sticky``,
+    ``decorator`` (``@@activate``) or ``meaning`` (found by the search by meaning)."""
+    similarity: float | None = None
+    """For ``meaning``: its similarity to the query (1 best)."""
     book: str | None = None
     uid: int | None = None
     comment: str = ""
@@ -107,8 +113,11 @@ class LoreHit:
             "uid": self.uid,
             "comment": self.comment,
             "reason": self.reason,
+            "via": self.via,
             "position": self.position,
         }
+        if self.similarity is not None:
+            out["similarity"] = self.similarity
         if self.position == "at_depth":
             out["depth"], out["role"] = self.depth, self.role
         if self.position == "outlet":

@@ -7,6 +7,12 @@ that the vector index finds similar activated the way SillyTavern's vector stora
 activates them (still subject to every other rule: timers, groups, probability,
 budget), and entries whose world-state condition does not hold held back.
 
+As in SillyTavern, the search by meaning looks only at the entries marked ``vectorized``
+unless the campaign says all entries (``[lore.vectors] all_entries = true``); a book with
+no such entry plays exactly as with the search off. An entry that fires anyway (by its
+keys, constant, sticky) keeps that reason and leaves its place for meaning to the next
+nearest entry.
+
 The scan runs in a worker thread (``asyncio.to_thread``), one at a time per planner:
 it is CPU work (regex keys included, each bounded, see :mod:`._jsregex`), and on the
 event loop it would hold up every other request of a server while it runs.
@@ -28,7 +34,7 @@ from .base import LoreHit, Plan, PlanCall, PlanContext, Retrieval
 from .conditions import parse_condition
 from .errors import ConditionError, RetrievalError
 from .lorebook import Entry, Lorebook
-from .worldinfo import ScanResult, ScanSettings, WorldInfo
+from .worldinfo import ScanResult, ScanSettings, Similar, WorldInfo
 
 if TYPE_CHECKING:
     from .vectors import LoreIndex
@@ -44,8 +50,13 @@ class VectorSettings(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     enabled: bool = True
+    all_entries: bool = False
+    """Search every enabled entry by meaning, not only those marked ``vectorized``
+    (SillyTavern's "Enabled for all entries"). An entry not marked ``vectorized`` that
+    is found by meaning still needs its secondary keys."""
     hits: int = Field(3, ge=0)
-    """At most this many entries are activated by similarity per turn."""
+    """At most this many entries come in by meaning per turn; entries that fire anyway
+    (by their keys, constant, sticky) take none of these places."""
     max_distance: float = Field(0.6, ge=0, allow_inf_nan=False)
     """Entries farther than this from the query are not activated (cosine distance)."""
     query_messages: int = Field(2, ge=1)
@@ -53,6 +64,10 @@ class VectorSettings(BaseModel):
 
 
 MAX_QUERIES = 4
+
+SPARE_HITS = 32
+"""The search by meaning looks this many entries beyond ``hits`` further, so the places
+that entries firing anyway leave go to the next nearest."""
 
 
 def entry_placement(entry: Entry) -> dict[str, Any]:
@@ -110,6 +125,18 @@ class LorePlanner:
         self._entries = {
             f"{book.name}:{entry.uid}": entry for book in self.books for entry in book.entries
         }
+        self._by_meaning = {
+            book.name: uids
+            for book in self.books
+            if (
+                uids := [
+                    entry.uid
+                    for entry in book.entries
+                    if not entry.disable and (entry.vectorized or self.vectors.all_entries)
+                ]
+            )
+        }
+        """Book -> the uids of its entries the search by meaning may find."""
         self._scanning = threading.Lock()
         """One scan at a time: :class:`WorldInfo`'s caches are not locked."""
 
@@ -124,6 +151,8 @@ class LorePlanner:
         )
         if queries:
             reasoning += "; search by meaning for what the newest messages talk about"
+        elif self._no_candidates:
+            reasoning += "; no entry is marked for the search by meaning (vectorized)"
         rules = Plan("rules", reasoning, queries)
         if self.plan_call is None:
             return rules
@@ -152,18 +181,24 @@ class LorePlanner:
         reasoning, queries = parsed
         if not self._searching:
             queries = []
-            reasoning += " (no vector index: keywords only)"
+            why = "no entry is marked vectorized" if self._no_candidates else "no vector index"
+            reasoning += f" ({why}: keywords only)"
         return Plan("model", reasoning, queries, call)
 
     @property
     def _searching(self) -> bool:
-        return self.index is not None and self.vectors.enabled and bool(self.books)
+        return self.index is not None and self.vectors.enabled and bool(self._by_meaning)
+
+    @property
+    def _no_candidates(self) -> bool:
+        """The search by meaning is on, but no entry is one it may find."""
+        return self.index is not None and self.vectors.enabled and not self._by_meaning
 
     async def retrieve(self, plan: Plan, context: PlanContext) -> Retrieval:
         details: dict[str, Any] = {}
-        forced: dict[str, str] = {}
+        similar: list[Similar] = []
         if self._searching and plan.queries:
-            forced, details["vector"] = await self._similar(plan.queries)
+            similar, details["vector"] = await self._similar(plan.queries)
         seed = self.seed if self.seed is not None else secrets.randbits(32)
         details["seed"] = seed
         budget = self.settings.budget(context.context_window)
@@ -180,7 +215,8 @@ class LorePlanner:
             count_tokens=context.count_tokens,
             timers=context.state.get("lore_timers") or {},
             rng=random.Random(seed),
-            forced=forced,
+            similar=similar,
+            similar_slots=self.vectors.hits,
             held_back=lambda _id, entry: _held_back(entry, context.state),
         )
         details.update({"budget": budget, "tokens": result.tokens, "loops": result.loops})
@@ -191,6 +227,8 @@ class LorePlanner:
                 id=item.id,
                 content=item.content,
                 reason=item.reason,
+                via=item.via,
+                similarity=item.similarity,
                 book=item.book,
                 uid=item.entry.uid,
                 comment=item.entry.comment,
@@ -205,25 +243,33 @@ class LorePlanner:
         with self._scanning:
             return self.world.scan(**arguments)
 
-    async def _similar(self, queries: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
-        """Entries similar to the queries; a failing index leaves keywords to do the work
-        (the trace says why)."""
+    async def _similar(self, queries: list[str]) -> tuple[list[Similar], dict[str, Any]]:
+        """The entries the search by meaning may find that are nearest to the queries,
+        nearest first (``hits`` of them and :data:`SPARE_HITS` more, for the places
+        entries firing anyway leave); a failing index leaves keywords to do the work (the
+        trace says why)."""
         assert self.index is not None
         try:
             found = await asyncio.to_thread(
                 self.index.query,
-                self.books,
+                [book for book in self.books if book.name in self._by_meaning],
                 queries,
-                n=self.vectors.hits,
+                n=self.vectors.hits + SPARE_HITS if self.vectors.hits else 0,
                 max_distance=self.vectors.max_distance,
+                only=self._by_meaning,
             )
         except RetrievalError as error:
-            return {}, {"queries": queries, "error": str(error)}
-        forced = {
-            hit.id: f"similar to the newest messages (distance {hit.distance:.3f})" for hit in found
-        }
-        shown = [{"id": hit.id, "distance": round(hit.distance, 4)} for hit in found]
-        return forced, {"queries": queries, "hits": shown}
+            return [], {"queries": queries, "error": str(error)}
+        shown = [
+            {
+                "id": hit.id,
+                "distance": round(hit.distance, 4),
+                "similarity": round(hit.similarity, 4),
+            }
+            for hit in found
+        ]
+        details = {"queries": queries, "hits": shown, "places": self.vectors.hits}
+        return [Similar(hit.id, hit.distance) for hit in found], details
 
 
 def _fallback(rules: Plan, why: str, call: dict[str, Any] | None) -> Plan:

@@ -34,18 +34,18 @@ import os
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import chromadb
 import httpx
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
-from chromadb.api.types import Documents, EmbeddingFunction
+from chromadb.api.types import Documents, EmbeddingFunction, Where
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
@@ -447,6 +447,7 @@ class LoreIndex:
         texts: str | Sequence[str],
         n: int = 5,
         max_distance: float | None = None,
+        only: Mapping[str, Set[int] | Sequence[int]] | None = None,
     ) -> list[VectorHit]:
         """The entries nearest to ``texts`` in ``books``, best first.
 
@@ -460,6 +461,9 @@ class LoreIndex:
             n: How many entries to return at most.
             max_distance: Keep only hits at most this cosine distance away (``0.6`` is
                 a similarity of 0.4); ``None`` keeps all.
+            only: Book name -> the uids of its entries that may be found (the others
+                are not looked at); ``None``: every indexed entry. A book not named
+                here is not searched.
 
         Returns:
             The hits, best first (empty if there is nothing to look for).
@@ -485,13 +489,21 @@ class LoreIndex:
             vectors = self.embedder.embed_query(queries)
         best: dict[str, VectorHit] = {}
         for name, collection in zip(names, collections, strict=True):
+            where: Where | None = None
+            uids: list[str | int | float | bool] = []
+            if only is not None:
+                uids = sorted(set(only.get(name, ())))
+                if not uids:
+                    continue
+                where = cast("Where", {"uid": {"$in": uids}})
             with self._errors(self._what(name)):
                 size = collection.count()
                 if size == 0:
                     continue
                 result = collection.query(
                     query_embeddings=vectors,
-                    n_results=min(n, size),
+                    n_results=min(n, size, len(uids) if where is not None else size),
+                    where=where,
                     include=["metadatas", "distances"],
                 )
             for position, text in enumerate(queries):

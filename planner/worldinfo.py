@@ -15,8 +15,10 @@ the notable others did not. Regex keys run with a bound on each match and on the
 scan's total (:class:`._jsregex.RegexClock`): a key that backtracks catastrophically is
 skipped for the scan and named in the misses instead of stalling the turn.
 
-Clotho's additions: ``forced`` entries (vector hits) activate where SillyTavern's
-externally activated entries do, still subject to the checks before that point; a
+Clotho's additions: entries found by meaning (``similar``, the vector hits) activate as
+SillyTavern's externally activated entries do, still subject to the checks before that
+point, but only when nothing else fires them (constant, sticky, their keys keep their
+reason and leave the places for meaning, ``similar_slots``, to the next nearest); a
 ``held_back`` callback (the world-state condition) can veto an entry right after its
 character filter.
 """
@@ -28,16 +30,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._compile import substitute_macros
-from ._scan import Activation, Scan, ScanResult, Skip
+from ._scan import VIA, Activation, Scan, ScanResult, Similar, Skip
 from ._world import CompiledWorld, ScanSettings
 from .errors import LorebookError
 from .lorebook import Entry
 
 __all__ = [
     "TRIGGERS",
+    "VIA",
     "Activation",
     "ScanResult",
     "ScanSettings",
+    "Similar",
     "Skip",
     "WorldInfo",
     "substitute_macros",
@@ -88,7 +92,8 @@ class WorldInfo(CompiledWorld):
         count_tokens: Callable[[str], int],
         timers: Mapping[str, Any] | None = None,
         rng: random.Random | None = None,
-        forced: Mapping[str, str] | None = None,
+        similar: Sequence[Similar] = (),
+        similar_slots: int | None = None,
         held_back: Callable[[str, Entry], str | None] | None = None,
     ) -> ScanResult:
         """One World Info activation for a turn.
@@ -112,7 +117,11 @@ class WorldInfo(CompiledWorld):
             count_tokens: counts the tokens of a text.
             timers: the timed-effects state stored on the previous node.
             rng: draws probability and inclusion-group rolls (seed it to replay a turn).
-            forced: entry id -> reason, for entries activated from outside (vector hits).
+            similar: the entries found by meaning, nearest first. One that nothing else
+                fires comes in by meaning; one not marked ``vectorized`` still needs its
+                secondary keys.
+            similar_slots: at most this many entries come in by meaning (``None``: as
+                many as ``similar`` holds); entries that fire anyway take none.
             held_back: (entry id, entry) -> a reason when the entry must not fire.
 
         Raises:
@@ -133,6 +142,7 @@ class WorldInfo(CompiledWorld):
             count_tokens=count_tokens,
             timers=timers or {},
             rng=rng if rng is not None else random.Random(),
-            forced=forced or {},
+            similar=similar,
+            similar_slots=len(similar) if similar_slots is None else similar_slots,
             held_back=held_back,
         ).run()

@@ -1,5 +1,6 @@
 """The lore planner: keyword World Info and vector hits merged in one scan, with the
-real local embedding model and a real Chroma collection on disk."""
+real local embedding model and a real Chroma collection on disk (the book's entries are
+marked ``vectorized``: only those are searched by meaning by default)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ BOOK = parse_world_info(
             "0": {
                 "uid": 0,
                 "key": ["shadowfang"],
+                "vectorized": True,
                 "comment": "Shadowfangs",
                 "content": "Shadowfangs are wolf-like beasts of smoke that hunt at night "
                 "and howl in the dark woods.",
@@ -27,18 +29,21 @@ BOOK = parse_world_info(
             "1": {
                 "uid": 1,
                 "key": ["tavern"],
+                "vectorized": True,
                 "comment": "The Gilded Goose",
                 "content": "A tavern in the port town that serves cheap ale.",
             },
             "2": {
                 "uid": 2,
                 "key": ["lighthouse"],
+                "vectorized": True,
                 "comment": "The lighthouse",
                 "content": "An old lighthouse on the cliffs guides ships at sea.",
             },
             "3": {
                 "uid": 3,
                 "key": ["taxes"],
+                "vectorized": True,
                 "comment": "Royal taxes",
                 "content": "The crown collects a tenth of every harvest in taxes.",
             },
@@ -69,7 +74,8 @@ def test_lore_no_key_names_is_found_by_meaning(tmp_path: Path) -> None:
     planner = LorePlanner([BOOK], index=index, vectors=VectorSettings(hits=1), seed=1)
     found = retrieve(planner, "What is howling out there among the trees tonight?")
     assert [hit.id for hit in found.hits] == ["valley:0"]
-    assert found.hits[0].reason.startswith("similar to the newest messages (distance")
+    assert found.hits[0].reason.startswith("found by meaning (similarity")
+    assert found.hits[0].via == "meaning"
     assert found.details["vector"]["hits"][0]["id"] == "valley:0"
 
     keywords = retrieve(LorePlanner([BOOK], seed=1), "What is howling among the trees?")

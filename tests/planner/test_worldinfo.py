@@ -23,7 +23,7 @@ from planner._jsregex import parse_regex_key
 from planner._keys import Matcher, st_match_key
 from planner.errors import LorebookError
 from planner.lorebook import Lorebook, load_world_info, parse_world_info
-from planner.worldinfo import ScanResult, ScanSettings, WorldInfo
+from planner.worldinfo import ScanResult, ScanSettings, Similar, WorldInfo
 from tests._fixtures import ELDORIA
 
 BIG = 1_000_000
@@ -418,12 +418,15 @@ def test_constant_entries_fire_without_keys() -> None:
     assert reasons(run([{"constant": True}], ["nothing"])) == {"Lore:0": "constant"}
 
 
-def test_forced_entries_fire_but_obey_the_rules_before_them() -> None:
+def test_entries_found_by_meaning_fire_but_obey_the_rules_before_them() -> None:
     """§1.4 check 13: external (vector) activations still go through checks 1-10 (#4320)."""
-    forced = {"Lore:0": "similar to the message (0.83)", "Lore:1": "similar (0.80)"}
+    similar = [Similar(f"Lore:{uid}", 0.2) for uid in range(3)] + [Similar("Nope:9", 0.1)]
     entries = [{"key": ["dragon"]}, {"key": ["wolf"], "triggers": ["swipe"]}, {"disable": True}]
-    result = run(entries, ["nothing"], forced={**forced, "Lore:2": "x", "Nope:9": "x"})
-    assert reasons(result) == {"Lore:0": "similar to the message (0.83)"}
+    result = run(entries, ["nothing"], similar=similar)
+    assert reasons(result) == {
+        "Lore:0": "found by meaning (similarity 0.80 to the newest messages)"
+    }
+    assert [(a.via, a.similarity) for a in result.activated] == [("meaning", 0.8)]
     assert skips(result) == {"Lore:1": ("triggers", "triggers: fires on swipe, not on 'normal'")}
 
 
