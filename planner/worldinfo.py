@@ -4,8 +4,8 @@ A compatible port of ``checkWorldInfo`` (SillyTavern 1.15, public/scripts/world-
 keys matched in the newest messages (plain or ``/regex/flags``, case and whole-word
 rules, secondary keys with their logic), constants, recursion through activated
 entries' contents, timed effects (sticky, cooldown, delay), inclusion groups,
-probability, the token budget, min activations. ``shared/notes/sillytavern.md``
-section 1 states the rules; the test suite checks each of them.
+probability, the token budget, min activations. ``docs/worldinfo.md`` states the rules
+in numbered sections; the test suite checks each of them and cites its section.
 
 :class:`WorldInfo` compiles the keys of every entry of a set of books once (all plain
 keys of one matching mode into one matcher, so a scan finds every key of a text in

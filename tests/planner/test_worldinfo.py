@@ -1,9 +1,10 @@
 """World Info activation, rule by rule, against SillyTavern's ``checkWorldInfo``.
 
-Each test names the rule it checks and cites ``shared/notes/sillytavern.md`` section 1
-(§1.2 haystack, §1.3 key matching, §1.4 the scan loop, §1.5 recursion, §1.6 order,
-§1.7 timed effects, §1.8 settings); where SillyTavern's source and its docs differ,
-the source (world-info.js, 1.15) is what is checked, and the docstring says so.
+Each test names the rule it checks and cites its section of ``docs/worldinfo.md``
+(§1.1 what is scanned, §1.2 haystack, §1.3 key matching, §1.4 the scan loop, §1.5
+recursion, §1.6 order, §1.7 timed effects, §1.8 settings; "check N" is rule N of §1.4);
+where SillyTavern's source and its docs differ, the source (world-info.js, 1.15) is what
+is checked, and the docstring says so.
 """
 
 from __future__ import annotations
