@@ -18,7 +18,6 @@ from tests._fixtures import SERAPHINA
 from .test_cli import Run
 
 
-
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
     return Run(database_url, tmp_path / "home")
