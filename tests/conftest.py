@@ -4,6 +4,8 @@ Storage tests take the ``store`` (or ``database_url``) fixture and run once on
 SQLite and once on PostgreSQL. The PostgreSQL server is started by the test
 session itself (see ``tests/_postgres.py``). On a machine without PostgreSQL those
 runs are skipped with the reason; under ``CI=true`` a missing server fails them.
+The Chroma server of the ``chroma_server`` fixture is started the same way (see
+``tests/_chroma.py``), once, by the first test that asks for it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 
+from . import _chroma
 from ._postgres import ENV_URL, throwaway_server
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -42,6 +45,27 @@ def postgres_server() -> Iterator[str]:
         reason = f"PostgreSQL tests need a server: {error}"
         if _in_ci():
             pytest.fail(f"{reason} (CI=true: a missing server is a failure)")
+        pytest.skip(reason)
+    try:
+        yield base
+    finally:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[str]:
+    """The URL of a Chroma server (``chroma run`` on a loopback port)."""
+    url = os.environ.get(_chroma.ENV_URL)
+    if url:
+        yield url.rstrip("/")
+        return
+    try:
+        server = _chroma.throwaway_server()
+        base = server.__enter__()
+    except (FileNotFoundError, RuntimeError) as error:
+        reason = f"Chroma server tests need `chroma run`: {error}"
+        if _in_ci():
+            pytest.fail(f"{reason} (CI=true: a server that does not start is a failure)")
         pytest.skip(reason)
     try:
         yield base
