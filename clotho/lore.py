@@ -264,7 +264,8 @@ def lore_index(settings: Settings, books: list[Lorebook]) -> LoreIndex | None:
         for book in books:
             index.sync(book)
     except RetrievalError as error:
-        log.warning("lore is found by keywords only: %s", error)
+        # a topic: the playing commands say it once per cause (clotho.cli.logs.said_once)
+        log.warning("lore is found by keywords only: %s", error, extra={"once": "lore_keywords"})
         return None
     return index
 

@@ -22,6 +22,7 @@ from clotho.wiring import preview_lore
 
 from . import render
 from ._app import Cli, command, import_app, lore_app
+from .logs import progress
 from .style import out, paint
 
 FileArgument = Annotated[Path, typer.Argument(metavar="FILE", help="The file to import.")]
@@ -168,6 +169,6 @@ def lore_test(
 def _index(cli: Cli, books: list[Any]) -> None:
     """Embed the new books now (a large one takes a while once), not at the first turn."""
     if cli.settings.vectors:
-        if not cli.json:
-            out(paint("indexing the lore for search by meaning…", "dim"))
-        lore_index(cli.settings, books)
+        # on a terminal, while it works; a warning that it cannot (keywords only) erases it
+        with progress("indexing the lore for search by meaning"):
+            lore_index(cli.settings, books)

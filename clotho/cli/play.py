@@ -31,6 +31,7 @@ from clotho.wiring import session_engine
 
 from . import render
 from ._app import EXIT_FAILED, Cli, app, command
+from .logs import clear_progress, said_once, show_progress
 from .style import out, paint
 
 if TYPE_CHECKING:
@@ -42,7 +43,10 @@ __all__ = ["run_turn"]
 
 
 def _engine(cli: Cli, session_id: str) -> Engine:
-    return session_engine(cli.settings, cli.store, session_id)
+    """The session's engine; what it warns about once per cause (lore by keywords
+    only) is not said again before every turn (:func:`clotho.cli.logs.said_once`)."""
+    with said_once(cli.settings.data_dir):
+        return session_engine(cli.settings, cli.store, session_id)
 
 
 class _Stream:
@@ -58,23 +62,17 @@ class _Stream:
         self.thinking = False
         self.midline = False  # the text so far (reply or reasoning) does not end a line
         self.live = not quiet and sys.stderr.isatty()
-        self.shown = False  # a progress line is on the screen
 
     def clear(self) -> None:
         """Erase the progress line, if one is shown."""
-        if self.shown:
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
-            self.shown = False
+        clear_progress()
 
     def __call__(self, kind: str, text: str) -> None:
         if self.quiet:
             return
         if kind == "progress":
             if self.live:
-                sys.stderr.write("\r\x1b[2K" + paint(f"… {text}", "dim"))
-                sys.stderr.flush()
-                self.shown = True
+                show_progress(text)  # a warning meanwhile erases it first
             return
         self.clear()
         if kind == "token":
