@@ -10,6 +10,7 @@ from clotho.formats.campaign import Campaign, ModelTable, load_campaign
 from clotho.settings import Settings
 
 if TYPE_CHECKING:
+    from clotho.formats.names import SessionNames
     from mnemosyne import Store
     from orchestrator import Engine, TurnSetup
     from planner.cards import Card
@@ -19,6 +20,7 @@ __all__ = [
     "preview_lore",
     "session_campaign",
     "session_engine",
+    "session_names",
     "turn_setup",
 ]
 
@@ -68,8 +70,13 @@ def session_engine(
     from orchestrator import build_engine
 
     campaign = session_campaign(store, session_id)
+    card = session_card(store, session_id)
     setup = turn_setup(
-        settings, campaign, session_card(store, session_id), require_model=require_model
+        settings,
+        campaign,
+        card,
+        require_model=require_model,
+        names=session_names(store, session_id, campaign, card),
     )
     return build_engine(
         store,
@@ -79,19 +86,47 @@ def session_engine(
     )
 
 
+def session_names(
+    store: Store,
+    session_id: str,
+    campaign: Campaign | None = None,
+    card: Card | None = None,
+) -> SessionNames:
+    """Who the player and the character of a session are (the rule:
+    :mod:`clotho.formats.names`), from its campaign, card and metadata; ``campaign`` and
+    ``card`` when the caller has them already (else read here: a campaign whose folder
+    is gone names no one)."""
+    from clotho.formats.campaign import CampaignError
+    from clotho.formats.names import SessionNames
+    from clotho.lore import session_card
+
+    if campaign is None:
+        try:
+            campaign = session_campaign(store, session_id)
+        except CampaignError:
+            campaign = None
+    if card is None:
+        card = session_card(store, session_id)
+    metadata = store.session(session_id).metadata
+    return SessionNames.resolve(campaign, card.name if card else None, metadata)
+
+
 def turn_setup(
     settings: Settings,
     campaign: Campaign | None,
     card: Card | None = None,
     *,
     require_model: bool = True,
+    names: SessionNames | None = None,
 ) -> TurnSetup:
     """How turns are played: the command line and environment first, then the campaign
-    (a session's character card, if it has one, is its character).
+    (a session's character card, if it has one, is its character). ``names``: the
+    session's (:func:`session_names`); without them, what the campaign and card say.
 
     Raises:
         NoModelError: neither names a model.
     """
+    from clotho.formats.names import SessionNames
     from orchestrator import Character, TurnSetup
     from prompts import Templates
 
@@ -108,14 +143,15 @@ def turn_setup(
         model, api_base=settings.api_base or table.api_base, api_key=settings.api_key
     )
     extraction = settings.extraction_model or table.extraction_model
+    names = names or SessionNames.resolve(campaign, card.name if card else None)
     if card is not None:
         from clotho.lore import card_character
 
         character = card_character(card)
     elif campaign is not None:
-        character = Character(**campaign.character.model_dump())
+        character = Character(**{**campaign.character.model_dump(), "name": names.character})
     else:
-        character = Character()
+        character = Character(name=names.character)
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
@@ -124,7 +160,7 @@ def turn_setup(
         plan_by_model=bool(campaign and campaign.lore.planner == "model"),
         templates=Templates(campaign.templates if campaign else None),
         character=character,
-        player=(campaign.player if campaign else None) or "Player",
+        player=names.player,
         title=campaign.title if campaign else None,
         extract=table.extract,
     )

@@ -345,7 +345,7 @@ class Engine:
         if anchor is None or anchor.user_text is None:
             raise TurnInterrupted("interrupted before the reply began: nothing was stored")
         with self.store.transaction(session_id) as tx:
-            user_node = _place_players_message(tx, request, anchor)
+            user_node = _place_players_message(tx, request, anchor, self.setup.player)
         assert user_node is not None
         raise TurnInterrupted(
             f"interrupted before the reply began: the player's message was kept as node "
@@ -621,18 +621,32 @@ class Engine:
             warnings.append(describe_failure(extraction))
         history = anchor.history  # the turn's own list: the trace refers to it, no copy
         sid = state["session_id"]
+        # Each node carries its speaker's name, as a SillyTavern message does; a reroll
+        # keeps the name of the reply it is an alternative to (a group chat's speaker).
+        speaker = self.setup.player if anchor.reply_role == "user" else self.setup.character.name
+        if request.kind == "reroll":
+            assert anchor.sibling_of is not None
+            speaker = self.store.node(sid, anchor.sibling_of).name or speaker
         with self.store.transaction(sid) as tx:
-            user_node = _place_players_message(tx, request, anchor)
+            user_node = _place_players_message(tx, request, anchor, self.setup.player)
             if user_node is not None:
-                history[-1] = Message(user_node.id, "user", None, user_node.content)
+                history[-1] = Message(user_node.id, "user", user_node.name, user_node.content)
             if request.kind == "reroll":
                 assert anchor.sibling_of is not None
                 reply = tx.add_sibling(
-                    anchor.sibling_of, completion.content, metadata=metadata, delta=delta or None
+                    anchor.sibling_of,
+                    completion.content,
+                    name=speaker,
+                    metadata=metadata,
+                    delta=delta or None,
                 )
             else:
                 reply = tx.append(
-                    anchor.reply_role, completion.content, metadata=metadata, delta=delta or None
+                    anchor.reply_role,
+                    completion.content,
+                    name=speaker,
+                    metadata=metadata,
+                    delta=delta or None,
                 )
             document = trace.document(
                 tx.put_blob,
@@ -662,13 +676,14 @@ class Engine:
 
 
 def _place_players_message(
-    tx: TurnTransaction, request: TurnRequest, anchor: Anchor
+    tx: TurnTransaction, request: TurnRequest, anchor: Anchor, player: str
 ) -> Node | None:
     """In a commit's transaction: HEAD back where the turn grows the tree, and the
-    player's new message (say, edit) stored there; that message, if any."""
+    player's new message (say, edit) stored there, named ``player``; that message, if
+    any."""
     if request.kind == "edit":
         assert anchor.sibling_of is not None and anchor.user_text is not None
-        return tx.add_sibling(anchor.sibling_of, anchor.user_text)
+        return tx.add_sibling(anchor.sibling_of, anchor.user_text, name=player)
     if anchor.parent_id is not None:
         if tx.head_id != anchor.parent_id:
             tx.checkout(anchor.parent_id)
@@ -679,7 +694,7 @@ def _place_players_message(
         )
     if request.kind == "say":
         assert anchor.user_text is not None
-        return tx.append("user", anchor.user_text)
+        return tx.append("user", anchor.user_text, name=player)
     return None
 
 

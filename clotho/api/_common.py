@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -89,9 +89,14 @@ def json_chunks(data: Any, size: int = 64 * 1024) -> Iterator[bytes]:
     return _pieces(encoder.iterencode(data), size)
 
 
-def line_chunks(lines: Iterable[str], size: int = 64 * 1024) -> Iterator[bytes]:
-    """Lines (JSONL) each ended by a newline, in pieces of about ``size`` bytes."""
-    return _pieces((line + "\n" for line in lines), size)
+def line_chunks(
+    lines: Sequence[str], size: int = 64 * 1024, *, newline: str = "\n", final: bool = True
+) -> Iterator[bytes]:
+    """Lines (JSONL) each ended by ``newline`` (the last one only if ``final``), in
+    pieces of about ``size`` bytes."""
+    last = len(lines) - 1
+    ends = (newline if i < last or final else "" for i in range(len(lines)))
+    return _pieces((line + end for line, end in zip(lines, ends, strict=True)), size)
 
 
 def raw_json(body: bytes, session: Session) -> Response:

@@ -11,6 +11,7 @@ import typer
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
+from clotho.wiring import session_names
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
@@ -27,15 +28,19 @@ def import_chat_command(
         str | None, typer.Option("--title", help="The new session's title.", show_default=False)
     ] = None,
 ) -> None:
-    """A new session from a SillyTavern chat: swipes become alternatives (siblings),
-    hidden messages disabled nodes; later commands act on it."""
+    """A new session from a SillyTavern chat (a group chat too, with or without its
+    header line): swipes become alternatives (siblings), hidden messages disabled
+    nodes; later commands act on it."""
     session = import_chat(cli.store, read_upload(file), file.name, title=title)
     cli.remember(session.id)
     nodes = len(cli.store.tree(session.id).nodes)
-    cli.emit(
-        {**session.as_dict(), "nodes": nodes},
-        lambda: out(f"Imported {file.name} as session {paint(session.id, 'bold')} ({nodes} nodes)"),
-    )
+
+    def text() -> None:
+        out(f"Imported {file.name} as session {paint(session.id, 'bold')} ({nodes} nodes)")
+        if not nodes:
+            out("the chat has no messages yet (SillyTavern saves a new group chat empty)")
+
+    cli.emit({**session.as_dict(), "nodes": nodes}, text)
 
 
 @command(export_app, "chat")
@@ -47,10 +52,13 @@ def export_chat_command(
         typer.Option("--head", help="The branch's last node (default: HEAD).", show_default=False),
     ] = None,
 ) -> None:
-    """The branch to HEAD as a SillyTavern chat; each fork's alternatives become swipes."""
-    exported = export_chat(cli.store, cli.session_id(), head)
+    """The branch to HEAD as a SillyTavern chat; each fork's alternatives become swipes,
+    and the speakers are named by the session's names (its campaign's player, its card's
+    character) when a message has no name of its own."""
+    session_id = cli.session_id()
+    exported = export_chat(cli.store, session_id, head, names=session_names(cli.store, session_id))
     try:
-        file.write_text(exported.text, encoding="utf-8")
+        file.write_text(exported.text, encoding="utf-8", newline="")  # its own line endings
     except OSError as error:
         cli.fail(OSError(f"{file}: cannot be written ({error.strerror or error})"))
     document = {"file": str(file), "messages": exported.messages, "dropped": exported.dropped}

@@ -1,17 +1,27 @@
 """SillyTavern chats (JSONL) in and out of the tree.
 
 A chat file is a header line (``chat_metadata``, user and character names) and one
-JSON object per message. On import, each message becomes a node (``is_user`` ->
-user, else assistant; ``is_system``, a hidden message, -> a disabled node); its
-swipes become sibling nodes, ``swipe_id`` the one the story goes on from; every
-field is kept in the node's metadata (``metadata["sillytavern"]``: the message as it
-would be with that swipe shown, per-swipe info and reasoning included), so an
-unchanged import exports back to the same JSON on every line, keys in their order.
+JSON object per message; a group chat may have no header (SillyTavern's group save
+writes the messages alone), and its messages carry each speaker (``name``,
+``original_avatar``, ``force_avatar``, ``is_name``). An empty file (or only
+whitespace) is an empty chat: SillyTavern writes one for a group chat with no message
+yet. On import, each message becomes a node (``is_user`` -> user, else assistant;
+``is_system``, a hidden message, -> a disabled node; ``name`` -> the node's name); its
+swipes become sibling nodes, ``swipe_id`` the one the story goes on from; every field
+is kept in the node's metadata (``metadata["sillytavern"]``: the message as it would
+be with that swipe shown, reasoning included, and the swipe's own ``swipe_info`` entry
+if the file had one), and the file's layout (header or none, line endings, final
+newline) in the session's, so an unchanged import exports back to the same JSON on
+every line, keys in their order, ``swipe_info`` as it was (absent, ``[]``, partial,
+full), and the same bytes between the lines.
 
 On export, the path root -> HEAD is the chat; each fork on it becomes the message's
-swipes (siblings in order, the one on the path chosen). What hangs below the other
-alternatives cannot be held by the format: the export says how many nodes that is
-(they stay in the tree).
+swipes (siblings in order, the one on the path chosen). ``swipe_info`` holds the
+entries the swipes came with, each at its own swipe: an entry is made only for a reply
+Clotho generated, or to fill a gap before a swipe's real entry (the list is parallel to
+the swipes). What hangs below the other alternatives cannot be held by the format: the
+export says how many nodes that is (they stay in the tree). A message with no name of
+its own is named by the session's names (:mod:`clotho.formats.names`).
 """
 
 from __future__ import annotations
@@ -29,11 +39,16 @@ from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store, json
 from mnemosyne.errors import JsonTextError
 from mnemosyne.validation import json_place, problem_line
 
+from .names import NAMES, SessionNames, speakers
+
 __all__ = ["ChatError", "Export", "export_chat", "import_chat", "parse_chat"]
 
 KEY = "sillytavern"
-#: Fields of a message that the tree itself holds (text, swipes and which one is shown).
+#: Fields of a message with swipes that the tree itself holds (the texts, which one is
+#: shown, each swipe's info). A message without swipes keeps all but ``mes`` as it was.
 DERIVED = ("mes", "swipes", "swipe_id", "swipe_info")
+#: The header SillyTavern 1.15 writes; a chat grown in Clotho exports with it.
+NEW_HEADER = {"chat_metadata": {}, "user_name": "unused", "character_name": "unused"}
 
 
 class ChatError(ClothoError, ValueError):
@@ -45,14 +60,20 @@ class ChatError(ClothoError, ValueError):
 @dataclass(frozen=True)
 class Export:
     lines: list[str]
-    """The JSONL lines (header first)."""
+    """The JSONL lines (the header first, if the chat has one)."""
     messages: int
     dropped: int
     """Nodes below alternatives that are not on the path: the format cannot hold them."""
+    newline: str = "\n"
+    """What ends a line: as the imported file had it (``\\r\\n`` or ``\\n``)."""
+    final_newline: bool = True
+    """Whether the last line is ended too, as the imported file had it."""
 
     @property
     def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+        if not self.lines:
+            return ""
+        return self.newline.join(self.lines) + (self.newline if self.final_newline else "")
 
 
 def _fail(name: str, line: int, problem: str) -> ChatError:
@@ -80,20 +101,18 @@ class ChatMessage(TypedDict):
 _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 
 
-def _line_place(loc: Sequence[int | str]) -> str:
-    """A message's place as its line (the header is line 1) and its field."""
-    line = f"line {int(loc[0]) + 2}"
-    return f"{line}: {json_place(loc[1:])}" if len(loc) > 1 else line
+def _check_messages(messages: list[Any], name: str, first: int) -> None:
+    """``first``: the line of the first message (2 after a header, else 1)."""
 
+    def place(loc: Sequence[int | str]) -> str:
+        line = f"line {int(loc[0]) + first}"
+        return f"{line}: {json_place(loc[1:])}" if len(loc) > 1 else line
 
-def _check_messages(messages: list[Any], name: str) -> None:
     try:
         _MESSAGES.validate_python(messages)
     except ValidationError as error:
-        raise ChatError(
-            problem_line(error, name, place=_line_place, model=list[ChatMessage])
-        ) from None
-    for number, message in enumerate(messages, start=2):
+        raise ChatError(problem_line(error, name, place=place, model=list[ChatMessage])) from None
+    for number, message in enumerate(messages, start=first):
         swipes, swipe_id = message.get("swipes"), message.get("swipe_id", 0)
         if swipes is not None and not 0 <= swipe_id < len(swipes):
             raise _fail(
@@ -101,31 +120,41 @@ def _check_messages(messages: list[Any], name: str) -> None:
             )
 
 
+def _is_header(document: Any) -> bool:
+    """A first line without ``mes`` is the header; a group chat may have none."""
+    return isinstance(document, dict) and "mes" not in document
+
+
 def parse_chat(
     data: bytes | str, name: str = "chat"
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the messages of a chat file.
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header (``None`` for a chat without one, as SillyTavern saves a group chat)
+    and the messages of a chat file. An empty file, or one of whitespace only, is a
+    chat with no messages (``(None, [])``).
 
     Raises:
         ChatError: a line that is not JSON, or a field of the wrong type (line and field named).
     """
+    if not data.strip():
+        return None, []
     try:
         documents = jsontext.loads_lines(data, jsontext.CHAT)
     except JsonTextError as error:
-        if error.syntax:
-            raise _fail(
-                name, error.line or 1, f"not JSON ({error.problem} at column {error.column})"
-            ) from error
         raise ChatError(f"{name}: {error}") from error
-    if not documents:
-        raise ChatError(f"{name}: empty file (a chat starts with its header line)")
-    header, messages = documents[0], documents[1:]
-    if not isinstance(header, dict) or "mes" in header:
-        raise _fail(name, 1, "the first line is the chat's header (chat_metadata, names)")
-    if "chat_metadata" in header and not isinstance(header["chat_metadata"], dict):
+    header = documents[0] if documents and _is_header(documents[0]) else None
+    messages = documents[1:] if header is not None else documents
+    if header is not None and not isinstance(header.get("chat_metadata", {}), dict):
         raise _fail(name, 1, "chat_metadata: expected an object")
-    _check_messages(messages, name)
+    _check_messages(messages, name, 2 if header is not None else 1)
     return header, messages
+
+
+def _layout(data: bytes | str) -> dict[str, Any]:
+    """The file's line endings and whether its last line is ended."""
+    raw = data.encode() if isinstance(data, str) else data
+    body = raw.rstrip(b" \t")
+    crlf = raw.count(b"\n") > 0 and raw.count(b"\r\n") == raw.count(b"\n")
+    return {"newline": "\r\n" if crlf else "\n", "final_newline": body.endswith(b"\n")}
 
 
 def _as_shown(message: dict[str, Any], index: int) -> dict[str, Any]:
@@ -140,13 +169,21 @@ def _as_shown(message: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def _meta(message: dict[str, Any], index: int | None) -> dict[str, Any]:
-    kept = _as_shown(message, index) if index is not None else dict(message)
+    """A node's metadata: the message it came from (as shown with swipe ``index``, or
+    whole when it has no swipes), its keys in order, and the swipe's own info entry."""
+    if index is None:  # no swipes: every field as it was but the text (the node's)
+        kept = dict(message)
+        kept.pop("mes", None)
+    else:
+        kept = _as_shown(message, index)
+        for field in DERIVED:
+            kept.pop(field, None)
     meta: dict[str, Any] = {"keys": list(message), "message": kept}
-    for field in DERIVED:
-        kept.pop(field, None)
     if index is not None:
         info = message.get("swipe_info")
-        if isinstance(info, list) and index < len(info):
+        if info is None and "swipe_info" in message:
+            meta["swipe_info_null"] = True
+        elif isinstance(info, list) and index < len(info):
             meta["swipe_info"] = info[index]
     metadata: dict[str, Any] = {KEY: meta}
     reasoning = (
@@ -157,8 +194,27 @@ def _meta(message: dict[str, Any], index: int | None) -> dict[str, Any]:
     return metadata
 
 
+def _title(messages: list[dict[str, Any]], header: dict[str, Any] | None, name: str) -> str:
+    characters = list(
+        dict.fromkeys(
+            m["name"]
+            for m in messages
+            if not m.get("is_user") and not m.get("is_system") and m.get("name")
+        )
+    )
+    if not characters:
+        return name
+    if header is None or len(characters) > 1:  # a group chat
+        shown = ", ".join(characters[:3]) + (", …" if len(characters) > 3 else "")
+        return f"{shown} (SillyTavern group chat)"
+    return f"{characters[0]} (SillyTavern)"
+
+
 def import_chat(store: Store, data: bytes | str, name: str, *, title: str | None = None) -> Session:
     """A new session holding the chat, in one transaction (a bad file stores nothing).
+    An empty chat (an empty file, as SillyTavern writes a group chat with no message
+    yet) is an empty session. The chat's player and character become the session's
+    names (``metadata["names"]``).
 
     Raises:
         ChatError: the file is not a valid chat (line and field named).
@@ -188,17 +244,24 @@ def import_chat(store: Store, data: bytes | str, name: str, *, title: str | None
 
     def grow(tx: SessionTransaction) -> None:
         # HEAD on the last message's chosen swipe: the path to it is the active one.
-        tx.insert_nodes(records, head=parent)
+        if records:
+            tx.insert_nodes(records, head=parent)
 
-    characters = [m.get("name") for m in messages if not m.get("is_user") and m.get("name")]
+    metadata: dict[str, Any] = {KEY: {"header": header, "file": name, **_layout(data)}}
+    names = speakers(messages)
+    if header is not None:  # SillyTavern before 1.15 names them in the header too
+        for key, field in (("player", "user_name"), ("character", "character_name")):
+            given = header.get(field)
+            if isinstance(given, str) and given.strip() and given != "unused":
+                names.setdefault(key, given)
+    if names:
+        metadata[NAMES] = names
     return store.create_session(
-        title=title or (f"{characters[0]} (SillyTavern)" if characters else name),
-        metadata={KEY: {"header": header, "file": name}},
-        fill=grow,
+        title=title or _title(messages, header, name), metadata=metadata, fill=grow
     )
 
 
-def _message(node: Node, siblings: Sequence[Node], names: dict[str, str]) -> dict[str, Any]:
+def _message(node: Node, siblings: Sequence[Node], names: SessionNames) -> dict[str, Any]:
     meta = node.metadata.get(KEY) if isinstance(node.metadata.get(KEY), dict) else None
     if meta is not None:
         base, keys = dict(meta["message"]), list(meta["keys"])
@@ -209,7 +272,7 @@ def _message(node: Node, siblings: Sequence[Node], names: dict[str, str]) -> dic
         if node.metadata.get("model"):
             extra["model"] = node.metadata["model"]
         base = {
-            "name": node.name or names["user" if node.role == "user" else "char"],
+            "name": node.name or names.of(node.role),
             "is_user": node.role == "user",
             "is_system": not node.enabled,
             "send_date": node.created_at.isoformat(),
@@ -218,25 +281,77 @@ def _message(node: Node, siblings: Sequence[Node], names: dict[str, str]) -> dic
         keys = [*base, "mes"]
     if "is_system" in keys or not node.enabled:
         base["is_system"] = not node.enabled
+    if meta is not None and "name" not in keys and node.name:
+        base["name"] = node.name
     base["mes"] = node.content
-    had_swipes = "swipes" in keys
-    if len(siblings) > 1 or had_swipes:
+    if len(siblings) > 1 or (meta is not None and _had_swipes(meta)):
+        index = [s.id for s in siblings].index(node.id)
         base["swipes"] = [s.content for s in siblings]
-        base["swipe_id"] = [s.id for s in siblings].index(node.id)
-        base["swipe_info"] = [_swipe_info(s) for s in siblings]
+        if meta is None or not _had_swipes(meta) or "swipe_id" in keys or index != 0:
+            base["swipe_id"] = index
+        info = _swipe_infos(siblings)
+        if info:
+            base["swipe_info"] = info
+        elif meta is not None and meta.get("swipe_info_null"):
+            base["swipe_info"] = None
+        elif meta is None or "swipe_info" in keys:
+            base["swipe_info"] = []
     order = [k for k in keys if k in base] + [k for k in base if k not in keys]
     return {k: base[k] for k in order}
 
 
-def _swipe_info(node: Node) -> dict[str, Any]:
+def _had_swipes(meta: dict[str, Any]) -> bool:
+    """Whether the imported message had a list of swipes (its node is one of them)."""
+    return "swipes" in meta["keys"] and "swipes" not in meta["message"]
+
+
+def _swipe_infos(siblings: Sequence[Node]) -> list[dict[str, Any]]:
+    """``swipe_info`` for these swipes: each imported swipe's own entry at its place;
+    an entry made for a reply Clotho generated, and for an imported swipe without one
+    only when a real entry comes after it (the list is parallel to the swipes). Nothing
+    is made for an unchanged import: its list comes back as it was."""
+    entries: list[dict[str, Any] | None] = []
+    grown: list[bool] = []
+    for sibling in siblings:
+        meta = sibling.metadata.get(KEY)
+        if isinstance(meta, dict):
+            entry = meta.get("swipe_info")
+            entries.append(entry if isinstance(entry, dict) else None)
+            grown.append(False)
+        else:
+            entries.append(_made_info(sibling))
+            grown.append(True)
+    last_real = max(
+        (i for i, e in enumerate(entries) if e is not None and not grown[i]), default=-1
+    )
+    infos: list[dict[str, Any]] = []
+    for i, (sibling, entry) in enumerate(zip(siblings, entries, strict=True)):
+        if entry is None:
+            if i > last_real:
+                break
+            entry = _made_info(sibling)
+        infos.append(entry)
+    return infos
+
+
+def _made_info(node: Node) -> dict[str, Any]:
+    """A ``swipe_info`` entry for a node that has none: its send date (the imported
+    message's, else when the node was made) and its model."""
     meta = node.metadata.get(KEY)
-    if isinstance(meta, dict) and isinstance(meta.get("swipe_info"), dict):
-        return meta["swipe_info"]
-    return {"send_date": node.created_at.isoformat(), "extra": {}}
+    message = meta.get("message", {}) if isinstance(meta, dict) else {}
+    sent = message.get("send_date") if isinstance(message, dict) else None
+    extra = {"model": node.metadata["model"]} if node.metadata.get("model") else {}
+    return {"send_date": sent or node.created_at.isoformat(), "extra": extra}
 
 
-def export_chat(store: Store, session_id: str, head: str | None = None) -> Export:
-    """The path to ``head`` (default HEAD) as a SillyTavern chat.
+def export_chat(
+    store: Store, session_id: str, head: str | None = None, *, names: SessionNames | None = None
+) -> Export:
+    """The path to ``head`` (default HEAD) as a SillyTavern chat. An imported chat comes
+    back with its header (or none), its line endings and final newline; a message with
+    no name of its own is named by ``names`` (default: the names the session was given,
+    :meth:`SessionNames.resolve`; the command line and the API pass the session's
+    campaign and card too).
 
     Raises:
         mnemosyne.MnemosyneError: unknown session or node.
@@ -247,23 +362,27 @@ def export_chat(store: Store, session_id: str, head: str | None = None) -> Expor
     path = _full_path(tree.nodes, target)
     children = tree.children()
     kept = session.metadata.get(KEY, {}) if isinstance(session.metadata.get(KEY), dict) else {}
-    header = kept.get("header") or {
-        "chat_metadata": {},
-        "user_name": "unused",
-        "character_name": "unused",
-    }
-    names = {"user": "User", "char": "Assistant"}
+    header = kept.get("header", NEW_HEADER)
+    speaking = names or SessionNames.resolve(metadata=session.metadata)
     on_path = {node.id for node in path}
     dropped = 0
-    lines = [json.dumps(header, ensure_ascii=False, separators=(",", ":"))]
+    lines = (
+        [] if header is None else [json.dumps(header, ensure_ascii=False, separators=(",", ":"))]
+    )
     for node in path:
         siblings = [s for s in children.get(node.parent_id, []) if s.role == node.role]
         for sibling in siblings:
             if sibling.id not in on_path:
                 dropped += _below(children, sibling.id)
-        message = _message(node, siblings, names)
+        message = _message(node, siblings, speaking)
         lines.append(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
-    return Export(lines, len(path), dropped)
+    return Export(
+        lines,
+        len(path),
+        dropped,
+        newline="\r\n" if kept.get("newline") == "\r\n" else "\n",
+        final_newline=bool(kept.get("final_newline", True)),
+    )
 
 
 def _full_path(nodes: Sequence[Node], head: str | None) -> list[Node]:

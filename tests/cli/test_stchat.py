@@ -74,9 +74,9 @@ def test_a_branch_exports_its_forks_as_swipes_and_counts_what_cannot_fit(store: 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", "empty file"),
-        ('{"chat_metadata": {}}\n{"mes": "hi"\n', "line 2: not JSON"),
-        ('{"mes": "hi"}\n', "line 1: the first line is the chat's header"),
+        ('{"chat_metadata": {}}\n{"mes": "hi"\n', r"not JSON: .* \(line 2, column 13\)"),
+        ('{"mes": "hi"}\n{"mes": 5}\n', "line 2: mes: Input should be a valid string"),
+        ('{"chat_metadata": []}\n', "line 1: chat_metadata: expected an object"),
         ('{"chat_metadata": {}}\n{"mes": 5}\n', "line 2: mes: Input should be a valid string"),
         ('{}\n{"mes": "a"}\n[]\n', r"line 3: Input should be an object \(got \[\]\)"),
         ('{}\n{"mes": "a", "swipes": []}\n', "line 2: swipes: List should have at least 1 item"),
@@ -111,7 +111,9 @@ def test_import_and_export_from_the_command_line(tmp_path: Path) -> None:
     assert target.read_bytes() == CHAT.read_bytes().rstrip(b"\n") + b"\n"
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"chat_metadata": {}}\nnot json\n')
-    assert "broken.jsonl: line 2: not JSON" in run.fails("import", "chat", str(broken))
+    assert "broken.jsonl: not JSON: Expecting value (line 2, column 1)" in run.fails(
+        "import", "chat", str(broken)
+    )
 
 
 def test_many_bad_lines_are_one_line_naming_the_first_three(store: Store) -> None:
