@@ -31,9 +31,7 @@ ELDORIA_KEYS = {
 
 @pytest.fixture
 def eldoria_text() -> str:
-    if not ELDORIA.is_file():
-        pytest.skip(f"the real SillyTavern fixture {ELDORIA} is missing")
-    return ELDORIA.read_text(encoding="utf-8")
+    return ELDORIA.read_text(encoding="utf-8")  # missing: the test fails, never skips
 
 
 def _attributes(entry: Entry) -> dict[str, Any]:
