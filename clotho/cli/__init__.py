@@ -11,7 +11,18 @@ __all__ = ["app", "main"]
 
 # The command modules register their commands when imported; this order is the order
 # of ``clotho --help``.
-for _module in ("tree", "state", "editor", "play", "lore", "exchange", "serve", "db", "demo"):
+for _module in (
+    "tree",
+    "state",
+    "editor",
+    "play",
+    "lore",
+    "exchange",
+    "stfolder",
+    "serve",
+    "db",
+    "demo",
+):
     import_module(f"{__name__}.{_module}")
 
 

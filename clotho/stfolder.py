@@ -1,0 +1,478 @@
+"""A whole SillyTavern user folder in one go (``clotho import sillytavern DIR``).
+
+A user folder (``data/default-user``, or ``data/`` holding one user) is laid out as
+SillyTavern's ``src/constants.js`` says: ``characters/`` (cards, PNG or JSON),
+``chats/<card file's name>/*.jsonl`` (each character's chats), ``groups/*.json`` and
+``group chats/*.jsonl``, ``worlds/*.json`` (World Info books), ``settings.json``
+(personas, books linked to characters: :mod:`clotho.formats.stuser`).
+
+The import is a :class:`Plan` first (:func:`plan_folder`): every file read within the
+limits its own reader keeps (:func:`clotho.lore.read_upload`,
+:func:`planner.cards.load_card`, :func:`planner.lorebook.load_world_info`,
+:func:`clotho.formats.stchat.parse_chat`, :mod:`clotho.formats.stuser`), a file that
+cannot be used skipped with its reason, never stopping the rest. It plans one session
+per chat (its character's card kept with it; a chat whose card is missing comes in
+without one, and says so), one per group chat (the group's name and members kept
+with it, a ``group`` document), and one per character with no chat (starting with its
+greeting); World Info books go into the sessions of the characters that link them,
+the others are listed as available; the player is the chat's persona (a ``persona``
+document). Then :func:`write_plan` writes each session on its own.
+
+Each session remembers the file it came from and its SHA-256 (a ``source``
+document), so a second run finds what is already there and imports only what is new
+or changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from clotho.errors import ClothoError
+from clotho.formats.names import NAMES
+from clotho.formats.stchat import import_chat, parse_chat
+from clotho.formats.stuser import (
+    Group,
+    Persona,
+    Personas,
+    UserSettings,
+    linked_books,
+    read_group,
+    read_settings,
+)
+from clotho.lore import LOREBOOK, card_documents, read_upload
+from clotho.sessions import card_session, persona_document
+from mnemosyne import MnemosyneError
+from planner.errors import PlannerError
+
+if TYPE_CHECKING:
+    from mnemosyne import Session, Store
+    from planner.cards import Card
+    from planner.lorebook import Lorebook
+
+__all__ = [
+    "GROUP",
+    "SOURCE",
+    "FolderError",
+    "Plan",
+    "PlannedSession",
+    "Skipped",
+    "plan_folder",
+    "user_folder",
+    "write_plan",
+]
+
+SOURCE = "source"
+"""The kind of the document naming the file a session was imported from."""
+SOURCE_NAME = "sillytavern"
+GROUP = "group"
+"""The kind of the document holding a group chat's group (name, members)."""
+USER_ENTRIES = ("characters", "chats", "groups", "group chats", "worlds", "settings.json")
+"""What a user folder holds (SillyTavern makes them all; two of them mark one)."""
+CARD_SUFFIXES = (".png", ".json")
+
+T = TypeVar("T")
+Kind = Literal["chat", "group", "character"]
+Status = Literal["new", "changed", "already there", "imported", "failed"]
+
+
+class FolderError(ClothoError, ValueError):
+    """The folder is not a SillyTavern user folder (or holds several users)."""
+
+    code = "invalid_folder"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    file: str
+    """The file, relative to the user folder."""
+    reason: str
+
+
+@dataclass
+class PlannedSession:
+    """One session the folder makes."""
+
+    kind: Kind
+    source: str
+    """The file it comes from (the chat, or the card of a character with no chat),
+    relative to the user folder."""
+    digest: str
+    """The SHA-256 of that file as planned."""
+    title: str
+    card: Card | None = None
+    books: list[Lorebook] = field(default_factory=list)
+    """The World Info books linked to it."""
+    persona: Persona | None = None
+    chat: Path | None = None
+    """The chat file (``None``: a character's session from its card)."""
+    group: Group | None = None
+    members: list[str] = field(default_factory=list)
+    """A group chat's members, by name (a missing card: its file's name)."""
+    notes: list[str] = field(default_factory=list)
+    status: Status = "new"
+    session_id: str | None = None
+    """The session that holds it (already, or once written)."""
+
+    def lorebooks(self) -> list[Lorebook]:
+        """The books the session plays with: the linked ones, and the card's own book
+        unless the book the card links (``extensions.world``) is among them: SillyTavern
+        plays the linked book, and the card's copy is what the card carried when it was
+        made (a book of the same name is kept once, the linked one)."""
+        own = self.card.book if self.card is not None else None
+        linked = {book.name for book in self.books}
+        if own is None or own.name in linked or (self.card and self.card.world in linked):
+            return self.books
+        return [own, *self.books]
+
+    def documents(self) -> list[tuple[str, str, str]]:
+        """What the session keeps besides its messages, one of each kind and name."""
+        from planner.lorebook import dump_world_info
+
+        found: list[tuple[str, str, str]] = []
+        if self.card is not None:
+            found.extend(d for d in card_documents(self.card) if d[0] != LOREBOOK)
+        found.extend((LOREBOOK, book.name, dump_world_info(book)) for book in self.lorebooks())
+        if self.group is not None:
+            group = {"id": self.group.id, "name": self.group.name, "members": self.members}
+            found.append((GROUP, self.group.name, json.dumps(group, ensure_ascii=False)))
+        if self.persona is not None:
+            found.append(persona_document(self.persona.name, self.persona.description))
+        source = {"file": self.source, "sha256": self.digest}
+        found.append((SOURCE, SOURCE_NAME, json.dumps(source)))
+        return list({(kind, name): (kind, name, text) for kind, name, text in found}.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "title": self.title,
+            "character": self.card.name if self.card is not None else None,
+            "members": self.members,
+            "books": [book.name for book in self.lorebooks()],
+            "persona": self.persona.name if self.persona is not None else None,
+            "notes": self.notes,
+            "status": self.status,
+            "session_id": self.session_id,
+        }
+
+
+@dataclass
+class Plan:
+    """What a user folder holds, and what importing it does."""
+
+    folder: Path
+    sessions: list[PlannedSession] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    available_books: list[str] = field(default_factory=list)
+    """World Info books no session links (``clotho import lorebook`` adds one)."""
+    personas: list[Persona] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "sessions": [planned.as_dict() for planned in self.sessions],
+            "skipped": [{"file": s.file, "reason": s.reason} for s in self.skipped],
+            "available_books": self.available_books,
+            "personas": [
+                {"name": p.name, "description": p.description, "avatar": p.avatar}
+                for p in self.personas
+            ],
+        }
+
+
+def user_folder(path: Path) -> Path:
+    """The SillyTavern user folder at ``path``: ``path`` itself, or the one user folder
+    inside it (``data/`` holding ``default-user``, or SillyTavern's own folder).
+
+    Raises:
+        FolderError: not a folder, no user folder in it, or several (named).
+    """
+    if not path.is_dir():
+        raise FolderError(f"{path}: no such folder")
+    for candidates in ([path], _subfolders(path), _subfolders(path / "data")):
+        users = [folder for folder in candidates if _is_user_folder(folder)]
+        if len(users) == 1:
+            return users[0]
+        if users:
+            names = ", ".join(str(user) for user in users)
+            raise FolderError(f"{path}: several SillyTavern users ({names}): name one of them")
+    raise FolderError(
+        f"{path}: not a SillyTavern user folder (it holds fewer than two of "
+        f"{', '.join(USER_ENTRIES)}, and so does every folder inside it; SillyTavern "
+        "keeps them in data/default-user)"
+    )
+
+
+def _subfolders(path: Path) -> list[Path]:
+    try:
+        return sorted(child for child in path.iterdir() if child.is_dir())
+    except OSError:
+        return []
+
+
+def _is_user_folder(path: Path) -> bool:
+    return sum((path / entry).exists() for entry in USER_ENTRIES) >= 2
+
+
+class _Reader:
+    """Reads the folder's files, each within its reader's limits; a file that cannot be
+    used is noted as skipped with its reason."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.skipped: list[Skipped] = []
+
+    def name(self, path: Path) -> str:
+        return path.relative_to(self.folder).as_posix()
+
+    def files(self, directory: str, suffixes: Sequence[str]) -> list[Path]:
+        found = self.folder / directory
+        if not found.is_dir():
+            return []
+        return sorted(
+            path for path in found.iterdir() if path.is_file() and path.suffix.lower() in suffixes
+        )
+
+    def read(self, path: Path, parse: Callable[[bytes, str], T]) -> tuple[T, str] | None:
+        """``parse(the file's bytes, its name)`` and the file's SHA-256, or ``None``
+        with the file noted as skipped."""
+        name = self.name(path)
+        try:
+            data = read_upload(path)
+            return parse(data, name), hashlib.sha256(data).hexdigest()
+        except (ClothoError, PlannerError, MnemosyneError) as error:
+            # the reason without the file's name (or the book's: a world's stem) first
+            reason = str(error).removeprefix(f"{name}: ").removeprefix(f"{path.stem}: ")
+            self.skipped.append(Skipped(name, reason))
+        return None
+
+    def skip(self, path: Path, reason: str) -> None:
+        self.skipped.append(Skipped(self.name(path), reason))
+
+
+@dataclass(frozen=True)
+class _Character:
+    card: Card
+    file: str
+    """Its file's name in ``characters/`` (SillyTavern's "avatar")."""
+    digest: str
+
+
+class _Planner:
+    """Builds a :class:`Plan`, file by file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.reader = _Reader(folder)
+        self.plan = Plan(folder)
+        self.settings = UserSettings()
+        if (folder / "settings.json").is_file():
+            read = self.reader.read(folder / "settings.json", read_settings)
+            self.settings = read[0] if read else self.settings
+        self.personas = Personas(self.settings)
+        self.plan.personas = list(self.personas.known.values())
+        self.books: dict[str, Lorebook] = {}
+        for path in self.reader.files("worlds", (".json",)):
+            book = self.reader.read(path, _world)
+            if book is not None:
+                self.books[book[0].name] = book[0]
+        self.used: set[str] = set()
+        self.characters = self._characters()
+
+    def _characters(self) -> dict[str, _Character]:
+        """The cards of ``characters/``, by their file's name without its suffix (the
+        name of their chats' folder)."""
+        from planner.cards import load_card
+
+        found: dict[str, _Character] = {}
+        for path in self.reader.files("characters", CARD_SUFFIXES):
+            read = self.reader.read(path, load_card)
+            if read is None:
+                continue
+            if path.stem in found:
+                self.reader.skip(path, f"a second card named {path.stem} (the first is kept)")
+                continue
+            found[path.stem] = _Character(read[0], path.name, read[1])
+        return found
+
+    def add(
+        self,
+        planned: PlannedSession,
+        characters: list[tuple[Card | None, str]],
+        chat_metadata: dict[str, Any],
+        connection: tuple[str, str],
+    ) -> None:
+        """``planned`` with its books and its player."""
+        links = [(card.world if card else None, stem) for card, stem in characters]
+        for name in linked_books(self.settings, links, chat_metadata):
+            if name in self.books:
+                self.used.add(name)
+                planned.books.append(self.books[name])
+            else:
+                planned.notes.append(f"it links the World Info book {name!r}, not in worlds/")
+        planned.persona = self.personas.of(chat_metadata, connection)
+        self.plan.sessions.append(planned)
+
+    def chats(self) -> set[str]:
+        """A session per chat of ``chats/``; returns the characters that have one."""
+        chatted: set[str] = set()
+        for chat_folder in _subfolders(self.reader.folder / "chats"):
+            stem = chat_folder.name
+            found = self.characters.get(stem)
+            card = found.card if found else None
+            for path in self.reader.files(f"chats/{stem}", (".jsonl",)):
+                read = self.reader.read(path, parse_chat)
+                if read is None:
+                    continue
+                chatted.add(stem)
+                name = self.reader.name(path)
+                planned = PlannedSession("chat", name, read[1], path.stem, card, chat=path)
+                if card is None:
+                    planned.notes.append(
+                        f"its character's card (characters/{stem}.png) is missing: "
+                        "imported without one"
+                    )
+                metadata = _chat_metadata(read[0][0])
+                self.add(planned, [(card, stem)], metadata, ("character", stem))
+        return chatted
+
+    def groups(self) -> None:
+        """A session per group chat of ``group chats/``, its group from ``groups/``."""
+        groups: dict[str, Group] = {}
+        for path in self.reader.files("groups", (".json",)):
+            read = self.reader.read(path, read_group)
+            if read is not None:
+                for chat in read[0].chat_ids():
+                    groups.setdefault(chat, read[0])
+        for path in self.reader.files("group chats", (".jsonl",)):
+            group = groups.get(path.stem)
+            if group is None:
+                self.reader.skip(path, "no group in groups/ lists this chat")
+                continue
+            read_chat = self.reader.read(path, parse_chat)
+            if read_chat is None:
+                continue
+            name = self.reader.name(path)
+            title = f"{group.name}: {path.stem}"
+            planned = PlannedSession("group", name, read_chat[1], title, chat=path, group=group)
+            members: list[tuple[Card | None, str]] = []
+            for member in group.members:
+                stem = Path(member).stem
+                found = self.characters.get(stem)
+                members.append((found.card if found else None, stem))
+                planned.members.append(found.card.name if found else stem)
+                if found is None:
+                    planned.notes.append(f"member {member}: its card is not in characters/")
+            self.add(planned, members, group.metadata_of(path.stem), ("group", group.id))
+
+    def lone_characters(self, chatted: set[str]) -> None:
+        """A session from the card of each character with no chat."""
+        for stem, found in self.characters.items():
+            if stem not in chatted:
+                source = f"characters/{found.file}"
+                planned = PlannedSession(
+                    "character", source, found.digest, found.card.name, found.card
+                )
+                self.add(planned, [(found.card, stem)], {}, ("character", stem))
+
+
+def _world(data: bytes, name: str) -> Lorebook:
+    """A book of ``worlds/``, named by its file as SillyTavern names it."""
+    from planner.lorebook import load_world_info
+
+    return load_world_info(data, Path(name).stem)
+
+
+def _chat_metadata(header: dict[str, Any] | None) -> dict[str, Any]:
+    metadata = (header or {}).get("chat_metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def plan_folder(path: Path, store: Store | None = None) -> Plan:
+    """What importing the SillyTavern user folder at ``path`` would do. With ``store``,
+    each planned session says whether the store holds it already (``status``).
+
+    Raises:
+        FolderError: ``path`` is not a SillyTavern user folder (:func:`user_folder`).
+    """
+    planner = _Planner(user_folder(path))
+    chatted = planner.chats()
+    planner.groups()
+    planner.lone_characters(chatted)
+    plan = planner.plan
+    plan.available_books = sorted(set(planner.books) - planner.used)
+    plan.skipped = planner.reader.skipped
+    if store is not None:
+        _mark_existing(store, plan)
+    return plan
+
+
+def _sources(store: Store) -> dict[tuple[str, str], str]:
+    """What was imported from SillyTavern folders: (file, sha256) -> session id."""
+    found: dict[tuple[str, str], str] = {}
+    for session in store.sessions():
+        for document in store.documents(session.id, SOURCE):
+            source = json.loads(document.content)
+            if document.name == SOURCE_NAME and isinstance(source, dict):
+                found[(str(source.get("file")), str(source.get("sha256")))] = session.id
+    return found
+
+
+def _mark_existing(store: Store, plan: Plan) -> None:
+    sources = _sources(store)
+    files = {file for file, _ in sources}
+    for planned in plan.sessions:
+        existing = sources.get((planned.source, planned.digest))
+        if existing is not None:
+            planned.status, planned.session_id = "already there", existing
+        elif planned.source in files:
+            planned.status = "changed"
+            planned.notes.append("changed since it was imported: imported again, a new session")
+
+
+def write_plan(store: Store, plan: Plan) -> None:
+    """Import each planned session not already there, each on its own; one that fails
+    is marked ``failed`` with its reason (in its notes) and the others go on. Each
+    planned session's ``status`` and ``session_id`` say what happened."""
+    for planned in plan.sessions:
+        if planned.status == "already there":
+            continue
+        try:
+            session = _write(store, planned)
+        except (ClothoError, PlannerError, MnemosyneError) as error:
+            planned.status = "failed"
+            planned.notes.append(str(error))
+            continue
+        planned.status, planned.session_id = "imported", session.id
+
+
+def _write(store: Store, planned: PlannedSession) -> Session:
+    documents = planned.documents()
+    if planned.chat is None:
+        assert planned.card is not None  # a character's own session
+        player = {"player": planned.persona.name} if planned.persona else {}
+        session, _ = card_session(
+            store,
+            planned.card,
+            title=planned.title,
+            documents=documents,
+            metadata={NAMES: {**player, "character": planned.card.name}},
+        )
+        return session
+    data = read_upload(planned.chat)
+    if hashlib.sha256(data).hexdigest() != planned.digest:
+        raise FolderError(f"{planned.source}: changed since it was read: run the import again")
+    session = import_chat(store, data, planned.source, title=planned.title)
+    try:
+        with store.transaction(session.id, expected_version=session.version) as tx:
+            for kind, name, content in documents:
+                tx.put_document(kind, name, content)
+    except (ClothoError, PlannerError, MnemosyneError):
+        store.trash_session(session.id)  # the chat without its card, books, source: none
+        store.purge_session(session.id)
+        raise
+    return tx.session

@@ -1,0 +1,207 @@
+"""``clotho import sillytavern DIR``: a whole SillyTavern user folder (the constructed
+one in tests/fixtures/sillytavern_user, plus SillyTavern's own Seraphina card and
+Eldoria book), on SQLite and PostgreSQL: characters, their chats, a group chat, World
+Info linked by card and by settings, personas, bad files skipped with their reasons,
+a chat whose card is missing, and a second run that imports nothing twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clotho.lore import CARD, LOREBOOK, session_books
+from clotho.sessions import PERSONA
+from clotho.stfolder import GROUP, FolderError, Plan, PlannedSession, plan_folder, write_plan
+from mnemosyne import Store
+from tests._fixtures import ELDORIA, FIXTURES, SERAPHINA
+
+from .test_cli import Run
+
+USER = FIXTURES / "sillytavern_user"
+BRAM_CHAT = "chats/Bram/Bram - 2026-10-01@18h00m00s.jsonl"
+GHOST_CHAT = "chats/Ghost/Ghost - 2026-09-30@10h00m00s.jsonl"
+GROUP_CHAT = "group chats/2026-10-02@20h00m00s.jsonl"
+SKIPPED = {
+    "characters/Broken.json": "data: expected an object",
+    "worlds/broken.json": "not JSON",
+    "chats/Bram/Bram - 2026-10-01@19h00m00s.jsonl": "not JSON",
+}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """The fixture's user folder as SillyTavern keeps it (data/default-user), with
+    SillyTavern's default character and her book added."""
+    user = tmp_path / "data" / "default-user"
+    shutil.copytree(USER, user)
+    shutil.copy(SERAPHINA, user / "characters" / "Seraphina.png")
+    shutil.copy(ELDORIA, user / "worlds" / "Eldoria.json")
+    return user
+
+
+@pytest.fixture
+def run(database_url: str, tmp_path: Path) -> Run:
+    run = Run(database_url, tmp_path / "home")
+    run.env["CLOTHO_VECTORS"] = "false"
+    return run
+
+
+def _by_source(plan: Plan) -> dict[str, PlannedSession]:
+    return {planned.source: planned for planned in plan.sessions}
+
+
+def _documents(store: Store, session_id: str, kind: str) -> list[dict[str, object]]:
+    return [json.loads(d.content) for d in store.documents(session_id, kind)]
+
+
+def test_a_whole_folder_comes_in(store: Store, folder: Path) -> None:
+    plan = plan_folder(folder.parent, store)  # data/ holding one user
+    assert plan.folder == folder
+    write_plan(store, plan)
+    found = _by_source(plan)
+    assert set(found) == {
+        BRAM_CHAT,
+        GHOST_CHAT,
+        GROUP_CHAT,
+        "characters/Mira.json",
+        "characters/Seraphina.png",
+    }
+    assert {p.status for p in plan.sessions} == {"imported"}
+    assert {s.file: s.reason for s in plan.skipped}.keys() == SKIPPED.keys()
+    for skipped in plan.skipped:
+        assert SKIPPED[skipped.file] in skipped.reason
+    assert plan.available_books == ["Old Maps"]  # linked by no one
+    assert [p.name for p in plan.personas] == ["Alex", "Wren"]
+    assert len(store.sessions()) == 5
+
+    # a chat: its card kept with it, the book the card links (the world file, not the
+    # older copy inside the card), the default persona, its messages under their names
+    bram = found[BRAM_CHAT].session_id or ""
+    assert store.session(bram).title == "Bram - 2026-10-01@18h00m00s"
+    assert [d.name for d in store.documents(bram, CARD)] == ["Bram"]
+    [northwatch] = session_books(store, bram)
+    assert (northwatch.name, len(northwatch.entries)) == ("Northwatch", 2)
+    assert _documents(store, bram, PERSONA)[0]["name"] == "Alex"
+    said = [(n.role, n.name, n.content) for n in store.projection(bram)]
+    assert said[1:] == [
+        ("user", "Alex", "I seek the archive."),
+        ("assistant", "Bram", "The gate opens at dawn."),
+    ]
+    assert len(store.tree(bram).nodes) == 4  # the other swipe is an alternative
+
+    # a chat whose card is missing comes in without one, and says so
+    ghost = found[GHOST_CHAT]
+    assert store.documents(ghost.session_id or "", CARD) == []
+    assert "characters/Ghost.png" in ghost.notes[0] and "missing" in ghost.notes[0]
+
+    # the group chat: the group's name and members, its members' books, the persona
+    # locked to the chat, every speaker's name
+    group = found[GROUP_CHAT].session_id or ""
+    assert store.session(group).title == "The Northwatch Inn: 2026-10-02@20h00m00s"
+    [kept] = _documents(store, group, GROUP)
+    assert (kept["name"], kept["members"]) == ("The Northwatch Inn", ["Bram", "Mira"])
+    assert [b.name for b in session_books(store, group)] == ["Northwatch", "Inn Rumours"]
+    assert _documents(store, group, PERSONA)[0]["name"] == "Wren"
+    assert [n.name for n in store.projection(group)] == ["Mira", "Wren", "Bram"]
+
+    # a character with no chat: a session from its card, starting with its greetings;
+    # the book settings.json links to it (charLore), the persona connected to it
+    mira = found["characters/Mira.json"].session_id or ""
+    roots = [n for n in store.tree(mira).nodes if n.parent_id is None]
+    assert [n.name for n in roots] == ["Mira"] * 3  # the greeting and two alternatives
+    assert [b.name for b in session_books(store, mira)] == ["Inn Rumours"]
+    assert _documents(store, mira, PERSONA)[0] == {
+        "name": "Wren",
+        "description": "A young scout of the Northwatch.",
+    }
+    assert store.session(mira).metadata["names"] == {"player": "Wren", "character": "Mira"}
+
+    # SillyTavern's own card: Eldoria from worlds/ (the card links it), kept once
+    seraphina = found["characters/Seraphina.png"].session_id or ""
+    assert [d.name for d in store.documents(seraphina, LOREBOOK)] == ["Eldoria"]
+
+
+def test_a_second_run_imports_nothing_twice(store: Store, folder: Path) -> None:
+    write_plan(store, plan_folder(folder, store))
+    again = plan_folder(folder, store)
+    assert {p.status for p in again.sessions} == {"already there"}
+    write_plan(store, again)
+    assert len(store.sessions()) == 5
+
+    # a chat played on in SillyTavern since: imported again, as a new session
+    chat = folder / BRAM_CHAT
+    line = {"name": "Alex", "is_user": True, "mes": "At dawn, then.", "extra": {}}
+    chat.write_text(chat.read_text() + json.dumps(line) + "\n")
+    third = _by_source(plan_folder(folder, store))
+    assert third[BRAM_CHAT].status == "changed"
+    assert {p.status for s, p in third.items() if s != BRAM_CHAT} == {"already there"}
+    fourth = plan_folder(folder, store)
+    write_plan(store, fourth)
+    assert _by_source(fourth)[BRAM_CHAT].status == "imported"
+    assert len(store.sessions()) == 6
+
+
+def test_a_session_that_fails_does_not_stop_the_others(store: Store, folder: Path) -> None:
+    (folder / "group chats" / "lost.jsonl").write_text("")  # no group lists it
+    plan = plan_folder(folder, store)
+    assert {s.file: s.reason for s in plan.skipped}["group chats/lost.jsonl"] == (
+        "no group in groups/ lists this chat"
+    )
+    chat = folder / BRAM_CHAT
+    chat.write_text(chat.read_text().replace("archive", "library"))  # after the plan
+    write_plan(store, plan)
+    found = _by_source(plan)
+    assert found[BRAM_CHAT].status == "failed"
+    assert "changed since it was read" in found[BRAM_CHAT].notes[-1]
+    assert {p.status for s, p in found.items() if s != BRAM_CHAT} == {"imported"}
+    assert len(store.sessions()) == 4  # nothing of the failed one
+
+
+def test_bad_settings_are_skipped_and_the_rest_comes_in(folder: Path) -> None:
+    (folder / "settings.json").write_text('{"power_user": {"personas": ["Alex"]}}')
+    plan = plan_folder(folder)
+    reason = {s.file: s.reason for s in plan.skipped}["settings.json"]
+    assert reason.startswith("power_user.personas: ")
+    assert len(plan.sessions) == 5 and plan.personas == []
+    assert {p.persona for p in plan.sessions} == {None}  # no one named
+    (folder / "settings.json").write_text('{"username": "Kit"}')
+    assert {p.persona.name for p in plan_folder(folder).sessions if p.persona} == {"Kit"}
+
+
+def test_where_the_user_folder_is(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(USER, data / "alice")
+    assert plan_folder(data).folder == data / "alice"
+    assert plan_folder(tmp_path).folder == data / "alice"  # SillyTavern's own folder
+    shutil.copytree(USER, data / "bob")
+    with pytest.raises(FolderError, match=r"several SillyTavern users.*alice.*bob"):
+        plan_folder(data)
+    with pytest.raises(FolderError, match="not a SillyTavern user folder"):
+        plan_folder(tmp_path / "data" / "alice" / "worlds")
+    with pytest.raises(FolderError, match="no such folder"):
+        plan_folder(tmp_path / "nowhere")
+
+
+def test_the_command(run: Run, folder: Path) -> None:
+    planned = run.json("import", "sillytavern", str(folder), "--dry-run")
+    assert planned["dry_run"] is True
+    assert {s["status"] for s in planned["sessions"]} == {"new"}
+    assert run.json("session", "list") == []  # a dry run changes nothing
+
+    done = run.json("import", "sillytavern", str(folder))
+    assert {s["status"] for s in done["sessions"]} == {"imported"}
+    assert [s["file"] for s in done["skipped"]] == [s["file"] for s in planned["skipped"]]
+    assert len(run.json("session", "list")) == 5
+
+    said = run("import", "sillytavern", str(folder)).stdout
+    assert "5 session(s): 5 already there; 3 skipped" in said
+    assert "characters/Broken.json: data: expected an object" in said
+    assert "no character links (clotho import lorebook FILE): Old Maps" in said
+    assert len(run.json("session", "list")) == 5
+
+    assert "not a SillyTavern user folder" in run.fails(
+        "import", "sillytavern", str(folder / "worlds")
+    )
