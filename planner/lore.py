@@ -57,8 +57,10 @@ class VectorSettings(BaseModel):
     hits: int = Field(3, ge=0)
     """At most this many entries come in by meaning per turn; entries that fire anyway
     (by their keys, constant, sticky) take none of these places."""
-    max_distance: float = Field(0.6, ge=0, allow_inf_nan=False)
-    """Entries farther than this from the query are not activated (cosine distance)."""
+    max_distance: float = Field(0.8, ge=0, allow_inf_nan=False)
+    """Entries farther than this from the query are not activated (cosine distance; 0.8
+    is a similarity of 0.2, tuned for the local model, whose good matches score 0.15 to
+    0.75: ``bench/lore_by_meaning.py``)."""
     query_messages: int = Field(2, ge=1)
     """The query is the newest this-many messages."""
 

@@ -19,9 +19,9 @@ the book no longer has (or that are now disabled). A collection built by another
 is rebuilt.
 
 Distances are cosine distances (0 = same direction, 2 = opposite);
-``similarity = 1 - distance``. The default embedder is the local all-MiniLM-L6-v2
-(``clotho[local-embeddings]``); it truncates a text at 256 word pieces, so an entry's
-comment and keys, which come first, always count.
+``similarity = 1 - distance``. The default embedder is the local WordLlama model
+(:class:`LocalEmbeddings`, installed with Clotho); it cuts a text at 512 tokens, so an
+entry's comment and keys, which come first, always count.
 
 Every failure of Chroma or of the embedding model raises
 :class:`~planner.errors.RetrievalError` naming the collection or the model.
@@ -214,8 +214,8 @@ class LoreIndex:
     """The lore of several books in Chroma, one collection per book, searched by meaning.
 
     Nothing is opened or loaded until the first :meth:`sync` or :meth:`query`: Chroma's
-    client then, the embedding model at the first embedding (the local model takes
-    seconds, once per process). Not safe to share between threads.
+    client then, the embedding model at the first embedding (once per process).
+    Not safe to share between threads.
     """
 
     def __init__(

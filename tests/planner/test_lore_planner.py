@@ -72,7 +72,7 @@ def test_lore_no_key_names_is_found_by_meaning(tmp_path: Path) -> None:
     index = LoreIndex(tmp_path / "index")
     index.sync(BOOK)
     planner = LorePlanner([BOOK], index=index, vectors=VectorSettings(hits=1), seed=1)
-    found = retrieve(planner, "What is howling out there among the trees tonight?")
+    found = retrieve(planner, "Something is howling in the dark forest tonight.")
     assert [hit.id for hit in found.hits] == ["valley:0"]
     assert found.hits[0].reason.startswith("found by meaning (similarity")
     assert found.hits[0].via == "meaning"

@@ -1,6 +1,7 @@
 """Lore retrieval by meaning: the real local model, real Chroma on disk, a real HTTP server.
 
-The local-model tests load torch and all-MiniLM-L6-v2 once (about 10 s), hence ``slow``.
+The local model itself (what it finds, offline, an index it built reopened or rebuilt)
+is tested in tests/planner/test_embeddings.py.
 The provider tests call litellm against an OpenAI ``/v1/embeddings`` server on
 127.0.0.1 (below) that embeds with the hashing trick: deterministic, word-based vectors.
 """
@@ -24,7 +25,6 @@ from typing import Any
 import chromadb
 import pytest
 from chromadb.api.segment import check_index_name
-from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
 
 from planner.errors import RetrievalError
@@ -33,7 +33,6 @@ from planner.vectors import (
     LiteLLMEmbeddings,
     LocalEmbeddings,
     LoreIndex,
-    VectorHit,
     collection_name,
     entry_id,
     entry_text,
@@ -289,58 +288,6 @@ def test_an_index_needs_a_folder_or_a_server(tmp_path: Path) -> None:
 # ------------------------------------------------------------ the real local model
 
 
-@pytest.mark.slow
-def test_the_local_model_finds_lore_that_no_key_names(tmp_path: Path) -> None:
-    embedder = LocalEmbeddings()
-    index = LoreIndex(tmp_path / "index", embedder=embedder)
-    book = make_book()
-    report = index.sync(book)
-    assert (report.added, report.skipped, report.embedded) == (ENABLED, 1, ENABLED)
-    assert embedder.embedded == ENABLED
-
-    question = "what are those beasts howling in the dark woods?"
-    keys = {key.lower() for raw in LORE.values() for key in raw["key"]}
-    assert not any(key in question.lower() for key in keys)
-    hits = index.query([book], [question], n=3)
-    assert hits[0].uid == SHADOWFANGS
-    best = hits[0]
-    assert best == VectorHit(
-        f"Northreach:{SHADOWFANGS}", "Northreach", SHADOWFANGS, best.distance, question
-    )
-    assert 0 < best.distance < hits[1].distance
-    assert best.similarity == pytest.approx(1 - best.distance)
-
-    # Other questions, other entries (the dragon is a beast too, but not a wolf).
-    expected = {
-        "where can I get a drink and play dice tonight?": 1,
-        "where can I get a new sword made?": 8,
-        "how do we cross the river?": 4,
-        "is there a monster in the mountains?": 6,
-        question: SHADOWFANGS,
-    }
-    alone = {text: index.query([book], text, n=ENABLED) for text in expected}
-    assert {text: hits[0].uid for text, hits in alone.items()} == expected
-
-    # Several at once: one hit per entry, at its nearest question's distance, best first.
-    merged = index.query([book], list(expected), n=6)
-    assert len({hit.id for hit in merged}) == len(merged) == 6
-    assert [hit.distance for hit in merged] == sorted(hit.distance for hit in merged)
-    for hit in merged:
-        nearest = min(
-            (other for hits in alone.values() for other in hits if other.id == hit.id),
-            key=lambda other: other.distance,
-        )
-        assert (hit.query, hit.distance) == pytest.approx((nearest.query, nearest.distance))
-
-    # max_distance keeps only the close ones; the disabled entry was never indexed.
-    close = index.query([book], [question], n=10, max_distance=best.distance + 1e-6)
-    assert [hit.uid for hit in close] == [SHADOWFANGS]
-    everything = index.query([book], ["wolves and forests"], n=50)
-    assert len(everything) == ENABLED
-    assert 11 not in {hit.uid for hit in everything}
-
-
-@pytest.mark.slow
 def test_sync_embeds_only_what_changed_and_removes_what_is_gone(tmp_path: Path) -> None:
     embedder = LocalEmbeddings()
     index = LoreIndex(tmp_path / "index", embedder=embedder)
@@ -374,49 +321,6 @@ def test_sync_embeds_only_what_changed_and_removes_what_is_gone(tmp_path: Path) 
     report = index.sync(make_book(lore=lore))
     assert (report.removed, report.embedded, report.skipped) == (1, 0, 1)
     assert index.count("Northreach") == ENABLED - 1
-
-
-@pytest.mark.slow
-def test_a_collection_reopens_from_disk_with_its_embedding_function(tmp_path: Path) -> None:
-    path = tmp_path / "index"
-    book = make_book("Northreach")
-    other = make_book("Southmarch", {uid: LORE[uid] for uid in (1, 2, 4)})
-    first = LoreIndex(path)
-    first.sync(book)
-    first.sync(other)
-    name = collection_name("Northreach")
-    del first
-
-    # A fresh Chroma system (nothing kept in memory) on the same folder, handed no function:
-    # Chroma rebuilds Clotho's registered one from the collection's config and embeds the query.
-    SharedSystemClient.clear_system_cache()
-    client = chromadb.PersistentClient(
-        path=str(path), settings=Settings(anonymized_telemetry=False)
-    )
-    collection = client.get_collection(name)
-    recorded = collection.configuration_json["embedding_function"]
-    assert recorded == {
-        "type": "known",
-        "name": "clotho-local",
-        "config": {"model": "all-MiniLM-L6-v2", "batch_size": 64},
-    }
-    assert isinstance(collection.configuration["embedding_function"], LocalEmbeddings)
-    result = collection.query(
-        query_texts=["what are those beasts howling in the dark woods?"], n_results=1
-    )
-    assert result["ids"] == [[f"Northreach:{SHADOWFANGS}"]]
-    assert collection.metadata == {"book": "Northreach", "embedder": "local:all-MiniLM-L6-v2"}
-
-    # A new index on the folder: nothing to embed again, and it queries both books at once.
-    embedder = LocalEmbeddings()
-    reopened = LoreIndex(path, embedder=embedder)
-    assert reopened.sync(book).unchanged == ENABLED
-    assert embedder.embedded == 0
-    hits = reopened.query([book, other, "Northreach"], ["a tavern with ale and music"], n=4)
-    assert hits[0].uid == 1
-    assert {hit.book for hit in hits} == {"Northreach", "Southmarch"}
-    assert len({hit.id for hit in hits}) == 4
-    assert embedder.embedded == 1  # the query, once for both books
 
 
 # ------------------------------------------------------- a provider, through litellm

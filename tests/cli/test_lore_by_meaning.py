@@ -1,0 +1,45 @@
+"""`clotho lore test` finds an entry by meaning with Clotho's own install: the local model
+(WordLlama, shipped in its wheel), the lore index in the data folder, no network, no key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .test_cli import Run
+
+WOLVES = {
+    "uid": 0,
+    "key": ["shadowfang"],
+    "comment": "Shadowfangs",
+    "content": "Black wolves that hunt in packs through the forest after dusk; their howls "
+    "carry for miles and travellers bar their doors.",
+    "vectorized": True,
+}
+FERRY = {
+    "uid": 1,
+    "key": ["ferry"],
+    "comment": "The Lowmere ferry",
+    "content": "A flat barge pulled across the river on a rope for one silver coin.",
+    "vectorized": True,
+}
+
+
+def test_lore_test_finds_an_entry_by_meaning_offline(tmp_path: Path) -> None:
+    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    for name in ("CLOTHO_VECTORS", "CLOTHO_EMBEDDING_MODEL", "CLOTHO_CHROMA_URL"):
+        run.env.pop(name, None)  # the defaults: the local model, a folder of the data dir
+    book = tmp_path / "north.json"
+    book.write_text(json.dumps({"entries": {"0": WOLVES, "1": FERRY}}))
+    run("session", "new")
+    imported = run("import", "lorebook", str(book))
+    assert "keywords only" not in imported.stderr
+
+    text = "What is that howling out in the dark woods tonight?"
+    assert not any(key in text.lower() for entry in (WOLVES, FERRY) for key in entry["key"])
+    done = run("--json", "lore", "test", text)
+    assert done.stderr == ""  # no warning: nothing fell back to keywords
+    fired = {row["uid"]: row["reason"] for row in json.loads(done.stdout)}
+    assert list(fired) == [0]
+    assert "similar" in fired[0]
+    assert (tmp_path / "home" / "data" / "clotho" / "lore-index").is_dir()
