@@ -9,8 +9,10 @@ session; ``clotho import lorebook|card`` adds them to the current one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +32,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CARD",
     "LOREBOOK",
+    "KeptBook",
     "campaign_documents",
     "card_character",
     "card_documents",
     "greet",
     "import_card",
     "import_lorebook",
+    "keep_book",
     "lore_index",
     "lorebooks_document",
     "read_upload",
@@ -80,22 +84,94 @@ def card_documents(card: Card) -> list[tuple[str, str, str]]:
     return documents
 
 
-def import_lorebook(
-    store: Store, session_id: str, data: bytes, name: str, *, expected_version: int | None = None
-) -> tuple[Lorebook, Session]:
-    """Keep a World Info file (its bytes) with a session as the book ``name``
-    (replacing a book of the same name). Returns the book and the session after.
+@dataclass(frozen=True)
+class KeptBook:
+    """What became of a lorebook brought into a session (:func:`keep_book`)."""
 
-    Raises:
-        LorebookError: the file is not a valid World Info book (the field is named).
-        ConflictError: the session is not at ``expected_version`` (nothing changes).
-    """
+    book: Lorebook
+    """The book as the session keeps it (named apart if its name was taken)."""
+    asked: str
+    """The name it came with."""
+    same_as: str | None = None
+    """The session's book that already holds the same lore: nothing was stored."""
+
+    @property
+    def renamed(self) -> bool:
+        """Another book had its name: it is kept under :attr:`book`'s name."""
+        return self.same_as is None and self.book.name != self.asked
+
+    def note(self) -> str:
+        """A line for people: what was kept, if it is not what they would expect."""
+        if self.same_as is not None:
+            again = "the same book" if self.same_as == self.asked else f"the book {self.same_as!r}"
+            return (
+                f"{self.asked!r} holds the same lore as {again} already in the session: kept once"
+            )
+        if self.renamed:
+            return f"a different book is already named {self.asked!r}: kept as {self.book.name!r}"
+        return ""
+
+
+def keep_book(tx: SessionTransaction, book: Lorebook, *, replace: bool = False) -> KeptBook:
+    """Store a lorebook with the session, once: a book with the same lore as one the
+    session has (:meth:`planner.lorebook.Lorebook.same_lore`: the same file twice, or a
+    card's own book and the file it came from) is not stored again, else every entry
+    would reach the prompt twice; a different book whose name is taken is kept as
+    ``"Name (2)"`` (``replace``: it replaces the book of that name instead)."""
     from planner.lorebook import load_world_info
 
-    book = load_world_info(data, name)
-    with store.transaction(session_id, expected_version=expected_version) as tx:
+    stored = {d.name: load_world_info(d.content, d.name) for d in tx.documents(LOREBOOK)}
+    if replace and book.name in stored:
         tx.put_document(LOREBOOK, book.name, _book_document(book))
-    return book, tx.session
+        return KeptBook(book, book.name)
+    for name, other in stored.items():
+        if other.same_lore(book):
+            return KeptBook(other, book.name, same_as=name)
+    kept = book
+    if book.name in stored:
+        number = 2
+        while f"{book.name} ({number})" in stored:
+            number += 1
+        kept = dataclasses.replace(book, name=f"{book.name} ({number})")
+    tx.put_document(LOREBOOK, kept.name, _book_document(kept))
+    return KeptBook(kept, book.name)
+
+
+def import_lorebook(
+    store: Store,
+    session_id: str,
+    data: bytes,
+    name: str,
+    *,
+    replace: bool = False,
+    expected_version: int | None = None,
+) -> tuple[KeptBook, Session]:
+    """Keep a World Info file (its bytes) with a session as the book ``name``, once
+    (:func:`keep_book`: the same lore twice is kept once, a different book of a taken
+    name is named apart, or replaces it with ``replace``). Returns what was kept and the
+    session after.
+
+    Raises:
+        LorebookError: the file is not a valid World Info book (the field is named), or
+            it is a character card (the message says to import it as one).
+        ConflictError: the session is not at ``expected_version`` (nothing changes).
+    """
+    from planner.errors import LorebookError
+    from planner.filekinds import file_kind
+    from planner.lorebook import load_world_info
+
+    try:
+        book = load_world_info(data, name)
+    except LorebookError as error:
+        if file_kind(data) == "card":
+            raise LorebookError(
+                f"{name}: this is a character card, not a lorebook: "
+                "import it with `clotho import card FILE`"
+            ) from error
+        raise
+    with store.transaction(session_id, expected_version=expected_version) as tx:
+        kept = keep_book(tx, book, replace=replace)
+    return kept, tx.session
 
 
 def import_card(

@@ -207,6 +207,20 @@ class Lorebook:
                 return entry
         raise KeyError(uid)
 
+    def same_lore(self, other: Lorebook) -> bool:
+        """Whether two books hold the same lore: the same entries by what makes them fire
+        and what they put in the prompt (keys, secondary keys and their logic, content,
+        constant, enabled), whatever their names, uids, order of entries and bookkeeping
+        fields. A card's own book and the World Info file it was made from are the same
+        lore; imported twice, every entry would reach the prompt twice."""
+        return sorted(map(_lore_of, self.entries)) == sorted(map(_lore_of, other.entries))
+
+
+def _lore_of(entry: Entry) -> tuple[Any, ...]:
+    secondary = tuple(entry.secondary_keys) if entry.selective else ()
+    logic = entry.selective_logic if secondary else None
+    return (tuple(entry.keys), secondary, logic, entry.content, entry.constant, entry.disable)
+
 
 def _problem(error: ValidationError, where: str, rename: Mapping[str, str] | None = None) -> str:
     """One line for an entry's problems, each named by its path from ``where``

@@ -16,7 +16,6 @@ from clotho.formats.treefile import TreeFile, export_tree
 from clotho.wiring import NoModelError, preview_lore
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
-from planner.lorebook import Lorebook
 
 from ._common import json_chunks, line_chunks, read_body
 from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
@@ -183,30 +182,40 @@ async def import_lorebook_file(
     ctx: ContextDep,
     expected: IfMatch,
 ) -> WriteOut:
-    """A book of the same name is replaced. `imported`: the book, its entries and how
-    many are enabled."""
+    """The same lore twice (the same book, or a card's own book) is kept once
+    (`imported.same_as` names the book that holds it, nothing is added); a different book
+    of a taken name is kept as "Name (2)" (`imported.renamed_from`). `imported`: the book,
+    its entries and how many are enabled."""
     data = await read_body(request)
 
     book_name = name.removesuffix(".json")
 
-    def inline() -> tuple[Lorebook, Session]:
+    def inline() -> tuple[lore.KeptBook, Session]:
         return lore.import_lorebook(
             ctx.store, session_id, data, book_name, expected_version=expected
         )
 
-    book, session = await importing(
+    kept, session = await importing(
         ctx.store, data, inline, import_lorebook_at, session_id, book_name, expected
     )
 
     def work() -> WriteOut:
-        if ctx.settings.vectors:
+        book = kept.book
+        if ctx.settings.vectors and kept.same_as is None:
             lore.lore_index(ctx.settings, [book])
         enabled = sum(1 for entry in book.entries if not entry.disable)
         entries = len(book.entries)
         imported = ImportedOut(
-            kind="lorebook", name=book.name, book=book.name, entries=entries, enabled=enabled
+            kind="lorebook",
+            name=book.name,
+            book=book.name,
+            entries=entries,
+            enabled=enabled,
+            same_as=kept.same_as,
+            renamed_from=kept.asked if kept.renamed else None,
         )
-        made = result("import", None, session.head_id, count=entries, note=book.name)
+        note = kept.note() or book.name
+        made = result("import", None, session.head_id, count=entries, note=note)
         return answer(session, Outcome([made], imported=imported), response)
 
     return await run_in_threadpool(work)

@@ -295,6 +295,16 @@ class ImportedOut(BaseModel):
         default=None, description="The lorebook it added (a lorebook, a card's book)."
     )
     spec: str | None = Field(default=None, description="A card's spec (`chara_card_v2`...).")
+    same_as: str | None = Field(
+        default=None,
+        description="A lorebook whose lore the session already holds (the same book, or a "
+        "card's own book): the book that holds it; nothing was added.",
+    )
+    renamed_from: str | None = Field(
+        default=None,
+        description="A lorebook whose name another book had: the name it came with "
+        "(`book` is the name it is kept under).",
+    )
 
 
 class WriteOut(BaseModel):

@@ -23,9 +23,9 @@ import anyio
 from anyio import to_process
 from starlette.concurrency import run_in_threadpool
 
+from clotho.lore import KeptBook
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
-from planner.lorebook import Lorebook
 
 __all__ = [
     "LARGE_IMPORT_BYTES",
@@ -121,7 +121,7 @@ def import_chat_at(url: str, path: str, name: str, title: str | None) -> str:
 
 def import_lorebook_at(
     url: str, path: str, session_id: str, name: str, expected: int | None
-) -> tuple[Lorebook, Session]:
+) -> tuple[KeptBook, Session]:
     """In the worker: :func:`clotho.lore.import_lorebook` into the database at ``url``."""
     from clotho.lore import import_lorebook
 

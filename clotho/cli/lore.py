@@ -38,20 +38,44 @@ def import_lorebook_command(
             "--name", help="The book's name (default: the file's name).", show_default=False
         ),
     ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace the session's book of that name (default: a different book is "
+            "kept beside it, named apart).",
+        ),
+    ] = False,
 ) -> None:
-    """Add a SillyTavern World Info file to the session (a book of the same name is replaced)."""
+    """Add a SillyTavern World Info file to the session. The same lore twice (the same
+    file, or a card's own book) is kept once; a different book of a taken name is kept as
+    "Name (2)" unless --replace."""
     sid = cli.session_id()
-    book, _ = import_lorebook(cli.store, sid, read_upload(file), name or file.stem)
-    _index(cli, [book])
+    kept, _ = import_lorebook(cli.store, sid, read_upload(file), name or file.stem, replace=replace)
+    book = kept.book
+    if kept.same_as is None:
+        _index(cli, [book])
     enabled = sum(1 for entry in book.entries if not entry.disable)
-    document = {"book": book.name, "entries": len(book.entries), "enabled": enabled}
-    cli.emit(
-        document,
-        lambda: out(
+    document = {
+        "book": book.name,
+        "entries": len(book.entries),
+        "enabled": enabled,
+        "same_as": kept.same_as,
+        "renamed_from": kept.asked if kept.renamed else None,
+    }
+
+    def text() -> None:
+        if kept.same_as is not None:
+            out(kept.note())
+            return
+        out(
             f"Imported lorebook {paint(book.name, 'bold')}: {len(book.entries)} entries "
             f"({enabled} enabled)"
-        ),
-    )
+        )
+        if kept.renamed:
+            out(paint(kept.note(), "dim"))
+
+    cli.emit(document, text)
 
 
 @command(import_app, "card")

@@ -30,19 +30,56 @@ def test_the_real_card_and_lorebook_import_and_fire(lore_run: Run) -> None:
     assert log[0]["role"] == "assistant" and log[0]["name"] == "Seraphina"
     assert "Seraphina" in log[0]["content"]
 
+    # Her book is Eldoria: the same lore imported again is kept once (the README's walk
+    # imported both, and every entry reached the prompt twice: 8 instead of 4).
     book = lore_run.json("import", "lorebook", str(BOOK), "--name", "World")
-    assert book == {"book": "World", "entries": 4, "enabled": 4}
+    assert book == {
+        "book": "Eldoria",
+        "entries": 4,
+        "enabled": 4,
+        "same_as": "Eldoria",
+        "renamed_from": None,
+    }
+    said = lore_run("import", "lorebook", str(BOOK)).stdout
+    assert "holds the same lore as the book 'Eldoria' already in the session: kept once" in said
     listed = lore_run.json("lore", "list")
-    assert [b["book"] for b in listed] == ["Eldoria", "World"]
-    assert listed[1]["entries"][1]["keys"][0] == "shadowfang"
+    assert [b["book"] for b in listed] == ["Eldoria"]
+    assert listed[0]["entries"][1]["keys"][0] == "shadowfang"
 
     fired = lore_run.json("lore", "test", "Is that a Shadowfang?")
-    world = {row["uid"]: row["reason"] for row in fired if row["book"] == "World"}
-    assert world[1] == "key 'shadowfang' in message 1"  # the new message, after the greeting
+    assert sorted(row["uid"] for row in fired) == [0, 1, 2, 3]  # each once
+    reasons = {row["uid"]: row["reason"] for row in fired}
+    assert reasons[1] == "key 'shadowfang' in message 1"  # the new message, after the greeting
     # whole words: 'power' does not fire on 'powerful'
     quiet = lore_run.json("lore", "test", "A powerful silence.")
-    reasons = {row["uid"]: row["reason"] for row in quiet if row["book"] == "World"}
+    reasons = {row["uid"]: row["reason"] for row in quiet}
     assert reasons[3] == "key 'magic' in message 0"  # from her greeting, not 'powerful'
+
+
+def test_a_different_book_of_a_taken_name_is_named_apart_or_replaces_it(
+    lore_run: Run, tmp_path: Path
+) -> None:
+    lore_run("session", "new")
+    assert lore_run.json("import", "lorebook", str(BOOK), "--name", "Lore")["book"] == "Lore"
+    other = tmp_path / "Lore.json"
+    other.write_text(
+        json.dumps({"entries": {"0": {"uid": 0, "key": ["inn"], "content": "An inn."}}})
+    )
+    said = lore_run("import", "lorebook", str(other)).stdout
+    assert "a different book is already named 'Lore': kept as 'Lore (2)'" in said
+    assert [b["book"] for b in lore_run.json("lore", "list")] == ["Lore", "Lore (2)"]
+    replaced = lore_run.json("import", "lorebook", str(other), "--replace")
+    assert replaced["book"] == "Lore" and replaced["entries"] == 1
+    assert [len(b["entries"]) for b in lore_run.json("lore", "list")] == [1, 1]
+
+
+def test_a_card_given_as_a_lorebook_says_to_import_it_as_a_card(lore_run: Run) -> None:
+    lore_run("session", "new")
+    said = lore_run.fails("import", "lorebook", str(CARD))
+    assert said.endswith(
+        "this is a character card, not a lorebook: import it with `clotho import card FILE`"
+    )
+    assert lore_run.json("lore", "list") == []
 
 
 def test_broken_files_are_refused_and_nothing_is_stored(lore_run: Run, tmp_path: Path) -> None:
