@@ -430,7 +430,7 @@ def _provider(config: ModelConfig) -> str:
 def _key_variables(config: ModelConfig) -> str:
     """Where the key of ``config``'s call came from, for a message: ``CLOTHO_API_KEY``
     when one was given, else the provider's variables that are set (those litellm read:
-    their names start with the provider's), else what the provider reads in general."""
+    their names start with the provider's); empty when there is none."""
     if config.api_key:
         return "CLOTHO_API_KEY"
     provider = re.sub(r"[^A-Z0-9]", "", _provider(config).upper())
@@ -441,9 +441,7 @@ def _key_variables(config: ModelConfig) -> str:
         and name.endswith(("_API_KEY", "_AUTH_TOKEN"))
         and re.sub(r"[^A-Z0-9]", "", name.upper()).startswith(provider)
     )
-    if named:
-        return " or ".join(named)
-    return f"{provider}_API_KEY" if provider else "the provider's key variable"
+    return " or ".join(named)
 
 
 @cache
@@ -485,10 +483,22 @@ def _arguments(
     return arguments
 
 
+#: How litellm and the SDKs word a key missing when they refuse to send without one
+#: (as a server error, HTTP 500, for some providers).
+_NO_CREDENTIALS = re.compile(
+    r"\bmissing\b[^.]{0,40}?\b(?:credentials|api[ _-]?key)\b", re.IGNORECASE
+)
+
+
+def _missing_credentials(error: BaseException) -> bool:
+    """The error is a client's refusal to send without a key (no server was asked)."""
+    return _NO_CREDENTIALS.search(str(error)) is not None
+
+
 def _retryable(error: BaseException) -> bool:
     """What the openai SDK retries: timeouts, dropped connections, 408, 409, 429, 5xx."""
     exceptions = litellm_module().exceptions
-    if isinstance(error, exceptions.MidStreamFallbackError):
+    if isinstance(error, exceptions.MidStreamFallbackError) or _missing_credentials(error):
         return False
     if isinstance(error, exceptions.Timeout | exceptions.APIConnectionError):
         return True
@@ -633,6 +643,12 @@ def _model_error(error: Exception, config: ModelConfig, *, attempts: int = 1) ->
             "context_window",
             status=status,
         )
+    if transport is None and _missing_credentials(error) and not _key_variables(config):
+        return ModelError(
+            f"no API key for {config.model}: set the provider's key variable or "
+            f"CLOTHO_API_KEY; nothing was sent ({detail})",
+            "no_key",
+        )
     if transport is None and (
         isinstance(error, exceptions.AuthenticationError | exceptions.PermissionDeniedError)
         or status in (401, 403)
@@ -697,12 +713,18 @@ def _refused(config: ModelConfig, status: int | None, detail: str) -> str:
             f"the model server{where} wants an API key for {config.model}{code} and none was "
             f"sent: set CLOTHO_API_KEY ({detail})"
         )
+    variables = _key_variables(config)
+    if not variables:  # litellm refused before sending (a provider the key check skips)
+        return (
+            f"no API key was found for {config.model}{code}: set the provider's key "
+            f"variable or CLOTHO_API_KEY ({detail})"
+        )
     if status == 403:
         return (
             f"the provider{where} refused the request for {config.model}{code}: the API key "
-            f"in {_key_variables(config)} is not allowed this model ({detail})"
+            f"in {variables} is not allowed this model ({detail})"
         )
     return (
-        f"the provider{where} refused the API key in {_key_variables(config)} for "
+        f"the provider{where} refused the API key in {variables} for "
         f"{config.model}{code}: check the key ({detail})"
     )

@@ -22,6 +22,10 @@ KEY_VARIABLES = (
     "GOOGLE_API_KEY",
     "OPENAI_BASE_URL",
     "OPENAI_API_BASE",
+    "AZURE_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_AD_TOKEN",
+    "AZURE_API_BASE",
 )
 
 
@@ -95,6 +99,17 @@ def test_what_needs_no_key_check() -> None:
     assert missing_key(ModelConfig("ollama/llama3")) == ()  # a local server
     # more than a key (cloud credentials): the provider's own error says what is missing
     assert missing_key(ModelConfig("bedrock/anthropic.claude-v2")) == ()
+
+
+def test_a_key_the_client_finds_missing_is_no_key_not_a_server_error() -> None:
+    # Azure needs more than a key (no check before the call), and its client refuses
+    # to send without one, which litellm reports as a server error (HTTP 500)
+    error = call(ModelConfig("azure/gpt4", retries=2))
+    assert error.kind == "no_key" and error.status is None
+    assert str(error).startswith(
+        "no API key for azure/gpt4: set the provider's key variable or CLOTHO_API_KEY; "
+        "nothing was sent (AzureException APIError - Missing credentials."
+    )
 
 
 def test_the_key_found_in_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
