@@ -89,6 +89,9 @@ class Clotho:
             "HOME": str(home),
             "XDG_DATA_HOME": str(home / "data"),
             "NO_COLOR": "1",
+            # keywords only: what is tested here is reading the files; lore by meaning
+            # has its own tests (tests/cli/test_lore_by_meaning.py, the Chroma server's)
+            "CLOTHO_VECTORS": "false",
         }
         self.env.pop("CLOTHO_SESSION", None)
 
