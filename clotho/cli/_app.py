@@ -219,12 +219,27 @@ class Cli:
             self._store = None
 
 
+def _turn_loop_error(error: Exception) -> bool:
+    """An error of the turn loop's hierarchies (a model's, a template's), which a
+    command that generates outside :func:`clotho.cli.play.run_turn` may meet: looked
+    up only if they were loaded (importing the turn loop costs a command that never
+    uses it a third of a second)."""
+    roots = [
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (
+            ("orchestrator.errors", "OrchestratorError"),
+            ("prompts.errors", "PromptError"),
+        )
+    ]
+    return any(isinstance(root, type) and isinstance(error, root) for root in roots)
+
+
 def command(group: typer.Typer, name: str | None = None, **kwargs: Any) -> Callable[..., Any]:
     """Register ``fn(cli, ...)`` as a command of ``group``, with the global options.
 
     The first parameter of ``fn`` receives the :class:`Cli`; the others are the
-    command's own Typer parameters. Errors of the store and of the shell become one
-    line on stderr and an exit code.
+    command's own Typer parameters. Errors of the store, the shell, the planner and the
+    turn loop become one line on stderr and an exit code.
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -253,6 +268,10 @@ def command(group: typer.Typer, name: str | None = None, **kwargs: Any) -> Calla
             try:
                 return fn(cli, **values)
             except (MnemosyneError, ClothoError, PlannerError) as error:
+                cli.fail(error)
+            except Exception as error:
+                if not _turn_loop_error(error):
+                    raise
                 cli.fail(error)
             finally:
                 cli.close()

@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from clotho.cli._app import command
+from orchestrator import ModelError
 from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA as BOOK
 
@@ -140,3 +144,24 @@ def test_an_error_before_the_lore_is_read_forgets_nothing(run: Run, model: Model
     run.fails("say", "Hello?")  # no model: refused before the lore is looked at
     run.env["CLOTHO_MODEL"] = "openai/gm"
     assert keyword_warnings(run("say", "Hello?").stderr) == []
+
+
+def test_a_turn_loop_error_outside_a_turn_is_one_line() -> None:
+    group = typer.Typer()
+
+    @command(group, "plan")
+    def plan(cli: object) -> None:
+        """Fails as a model call outside run_turn would (a planner's, a preview's)."""
+        raise ModelError("no API key for groq/gm: set GROQ_API_KEY", "no_key")
+
+    @command(group, "crash")
+    def crash(cli: object) -> None:
+        """Any other error is a bug: not hidden."""
+        raise RuntimeError("a bug")
+
+    runner = CliRunner()
+    failed = runner.invoke(group, ["plan"])
+    assert failed.exit_code == 1
+    assert failed.stderr == "error: no API key for groq/gm: set GROQ_API_KEY\n"
+    crashed = runner.invoke(group, ["crash"])
+    assert isinstance(crashed.exception, RuntimeError)
