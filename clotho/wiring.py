@@ -176,7 +176,8 @@ async def preview_lore(
     close_clients: bool = False,
 ) -> dict[str, Any]:
     """Which entries would fire if ``text`` were the next message at HEAD, and why:
-    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning"}``
+    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning",
+    "tokenizer"}`` (what counted the lore's tokens for its budget)
     (nothing is generated or stored).
 
     ``engine``: the session's engine, if the caller keeps one (a server does); else one
@@ -212,4 +213,9 @@ async def preview_lore(
         skipped.append(
             {"book": book, "uid": int(uid) if uid.isdigit() else uid, "reason": item["reason"]}
         )
-    return {"fired": fired, "skipped": skipped, "reasoning": plan.reasoning}
+    return {
+        "fired": fired,
+        "skipped": skipped,
+        "reasoning": plan.reasoning,
+        "tokenizer": retrieval.details.get("tokenizer"),
+    }

@@ -398,6 +398,21 @@ class Gateway:
 
         return count
 
+    @staticmethod
+    def tokenizer(config: ModelConfig) -> str:
+        """The tokenizer :meth:`counter` counts with, for people: a Hugging Face one
+        litellm knows the model by (``huggingface llama3``), else tiktoken's encoding for
+        it (``tiktoken cl100k_base``, litellm's default, bundled with litellm: no model
+        named, or one it does not know)."""
+        litellm_module()
+        from litellm.litellm_core_utils.token_counter import openai_tokenizer_encoding_name
+        from litellm.utils import huggingface_tokenizer_kind
+
+        kind = huggingface_tokenizer_kind(config.model)
+        if kind is not None:
+            return f"huggingface {kind}"
+        return f"tiktoken {openai_tokenizer_encoding_name(config.model)}"
+
 
 def missing_key(config: ModelConfig) -> tuple[str, ...]:
     """The environment variables that could hold the key ``config``'s provider needs,

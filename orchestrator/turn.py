@@ -377,6 +377,7 @@ class Engine:
             character_tags=setup.character.tags,
             context_window=self.gateway.context_window(model),
             count_tokens=self.gateway.counter(model),
+            tokenizer=self.gateway.tokenizer(model),
         )
         plan = await self._guarded(running, self.planner.plan(context))
         if plan.call is not None and "trace" in state:

@@ -57,6 +57,8 @@ class PlanContext:
     context_window: int = 8192
     count_tokens: Callable[[str], int] = _bytes
     """Counts tokens for the lore budget (a byte count when no tokenizer is given)."""
+    tokenizer: str = "bytes (no tokenizer given)"
+    """What :attr:`count_tokens` counts with, for people (``tiktoken cl100k_base``)."""
 
 
 @dataclass(frozen=True)

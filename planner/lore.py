@@ -221,7 +221,14 @@ class LorePlanner:
             similar_slots=self.vectors.hits,
             held_back=lambda _id, entry: _held_back(entry, context.state),
         )
-        details.update({"budget": budget, "tokens": result.tokens, "loops": result.loops})
+        details.update(
+            {
+                "budget": budget,
+                "tokens": result.tokens,
+                "tokenizer": context.tokenizer,
+                "loops": result.loops,
+            }
+        )
         if result.slow_regexes:
             details["slow_regexes"] = result.slow_regexes
         hits = [

@@ -186,6 +186,8 @@ def lore_test(
         for row in skipped:
             out(paint(f"not {row['book']}:{row['uid']}  {row['reason']}", "dim"))
         out(paint(preview["reasoning"], "dim"))
+        if preview["tokenizer"]:
+            out(paint(f"tokens counted with {preview['tokenizer']}", "dim"))
 
     cli.emit({"fired": fired, "skipped": skipped} if with_skipped else fired, show)
 

@@ -3,12 +3,18 @@ which entries fire, campaigns that bring their lore, and broken files refused wh
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from mnemosyne import Message
+from planner import PlanContext
+from planner.lore import LorePlanner
+from planner.lorebook import load_world_info
 from tests._fixtures import ELDORIA as BOOK
+from tests._fixtures import REAL_BOOK_ZH
 from tests._fixtures import SERAPHINA as CARD
 
 from .test_cli import Run
@@ -118,3 +124,30 @@ def test_a_campaign_brings_its_card_lorebooks_and_settings(lore_run: Run, tmp_pa
 
     (folder / "campaign.toml").write_text('[lore]\nbooks = ["eldoria.json"]\nscan_depht = 1\n')
     assert "scan_depht" in lore_run.fails("session", "new", "--campaign", str(folder))
+
+
+def test_lore_test_without_a_model_counts_tokens_and_says_with_what(
+    lore_run: Run, tmp_path: Path
+) -> None:
+    """A Chinese book: three bytes a character, about one token. Counted in bytes, the
+    budget (25% of the default 8,192-token window) would cut most of it."""
+    raw = json.loads(REAL_BOOK_ZH.read_bytes())
+    for entry in raw["entries"].values():
+        entry["content"] = (entry["content"] + "\n") * 5
+    book = tmp_path / "zh.json"
+    book.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    text = "我们在路上遇敌了，是盗贼、土匪还是死灵法师？战斗开始！"
+    everything = sorted(int(uid) for uid in raw["entries"])
+
+    lore_run("session", "new")
+    lore_run("import", "lorebook", str(book))
+    fired = lore_run.json("lore", "test", text)
+    assert sorted(row["uid"] for row in fired) == everything
+    assert "tokens counted with tiktoken cl100k_base" in lore_run("lore", "test", text).stdout
+
+    # the same scan counting bytes leaves entries out: the test above could fail
+    planner = LorePlanner([load_world_info(book.read_bytes(), "zh")], seed=1)
+    context = PlanContext(history=[Message("", "user", None, text)], state={}, user_text=text)
+    by_bytes = asyncio.run(planner.retrieve(asyncio.run(planner.plan(context)), context))
+    assert len(by_bytes.hits) < len(everything)
+    assert any(skip["reason"].startswith("budget") for skip in by_bytes.skipped)
