@@ -58,6 +58,7 @@ __all__ = [
     "Completion",
     "Gateway",
     "OnEvent",
+    "key_missing",
     "litellm_module",
     "missing_key",
     "route",
@@ -355,13 +356,9 @@ class Gateway:
         **extra: Any,
     ) -> Any:
         litellm = litellm_module()
-        variables = missing_key(config)
-        if variables:
-            raise ModelError(
-                f"no API key for {config.model}: set {' or '.join(variables)} (read by "
-                f"litellm for {_provider(config)}) or CLOTHO_API_KEY; nothing was sent",
-                "no_key",
-            )
+        missing = key_missing(config)
+        if missing is not None:
+            raise missing
         arguments = _arguments(config, messages, stream=stream, **extra)
         # the openai SDK retries on litellm's routes through it; litellm's own HTTP
         # handlers do not, so this loop does
@@ -434,6 +431,19 @@ def missing_key(config: ModelConfig) -> tuple[str, ...]:
     if not all(name.endswith("_API_KEY") for name in missing):
         return ()
     return tuple(missing)
+
+
+def key_missing(config: ModelConfig) -> ModelError | None:
+    """The error a call with ``config`` would raise before sending anything because the
+    provider's key is not set (:func:`missing_key`), or ``None``."""
+    variables = missing_key(config)
+    if not variables:
+        return None
+    return ModelError(
+        f"no API key for {config.model}: set {' or '.join(variables)} (read by "
+        f"litellm for {_provider(config)}) or CLOTHO_API_KEY; nothing was sent",
+        "no_key",
+    )
 
 
 def _provider(config: ModelConfig) -> str:

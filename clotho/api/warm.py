@@ -95,9 +95,20 @@ async def _warm(ctx: ApiContext) -> None:
             await run_in_threadpool(_load_model_side, model)
             # what is left: litellm's first (mock) call, on this loop, as a turn makes it
             await engine.gateway.warm(model)
+            _say_if_no_key(model)
     finally:
         if not kept:
             await engine.aclose()
+
+
+def _say_if_no_key(model: ModelConfig) -> None:
+    """A model whose provider's key is not set: said in the log as the server starts,
+    not first to a player whose turn fails."""
+    from orchestrator.gateway import key_missing
+
+    missing = key_missing(model)
+    if missing is not None:
+        log.warning("%s: every turn will fail until the server is started with one", missing)
 
 
 def _engine_without_session(ctx: ApiContext) -> Engine:

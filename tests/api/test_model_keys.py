@@ -4,13 +4,19 @@ kind `auth`, asked once (tests/api/test_turns_api.py has the refused key's event
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from clotho.api import create_app
+from mnemosyne import Store
 from orchestrator.loopback import ModelServer, Reply
 
+from .conftest import TOKEN, api_settings
 from .test_turns_api import events, play, session
 
 
@@ -52,3 +58,25 @@ def test_a_refused_key_is_asked_once(
         "(HTTP 401): check the key (Incorrect API key provided)"
     )
     assert len(server.requests) == 1
+
+
+def test_a_server_without_the_key_says_so_as_it_starts(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    caplog.set_level(logging.WARNING, logger="clotho")
+    app = create_app(api_settings(tmp_path, model="groq/gm"), store=store, token=TOKEN, warm=True)
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        deadline = time.monotonic() + 60
+        while client.get("/api/health").json()["warm"] == "warming":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    said = [r.getMessage() for r in caplog.records if r.name == "clotho.api.warm"]
+    assert said == [
+        "no API key for groq/gm: set GROQ_API_KEY (read by litellm for groq) or "
+        "CLOTHO_API_KEY; nothing was sent: every turn will fail until the server is started "
+        "with one"
+    ]
