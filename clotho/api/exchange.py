@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import TreeFile, export_tree
-from clotho.wiring import NoModelError, preview_lore
+from clotho.wiring import NoModelError, preview_lore, session_names
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
@@ -75,8 +75,9 @@ async def import_chat_file(
     title: Annotated[str | None, Query(max_length=500)] = None,
 ) -> WriteOut:
     """Swipes become alternatives (siblings), hidden messages disabled nodes; every field
-    is kept, so exporting it unchanged gives the same file back. `imported.nodes`: how
-    many nodes it made."""
+    is kept, so exporting it unchanged gives the same file back. A group chat may have
+    no header line; an empty file is an empty chat (`imported.nodes` 0). `imported.nodes`:
+    how many nodes it made."""
     data = await read_body(request)
 
     def inline() -> str:
@@ -107,12 +108,15 @@ def export_chat_file(
         NodeId | None, Query(description="The branch's last node. Default: HEAD.")
     ] = None,
 ) -> Response:
-    """The path to `head_id` with each fork's alternatives as swipes. `X-Clotho-Dropped`
-    counts the nodes below other alternatives, which the format cannot hold."""
-    exported = export_chat(store, session.id, head_id)
+    """The path to `head_id` with each fork's alternatives as swipes, a message with no
+    name of its own named by the session's names (its campaign's player, its card's
+    character). An imported chat comes back as it came: its header (a group chat may
+    have none), line endings and final newline. `X-Clotho-Dropped` counts the nodes
+    below other alternatives, which the format cannot hold."""
+    exported = export_chat(store, session.id, head_id, names=session_names(store, session.id))
     name = (session.title or session.id[:8]).replace('"', "")
     return StreamingResponse(
-        line_chunks(exported.lines),
+        line_chunks(exported.lines, newline=exported.newline, final=exported.final_newline),
         media_type="application/jsonl",
         headers={
             "ETag": etag(session.version),
