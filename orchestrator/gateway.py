@@ -16,8 +16,8 @@
   ``calculate_retry_after``). After the last retry the player gets one clear
   :class:`ModelError`. Errors that a retry cannot fix (a key refused, an unknown model,
   a prompt over the context window) are not retried.
-- A key missing is said before any request (:func:`missing_key`: the variables litellm
-  reads for the provider, from ``litellm.validate_environment``): nothing is sent.
+- A key missing is said before any request (:func:`no_key_error`, naming the variables
+  litellm reads for the provider, from ``litellm.validate_environment``): nothing is sent.
 - A stream that breaks off after some text keeps that text, marked incomplete, with one
   short line saying why (litellm's message repeats the chain of wrapped errors); so does
   :meth:`Gateway.interrupt` (Ctrl+C): the caller stores a partial reply, never loses it.
@@ -58,9 +58,9 @@ __all__ = [
     "Completion",
     "Gateway",
     "OnEvent",
-    "key_missing",
     "litellm_module",
-    "missing_key",
+    "missing_key_variables",
+    "no_key_error",
     "route",
 ]
 
@@ -356,7 +356,7 @@ class Gateway:
         **extra: Any,
     ) -> Any:
         litellm = litellm_module()
-        missing = key_missing(config)
+        missing = no_key_error(config)
         if missing is not None:
             raise missing
         arguments = _arguments(config, messages, stream=stream, **extra)
@@ -411,7 +411,7 @@ class Gateway:
         return f"tiktoken {openai_tokenizer_encoding_name(config.model)}"
 
 
-def missing_key(config: ModelConfig) -> tuple[str, ...]:
+def missing_key_variables(config: ModelConfig) -> tuple[str, ...]:
     """The environment variables that could hold the key ``config``'s provider needs,
     when none of them is set (as ``litellm.validate_environment`` lists them: one for
     most providers, two for Gemini); empty when the call can be made: a key is given,
@@ -433,10 +433,10 @@ def missing_key(config: ModelConfig) -> tuple[str, ...]:
     return tuple(missing)
 
 
-def key_missing(config: ModelConfig) -> ModelError | None:
+def no_key_error(config: ModelConfig) -> ModelError | None:
     """The error a call with ``config`` would raise before sending anything because the
-    provider's key is not set (:func:`missing_key`), or ``None``."""
-    variables = missing_key(config)
+    provider's key is not set (:func:`missing_key_variables`), or ``None``."""
+    variables = missing_key_variables(config)
     if not variables:
         return None
     return ModelError(

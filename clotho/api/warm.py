@@ -104,9 +104,9 @@ async def _warm(ctx: ApiContext) -> None:
 def _say_if_no_key(model: ModelConfig) -> None:
     """A model whose provider's key is not set: said in the log as the server starts,
     not first to a player whose turn fails."""
-    from orchestrator.gateway import key_missing
+    from orchestrator.gateway import no_key_error
 
-    missing = key_missing(model)
+    missing = no_key_error(model)
     if missing is not None:
         log.warning("%s: every turn will fail until the server is started with one", missing)
 

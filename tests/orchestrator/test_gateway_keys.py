@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from orchestrator import ModelConfig, ModelError
-from orchestrator.gateway import Gateway, missing_key
+from orchestrator.gateway import Gateway, missing_key_variables
 from orchestrator.loopback import ModelServer, Reply
 
 MESSAGES = [{"role": "user", "content": "Hello?"}]
@@ -93,12 +93,13 @@ def test_nothing_reaches_the_provider_without_a_key(monkeypatch: pytest.MonkeyPa
 
 
 def test_what_needs_no_key_check() -> None:
-    assert missing_key(ModelConfig("anthropic/claude-3-5-haiku-latest", api_key="sk-x")) == ()
+    given = ModelConfig("anthropic/claude-3-5-haiku-latest", api_key="sk-x")
+    assert missing_key_variables(given) == ()
     # a server of the player's own may need no key; one that does answers 401 (below)
-    assert missing_key(ModelConfig("openai/gm", api_base="http://127.0.0.1:1/v1")) == ()
-    assert missing_key(ModelConfig("ollama/llama3")) == ()  # a local server
+    assert missing_key_variables(ModelConfig("openai/gm", api_base="http://127.0.0.1:1/v1")) == ()
+    assert missing_key_variables(ModelConfig("ollama/llama3")) == ()  # a local server
     # more than a key (cloud credentials): the provider's own error says what is missing
-    assert missing_key(ModelConfig("bedrock/anthropic.claude-v2")) == ()
+    assert missing_key_variables(ModelConfig("bedrock/anthropic.claude-v2")) == ()
 
 
 def test_a_key_the_client_finds_missing_is_no_key_not_a_server_error() -> None:
@@ -114,9 +115,9 @@ def test_a_key_the_client_finds_missing_is_no_key_not_a_server_error() -> None:
 
 def test_the_key_found_in_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-x")
-    assert missing_key(ModelConfig("anthropic/claude-3-5-haiku-latest")) == ()
+    assert missing_key_variables(ModelConfig("anthropic/claude-3-5-haiku-latest")) == ()
     monkeypatch.setenv("GEMINI_API_KEY", "g-x")
-    assert missing_key(ModelConfig("gemini/gemini-1.5-flash")) == ()
+    assert missing_key_variables(ModelConfig("gemini/gemini-1.5-flash")) == ()
 
 
 def test_a_refused_key_is_said_once_and_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
