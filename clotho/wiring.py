@@ -176,7 +176,7 @@ async def preview_lore(
     close_clients: bool = False,
 ) -> dict[str, Any]:
     """Which entries would fire if ``text`` were the next message at HEAD, and why:
-    ``{"fired": [{"book", "uid", "comment", "reason"}], "skipped": [...], "reasoning",
+    ``{"fired": [{"book", "uid", "comment", "reason", "via"}], "skipped": [...], "reasoning",
     "tokenizer"}`` (what counted the lore's tokens for its budget)
     (nothing is generated or stored).
 
@@ -204,7 +204,13 @@ async def preview_lore(
         if own:
             await used.aclose()
     fired = [
-        {"book": hit.book, "uid": hit.uid, "comment": hit.comment, "reason": hit.reason}
+        {
+            "book": hit.book,
+            "uid": hit.uid,
+            "comment": hit.comment,
+            "reason": hit.reason,
+            "via": hit.via,
+        }
         for hit in retrieval.hits
     ]
     skipped = []

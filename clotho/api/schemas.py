@@ -350,6 +350,12 @@ class LoreHitOut(BaseModel):
     uid: Any = None
     comment: str | None
     reason: str
+    via: str = Field(
+        default="key",
+        description="Which way it came in: `key`, `recursion` (a key in what other entries "
+        "brought in), `constant`, `sticky`, `decorator` (`@@activate`) or `meaning` (found "
+        "by the search by meaning).",
+    )
 
 
 class HealthOut(BaseModel):

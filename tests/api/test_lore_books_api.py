@@ -36,6 +36,9 @@ def test_a_book_is_kept_once_and_a_taken_name_is_named_apart(client: TestClient)
     )
     assert "kept once" in again.json()["results"][0]["note"]
     assert [b["book"] for b in client.get(f"/api/sessions/{sid}/lore").json()] == ["Eldoria"]
+    fired = client.post(f"/api/sessions/{sid}/lore/test", json={"text": "A shadowfang!"}).json()
+    assert sorted(row["uid"] for row in fired) == [0, 1, 2, 3]  # each entry once, not twice
+    assert {row["uid"]: row["via"] for row in fired}[1] == "key"
 
     other = {"entries": {"0": {"uid": 0, "key": ["inn"], "content": "An inn."}}}
     renamed = client.post(

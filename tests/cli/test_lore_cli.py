@@ -56,6 +56,8 @@ def test_the_real_card_and_lorebook_import_and_fire(lore_run: Run) -> None:
     assert sorted(row["uid"] for row in fired) == [0, 1, 2, 3]  # each once
     reasons = {row["uid"]: row["reason"] for row in fired}
     assert reasons[1] == "key 'shadowfang' in message 1"  # the new message, after the greeting
+    vias = {row["uid"]: row["via"] for row in fired}
+    assert vias[1] == "key" and set(vias.values()) <= {"key", "recursion"}
     # whole words: 'power' does not fire on 'powerful'
     quiet = lore_run.json("lore", "test", "A powerful silence.")
     reasons = {row["uid"]: row["reason"] for row in quiet}
