@@ -123,7 +123,15 @@ export class ChatView {
     if (!nodes.length && !pending.length) {
       this.list.append(el("p.empty", { text: "The story has not started. Say something below." }));
     }
-    nodes.forEach((node, i) => this.list.append(this.message(node, i === nodes.length - 1)));
+    // Who speaks: a node's own name, else the name its role last had above it in the
+    // story (the turns store the session's names on the nodes they make), else the
+    // name the session was given (an imported chat's player and character), else its role.
+    const given = this.app.sessions.find((s) => s.id === this.app.sid)?.metadata?.names || {};
+    this.names = { user: given.player, assistant: given.character };
+    nodes.forEach((node, i) => {
+      this.list.append(this.message(node, i === nodes.length - 1));
+      if (node.name) this.names[node.role] = node.name;
+    });
     this.list.append(...pending);
     let spent = { prompt_tokens: 0, completion_tokens: 0 };
     let last = null;
@@ -172,7 +180,7 @@ export class ChatView {
     return el(
       `article.message.${node.role}${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
       { dataset: { nodeId: node.id, role: node.role } },
-      el("header", {}, el("span.who", { text: node.name || node.role }), alternatives, el("span.id", { text: short(node.id) }), actions),
+      el("header", {}, el("span.who", { text: this.speaker(node) }), alternatives, el("span.id", { text: short(node.id) }), actions),
       el("div.content", { text: node.content }),
       meta.length ? el("footer", { text: meta.join(" · ") }) : null,
     );
@@ -222,14 +230,19 @@ export class ChatView {
     return this.follow((handlers) => app.api.stream(path, request, { ifMatch: app.version, ...handlers }));
   }
 
+  /** The name shown for who speaks a node (or a role, for a bubble still streaming). */
+  speaker(node) {
+    return node.name || this.names?.[node.role] || node.role;
+  }
+
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
   pending(request) {
     this.list.querySelector("p.empty")?.remove();
     if (request.kind === "say" || request.kind === "edit") {
-      this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: "user" })), el("div.content", { text: request.text })));
+      this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: this.speaker({ role: "user" }) })), el("div.content", { text: request.text })));
     }
     const role = request.kind === "impersonate" ? "user" : "assistant";
-    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: role })), el("div.content"));
+    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: this.speaker({ role }) })), el("div.content"));
     this.list.append(bubble);
     this.list.scrollTop = this.list.scrollHeight;
   }
