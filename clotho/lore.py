@@ -230,7 +230,9 @@ def greet(tx: SessionTransaction, card: Card | None = None) -> list[Node]:
 
 
 def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
-    """The documents a new session of this campaign starts with (its card, its books).
+    """The documents a new session of this campaign starts with (its card, its books),
+    each lore once: a book with the same lore as the card's or an earlier one is left out
+    (a warning says so), a book whose name is taken is named apart (``Name (2)``).
 
     Raises:
         CardError, LorebookError: a file named by ``[lore]`` is not valid.
@@ -240,11 +242,29 @@ def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
     from planner.lorebook import load_world_info
 
     documents: list[tuple[str, str, str]] = []
+    books: list[Lorebook] = []
     if campaign.card_file is not None:
         card_path = campaign.card_file
-        documents.extend(card_documents(load_card(read_upload(card_path), card_path.name)))
+        card = load_card(read_upload(card_path), card_path.name)
+        documents.extend(card_documents(card))
+        books.extend([card.book] if card.book is not None else [])
     for path in campaign.book_files:
         book = load_world_info(read_upload(path), path.stem)
+        same = next((other.name for other in books if other.same_lore(book)), None)
+        if same is not None:
+            log.warning(
+                "%s: %s holds the same lore as the book %r: kept once",
+                campaign.folder / "campaign.toml",
+                path.name,
+                same,
+            )
+            continue
+        taken = {other.name for other in books}
+        number = 2
+        while book.name in taken:
+            book = dataclasses.replace(book, name=f"{path.stem} ({number})")
+            number += 1
+        books.append(book)
         documents.append((LOREBOOK, book.name, _book_document(book)))
     return documents
 

@@ -153,3 +153,18 @@ def test_lore_test_without_a_model_counts_tokens_and_says_with_what(
     by_bytes = asyncio.run(planner.retrieve(asyncio.run(planner.plan(context)), context))
     assert len(by_bytes.hits) < len(everything)
     assert any(skip["reason"].startswith("budget") for skip in by_bytes.skipped)
+
+
+def test_a_campaign_whose_book_is_its_cards_own_keeps_it_once(
+    lore_run: Run, tmp_path: Path
+) -> None:
+    folder = tmp_path / "campaign"
+    folder.mkdir()
+    (folder / "seraphina.png").write_bytes(CARD.read_bytes())
+    (folder / "eldoria.json").write_bytes(BOOK.read_bytes())
+    (folder / "campaign.toml").write_text(
+        '[lore]\ncard = "seraphina.png"\nbooks = ["eldoria.json"]\n'
+    )
+    made = lore_run("session", "new", "--campaign", str(folder))
+    assert "eldoria.json holds the same lore as the book 'Eldoria': kept once" in made.stderr
+    assert [b["book"] for b in lore_run.json("lore", "list")] == ["Eldoria"]
