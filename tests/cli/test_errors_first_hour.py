@@ -5,6 +5,8 @@ it starts (and again when its cause changes or comes back), not before every tur
 
 from __future__ import annotations
 
+import json
+import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from clotho.cli._app import command
+from clotho.cli.logs import ONCE, PACKAGES, SAID_FILE, said_once, show_warnings
 from orchestrator import ModelError
 from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA as BOOK
@@ -165,3 +168,35 @@ def test_a_turn_loop_error_outside_a_turn_is_one_line() -> None:
     assert failed.stderr == "error: no API key for groq/gm: set GROQ_API_KEY\n"
     crashed = runner.invoke(group, ["crash"])
     assert isinstance(crashed.exception, RuntimeError)
+
+
+@pytest.fixture
+def terminal() -> Iterator[None]:
+    """The command line's warnings on stderr in this process, as a command has them."""
+    loggers = [logging.getLogger(name) for name in PACKAGES]
+    before = [list(logger.handlers) for logger in loggers]
+    show_warnings()
+    yield
+    for logger, handlers in zip(loggers, before, strict=True):
+        logger.handlers[:] = handlers
+
+
+@pytest.mark.usefixtures("terminal")
+def test_a_memory_of_warnings_that_cannot_be_read_is_said_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = logging.getLogger("clotho.lore")
+    (tmp_path / SAID_FILE).write_text("{not json")
+    for _ in range(2):
+        with said_once(tmp_path):
+            log.warning("lore is found by keywords only: down", extra={ONCE: "lore_keywords"})
+    assert capsys.readouterr().err == "warning: lore is found by keywords only: down\n"
+    assert json.loads((tmp_path / SAID_FILE).read_text()) == {
+        "lore_keywords": "lore is found by keywords only: down"
+    }
+    with said_once(tmp_path):  # nothing said: the cause is gone, and forgotten
+        pass
+    assert json.loads((tmp_path / SAID_FILE).read_text()) == {}
+    for _ in range(2):  # outside said_once (lore test, the imports): said every time
+        log.warning("lore is found by keywords only: down", extra={ONCE: "lore_keywords"})
+    assert capsys.readouterr().err == "warning: lore is found by keywords only: down\n" * 2
