@@ -3,7 +3,9 @@
 It answers what a model would: story replies (streamed) to the player's messages, and
 state deltas (JSON) to the extraction calls, so the demo runs the very code path a real
 model runs. It knows one cave, one goblin and one merchant; a reroll of the same
-message gets the next of its alternatives.
+message gets the next of its alternatives. It reads its prompt as a model would: lore
+that reached it (the demo's lorebook, ``demo_lore.json``) shows in the reply: told that
+the goblins ambush the armed, its goblin cuts deep (the demo's hp falls below 50).
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ __all__ = ["DEMO_MODEL", "GameMaster", "serve_game_master"]
 
 DEMO_MODEL = "openai/clotho-gm"
 
+_SLASH = (
+    "A goblin leaps from the shadows and its rusty blade slashes your arm. "
+    "Blood runs warm down your wrist as it cackles and backs into the dark."
+)
+#: The same fight when the game master knows the goblins ambush the armed (lore).
+_DEEP_CUT = (
+    "A goblin leaps from the shadows, an ambush: its rusty blade bites deep into your "
+    "side. Blood runs warm down your hip as it cackles and backs into the dark."
+)
+
 _STORIES: list[tuple[tuple[str, ...], list[str]]] = [
     (
         ("sword", "attack", "fight"),
         [
-            "A goblin leaps from the shadows and its rusty blade slashes your arm. "
-            "Blood runs warm down your wrist as it cackles and backs into the dark.",
+            _SLASH,
             "A goblin leaps from the shadows, but you parry its rusty blade with a clang. "
             "It squeals and flees deeper into the cave, leaving you unhurt.",
         ],
@@ -50,6 +61,7 @@ _STORIES: list[tuple[tuple[str, ...], list[str]]] = [
 
 _DELTAS: list[tuple[str, list[dict[str, Any]]]] = [
     ("slashes your arm", [{"op": "inc", "path": "hp", "value": -10}]),
+    ("bites deep", [{"op": "inc", "path": "hp", "value": -55}]),
     (
         "takes your five gold",
         [
@@ -64,6 +76,15 @@ _DELTAS: list[tuple[str, list[dict[str, Any]]]] = [
             {"op": "remove", "path": "inventory", "value": "healing potion"},
         ],
     ),
+]
+
+
+#: What lore in the prompt changes: (a phrase of an entry, the reply, what it becomes).
+_LORE_TWISTS: list[tuple[str, str, str]] = [("ambush", _SLASH, _DEEP_CUT)]
+#: What lore in the prompt adds to a reply: (a phrase of an entry, the aside).
+_LORE_ASIDES: list[tuple[str, str]] = [
+    ("Grell", '"Grell\'s the name," he mutters.'),
+    ("badly wounded", "Each breath stabs at the wound in your side."),
 ]
 
 
@@ -85,18 +106,23 @@ class GameMaster:
             return "I drink the healing potion."
         if last["role"] != "user":
             return "Water drips somewhere in the dark. The cave waits for you to act."
-        return self._story(last["content"])
+        prompt = "\n".join(str(m.get("content", "")) for m in messages if m["role"] == "system")
+        return self._story(last["content"], prompt)
 
-    def _story(self, text: str) -> Reply:
+    def _story(self, text: str, prompt: str) -> Reply:
         lowered = text.lower()
         for words, replies in _STORIES:
             if any(word in lowered for word in words):
                 with self._lock:
                     seen = self._seen.get(text, 0)
                     self._seen[text] = seen + 1
+                story = replies[seen % len(replies)]
+                for marker, plain, twisted in _LORE_TWISTS:
+                    if story == plain and marker in prompt:
+                        story = twisted
+                story += "".join(f" {aside}" for marker, aside in _LORE_ASIDES if marker in prompt)
                 return Reply(
-                    replies[seen % len(replies)],
-                    reasoning="The player acts; the cave answers." if seen == 0 else None,
+                    story, reasoning="The player acts; the cave answers." if seen == 0 else None
                 )
         return Reply("The torchlight flickers. Nothing answers but the wind.")
 

@@ -210,23 +210,62 @@ def test_db_upgrade_and_status(
 
 def test_the_demo_runs_with_nothing_configured(tmp_path: Path) -> None:
     run = Run(f"sqlite:///{tmp_path / 'unused.db'}", tmp_path / "home")
+    run.env["TMPDIR"] = str(tmp_path)
     text = run("demo").stdout
+    lines = text.splitlines()
     assert "(HEAD)" in text and "|\\" in text
+    swipes = [line for line in lines if "swipe prev: HEAD ->" in line or "swipe next:" in line]
+    assert len(swipes) == 2 and not any("(HEAD)" in line for line in swipes)
+    # the closing tree: the edited first message is a root of its own, apart
+    tree = lines[next(i for i, line in enumerate(lines) if line.startswith("9. ")) + 1 :]
+    gap = tree.index("")
+    assert "I draw my sword" in tree[0] and "I sneak into the cave" in tree[gap + 1]
+    assert lines[-1] == "  clotho demo --keep"  # its last line: a command that works
+    assert not list(tmp_path.glob("clotho-demo-*"))  # its database is gone
+    assert "clotho trace" not in text  # no command on a database that is gone
+
     result = run.json("demo")
+    assert result["kept"] is False
     steps = {s["step"]: s for s in result["steps"]}
     assert {"scene", "purchase", "reroll", "swipe", "edit", "checkout", "undo", "trace"} <= set(
         steps
     )
     assert steps["undo"]["fragments_after_undo"] == 0
     assert len(steps["reroll"]["siblings"]) == 2
-    assert steps["scene"]["state"]["variables"]["hp"] == 90
+    assert steps["scene"]["state"]["variables"]["hp"] == 45  # below 50: the wound's lore
     assert steps["reroll"]["state"]["variables"]["hp"] == 100  # the reroll restored it
-    assert steps["swipe"]["state"]["variables"]["hp"] == 90  # back where that timeline was
+    assert steps["swipe"]["state"]["variables"]["hp"] == 45  # back where that timeline was
     assert steps["checkout"]["state"]["variables"]["gold"] == 5
     assert steps["checkout"]["state"]["variables"]["inventory"] == ["healing potion"]
     assert steps["trace"]["verified"] is True
     assert result["tree"]["head_id"] == steps["checkout"]["head_id"]
     assert not (tmp_path / "unused.db").exists()  # the demo never touches the user's data
+
+    # the lorebook: one entry by its key, one by meaning, one waiting for hp < 50
+    fight, purchase = steps["trace"]["lore"]["fight"], steps["trace"]["lore"]["purchase"]
+    came = {hit["comment"]: hit for hit in purchase["fired"]}
+    assert came["Grell the merchant"]["reason"].startswith("key 'merchant'")
+    assert came["Badly wounded"]["reason"] == "constant; its condition hp < 50 holds"
+    found = {hit["comment"]: hit for hit in fight["fired"]}
+    assert found["Inside the cave"]["via"] == "meaning"  # its key, 'warren', is never said
+    assert "Badly wounded" not in found
+    assert [miss["reason"] for miss in fight["skipped"] if miss["comment"] == "Badly wounded"] == [
+        "held back: condition hp < 50 is false (hp = 100)"
+    ]
+    # what the lore told the game master shows in its replies: an ambush cuts deep
+    assert "an ambush: its rusty blade bites deep" in text
+    assert '"Grell\'s the name," he mutters.' in text
+    assert "Each breath stabs at the wound" in text
+
+
+def test_the_demo_kept_ends_with_a_command_that_opens_it(tmp_path: Path) -> None:
+    run = Run(f"sqlite:///{tmp_path / 'unused.db'}", tmp_path / "home")
+    run.env["TMPDIR"] = str(tmp_path)
+    last = run("demo", "--keep").stdout.splitlines()[-1].split()
+    assert last[:2] == ["clotho", "--db"] and last[-2:] == ["trace", "HEAD"]
+    opened = run(*last[1:]).stdout  # the command as printed, run
+    assert "key 'merchant'" in opened and "messages verified" in opened
+    assert not (tmp_path / "unused.db").exists()
 
 
 def test_python_dash_m_works(tmp_path: Path) -> None:
