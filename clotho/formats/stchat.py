@@ -27,7 +27,7 @@ its own is named by the session's names (:mod:`clotho.formats.names`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -210,11 +210,21 @@ def _title(messages: list[dict[str, Any]], header: dict[str, Any] | None, name: 
     return f"{characters[0]} (SillyTavern)"
 
 
-def import_chat(store: Store, data: bytes | str, name: str, *, title: str | None = None) -> Session:
+def import_chat(
+    store: Store,
+    data: bytes | str,
+    name: str,
+    *,
+    title: str | None = None,
+    names: Mapping[str, str] | None = None,
+    also: Callable[[SessionTransaction], None] | None = None,
+) -> Session:
     """A new session holding the chat, in one transaction (a bad file stores nothing).
     An empty chat (an empty file, as SillyTavern writes a group chat with no message
     yet) is an empty session. The chat's player and character become the session's
-    names (``metadata["names"]``).
+    names (``metadata["names"]``); ``names`` (``{"player", "character"}``, those known,
+    e.g. a persona) come before them. ``also`` runs in the same transaction after the
+    nodes are in (to store the session's documents with it: a card, books).
 
     Raises:
         ChatError: the file is not a valid chat (line and field named).
@@ -246,16 +256,18 @@ def import_chat(store: Store, data: bytes | str, name: str, *, title: str | None
         # HEAD on the last message's chosen swipe: the path to it is the active one.
         if records:
             tx.insert_nodes(records, head=parent)
+        if also is not None:
+            also(tx)
 
     metadata: dict[str, Any] = {KEY: {"header": header, "file": name, **_layout(data)}}
-    names = speakers(messages)
+    found = {**speakers(messages), **{k: v for k, v in (names or {}).items() if v}}
     if header is not None:  # SillyTavern before 1.15 names them in the header too
         for key, field in (("player", "user_name"), ("character", "character_name")):
             given = header.get(field)
             if isinstance(given, str) and given.strip() and given != "unused":
-                names.setdefault(key, given)
-    if names:
-        metadata[NAMES] = names
+                found.setdefault(key, given)
+    if found:
+        metadata[NAMES] = found
     return store.create_session(
         title=title or _title(messages, header, name), metadata=metadata, fill=grow
     )

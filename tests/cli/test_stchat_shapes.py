@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clotho.formats.names import SessionNames
-from clotho.formats.stchat import export_chat, import_chat, parse_chat
-from mnemosyne import Store
+from clotho.formats.stchat import ChatError, export_chat, import_chat, parse_chat
+from mnemosyne import SessionTransaction, Store
 from tests._fixtures import FIXTURES
 
 from .test_cli import Run
@@ -175,3 +175,22 @@ def test_any_swipe_shape_comes_back_as_it_was(store: Store, shape: dict[str, Any
     data = newline.join(lines) + (newline if shape["final"] else "")
     session = import_chat(store, data.encode(), "shape.jsonl")
     assert export_chat(store, session.id).text == data
+
+
+def test_given_names_and_documents_come_in_the_same_transaction(store: Store) -> None:
+    data = (CHATS / "group_no_header.jsonl").read_bytes()
+
+    def card(tx: SessionTransaction) -> None:
+        tx.put_document("card", "Bran.json", '{"name": "Bran"}')
+
+    session = import_chat(store, data, "g.jsonl", names={"player": "Mira"}, also=card)
+    assert session.metadata["names"] == {"player": "Mira", "character": "Seraphina"}
+    assert [d.name for d in store.documents(session.id, "card")] == ["Bran.json"]
+    before = len(store.sessions())
+
+    def broken(tx: SessionTransaction) -> None:
+        raise ChatError("the card is broken")
+
+    with pytest.raises(ChatError, match="the card is broken"):
+        import_chat(store, data, "g.jsonl", also=broken)
+    assert len(store.sessions()) == before  # nothing of it stored
