@@ -56,9 +56,11 @@ def import_sillytavern_command(
 def _summary(plan: Plan, *, dry_run: bool) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    # names come from the player's files: Text, never read as Rich markup
     console = Console(highlight=False, soft_wrap=True)
-    table = Table(title=f"SillyTavern folder {plan.folder}", title_justify="left")
+    table = Table(title=Text(f"SillyTavern folder {plan.folder}"), title_justify="left")
     table.add_column("", no_wrap=True)
     for column in ("session", "character", "books", "player"):
         table.add_column(column)
@@ -66,11 +68,11 @@ def _summary(plan: Plan, *, dry_run: bool) -> None:
         said, style = _STATUS[planned.status]
         who = planned.card.name if planned.card else ", ".join(planned.members) or "-"
         table.add_row(
-            f"[{style}]{said}[/]",
-            planned.title,
-            who,
-            ", ".join(book.name for book in planned.books) or "-",
-            planned.persona.name if planned.persona else "-",
+            Text(said, style=style),
+            Text(planned.title),
+            Text(who),
+            Text(", ".join(book.name for book in planned.lorebooks()) or "-"),
+            Text(planned.persona.name if planned.persona else "-"),
         )
     console.print(table)
     for planned in plan.sessions:

@@ -205,3 +205,15 @@ def test_the_command(run: Run, folder: Path) -> None:
     assert "not a SillyTavern user folder" in run.fails(
         "import", "sillytavern", str(folder / "worlds")
     )
+
+
+def test_names_from_the_files_are_shown_as_they_are(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clotho.cli.stfolder import _summary
+
+    (folder / BRAM_CHAT).rename(folder / "chats" / "Bram" / "[bold red]Bram[-].jsonl")
+    _summary(plan_folder(folder), dry_run=True)
+    shown = capsys.readouterr().out
+    assert "[bold red]Bram[-]" in shown  # not read as Rich markup
+    assert "Dry run: nothing changed. 5 session(s): 5 would import; 3 skipped" in shown
