@@ -11,7 +11,7 @@ database, a SillyTavern character with no chat).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,10 +64,12 @@ def card_session(
     *,
     title: str | None = None,
     documents: Sequence[tuple[str, str, str]] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> tuple[Session, list[Node]]:
     """A new session whose character is ``card``, named after it unless ``title`` is
     given, starting with its greeting: one transaction. ``documents`` replaces what is
-    kept with it (default: the card and its own book, as ``import card`` keeps them).
+    kept with it (default: the card and its own book, as ``import card`` keeps them);
+    ``metadata`` is the session's.
 
     Returns:
         The session and its greeting nodes (the first one, then its alternatives).
@@ -80,6 +82,7 @@ def card_session(
     session = store.create_session(
         title=title or card.name,
         documents=card_documents(card) if documents is None else documents,
+        metadata=metadata,
         fill=fill,
     )
     return session, greeted
