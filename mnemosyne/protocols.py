@@ -91,7 +91,7 @@ class TurnStore(Protocol):
         ...
 
     def node(self, session_id: str, ref: str) -> Node:
-        """A node of the session by id or unique prefix."""
+        """A node of the session by its name (id or unique prefix, ``HEAD``, ``HEAD~2``...)."""
         ...
 
     def schema(self, session_id: str) -> StateSchema:

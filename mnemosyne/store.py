@@ -119,7 +119,8 @@ class SessionTransaction:
     # -- reads inside the transaction ----------------------------------------
 
     def node(self, ref: str) -> Node:
-        """A node of this session by id or unique prefix (>= 6 characters)."""
+        """A node of this session by its name: an id or unique prefix (>= 6 characters),
+        ``HEAD`` (as the transaction has moved it), ``HEAD~2``... (:mod:`mnemosyne.nodenames`)."""
         pk, _ = self._editor.resolve(ref)
         return q.get_node(self._state.conn, self._state.record, pk)
 
@@ -822,10 +823,13 @@ class Store:
     # -- node reads ------------------------------------------------------------------
 
     def node(self, session_id: str, ref: str) -> Node:
-        """A node of the session by id or unique prefix (>= 6 characters).
+        """A node of the session by its name: an id or unique prefix (>= 6 characters),
+        ``HEAD`` or ``@``, ``HEAD~2``, ``HEAD^``, ``1a2b3c~1`` (:mod:`mnemosyne.nodenames`);
+        every method that takes a node takes these.
 
         Raises:
-            UnknownNodeError: no such node. ForeignNodeError: it is another session's.
+            UnknownNodeError: no such node (or the path is shorter than the steps up).
+            ForeignNodeError: it is another session's. InvalidOperationError: no node name.
         """
         with self.read() as conn:
             record = q.session_record(conn, session_id)
