@@ -180,6 +180,10 @@ def _meta(message: dict[str, Any], index: int | None) -> dict[str, Any]:
             kept.pop(field, None)
     meta: dict[str, Any] = {"keys": list(message), "message": kept}
     if index is not None:
+        swipe = message["swipes"][index]
+        if index == message.get("swipe_id", 0) and swipe != message["mes"]:
+            meta["swipe"] = swipe  # the list's text for it, unlike the message's
+            meta["mes"] = message["mes"]
         info = message.get("swipe_info")
         if info is None and "swipe_info" in message:
             meta["swipe_info_null"] = True
@@ -238,6 +242,8 @@ def import_chat(
         speaker = message.get("name") or None
         swipes = message.get("swipes")
         texts = [(message["mes"], None)] if not swipes else [(s, i) for i, s in enumerate(swipes)]
+        if swipes:  # the story shows ``mes``, even where the swipe's text says otherwise
+            texts[message.get("swipe_id", 0)] = (message["mes"], message.get("swipe_id", 0))
         first = len(records)
         for content, index in texts:  # swipes: siblings, in order
             records.append(
@@ -298,7 +304,7 @@ def _message(node: Node, siblings: Sequence[Node], names: SessionNames) -> dict[
     base["mes"] = node.content
     if len(siblings) > 1 or (meta is not None and _had_swipes(meta)):
         index = [s.id for s in siblings].index(node.id)
-        base["swipes"] = [s.content for s in siblings]
+        base["swipes"] = [_swipe_text(s) for s in siblings]
         if meta is None or not _had_swipes(meta) or "swipe_id" in keys or index != 0:
             base["swipe_id"] = index
         info = _swipe_infos(siblings)
@@ -310,6 +316,15 @@ def _message(node: Node, siblings: Sequence[Node], names: SessionNames) -> dict[
             base["swipe_info"] = []
     order = [k for k in keys if k in base] + [k for k in base if k not in keys]
     return {k: base[k] for k in order}
+
+
+def _swipe_text(node: Node) -> str:
+    """A swipe's text in the list: the node's, or the list's own where the file had a
+    different one than its ``mes`` (and the node is as it came)."""
+    meta = node.metadata.get(KEY)
+    if isinstance(meta, dict) and "swipe" in meta and node.content == meta.get("mes"):
+        return str(meta["swipe"])
+    return node.content
 
 
 def _had_swipes(meta: dict[str, Any]) -> bool:

@@ -146,6 +146,7 @@ SHAPES = st.fixed_dictionaries(
         "crlf": st.booleans(),
         "final": st.booleans(),
         "header": st.booleans(),
+        "mes_unlike_its_swipe": st.booleans(),
     }
 )
 
@@ -158,7 +159,8 @@ def test_any_swipe_shape_comes_back_as_it_was(store: Store, shape: dict[str, Any
     count = shape["swipes"]
     chosen = min(shape["chosen"], count - 1)
     swipes = [f"swipe {i}" for i in range(count)]
-    message: dict[str, Any] = {"name": "Bran", "is_user": False, "mes": swipes[chosen]}
+    shown = f"{swipes[chosen]}, edited" if shape["mes_unlike_its_swipe"] else swipes[chosen]
+    message: dict[str, Any] = {"name": "Bran", "is_user": False, "mes": shown}
     message["swipes"] = swipes
     if shape["swipe_id_key"] or chosen:
         message["swipe_id"] = chosen
@@ -174,6 +176,7 @@ def test_any_swipe_shape_comes_back_as_it_was(store: Store, shape: dict[str, Any
     newline = "\r\n" if shape["crlf"] else "\n"
     data = newline.join(lines) + (newline if shape["final"] else "")
     session = import_chat(store, data.encode(), "shape.jsonl")
+    assert store.messages(session.id)[-1].content == shown  # the story shows ``mes``
     assert export_chat(store, session.id).text == data
 
 
