@@ -42,8 +42,9 @@ def list_sessions(
 
 @router.post("/sessions", summary="Create a session", status_code=201, response_model=WriteOut)
 def create_session(response: Response, body: NewSession, store: StoreDep) -> WriteOut:
-    """An empty session; with `campaign` (a campaign folder on the server), it takes the
-    campaign's state schema, card, lorebooks and title. (No `Idempotency-Key`: keys are
+    """A new session; with `campaign` (a campaign folder on the server), it takes the
+    campaign's state schema, card, lorebooks and title, and a card's greeting starts it
+    (its alternate greetings as alternatives); else it is empty. (No `Idempotency-Key`: keys are
     kept per session.)"""
     campaign = Path(body.campaign) if body.campaign else None
     session = new_session(store, title=body.title, campaign=campaign)

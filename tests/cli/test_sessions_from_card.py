@@ -119,3 +119,24 @@ def test_a_bad_card_on_a_new_database_creates_nothing(
     path.write_bytes(broken)
     assert "bad.json" in run_sqlite.fails("import", "card", str(path))
     assert run_sqlite.json("session", "list") == []
+
+
+def test_the_api_starts_a_campaign_session_with_its_greetings(store: Store, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from clotho.api import create_app
+    from clotho.settings import Settings
+
+    token = "test-token-5e1d2c"
+    settings = Settings(
+        data_dir=tmp_path / "data", vectors=False, api_token=token, allowed_hosts=["testserver"]
+    )
+    app = create_app(settings, store=store, token=token)
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
+        made = client.post(
+            "/api/sessions", json={"campaign": str(_campaign(tmp_path, _card(tmp_path)))}
+        )
+        assert made.status_code == 201, made.text
+        session = made.json()["session"]
+    assert store.node(session["id"], session["head_id"]).content == GREETINGS[0]
+    assert len(_greetings(store, session["id"])) == 3
