@@ -27,6 +27,7 @@ its own is named by the session's names (:mod:`clotho.formats.names`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
@@ -101,18 +102,18 @@ class ChatMessage(TypedDict):
 _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 
 
-def _check_messages(messages: list[Any], name: str, first: int) -> None:
-    """``first``: the line of the first message (2 after a header, else 1)."""
+def _check_messages(messages: list[Any], name: str, lines: Sequence[int]) -> None:
+    """``lines``: the line each message is on."""
 
     def place(loc: Sequence[int | str]) -> str:
-        line = f"line {int(loc[0]) + first}"
+        line = f"line {lines[int(loc[0])]}"
         return f"{line}: {json_place(loc[1:])}" if len(loc) > 1 else line
 
     try:
         _MESSAGES.validate_python(messages)
     except ValidationError as error:
         raise ChatError(problem_line(error, name, place=place, model=list[ChatMessage])) from None
-    for number, message in enumerate(messages, start=first):
+    for number, message in zip(lines, messages, strict=True):
         swipes, swipe_id = message.get("swipes"), message.get("swipe_id", 0)
         if swipes is not None and not 0 <= swipe_id < len(swipes):
             raise _fail(
@@ -125,27 +126,53 @@ def _is_header(document: Any) -> bool:
     return isinstance(document, dict) and "mes" not in document
 
 
+_BLANK_LINE = re.compile(r"^[ \t\r]*$", re.MULTILINE)
+_BLANK_LINE_BYTES = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
+
+
+def _documents(data: bytes | str, name: str) -> list[tuple[int, Any]]:
+    """The file's JSON values with their lines; blank lines (and ``null`` ones) are no
+    value, as SillyTavern reads them."""
+    try:
+        documents = jsontext.loads_lines(data, jsontext.CHAT)
+    except JsonTextError as error:
+        if not error.syntax:
+            raise ChatError(f"{name}: {error}") from error
+        # A blank line (hand-edited files have them) is read again as no value.
+        nulled = (
+            _BLANK_LINE_BYTES.sub(b"null", data)
+            if isinstance(data, bytes)
+            else _BLANK_LINE.sub("null", data)
+        )
+        if nulled == data:
+            raise ChatError(f"{name}: {error}") from error
+        try:
+            documents = jsontext.loads_lines(nulled, jsontext.CHAT)
+        except JsonTextError as again:
+            raise ChatError(f"{name}: {again}") from again
+    return [(line, value) for line, value in enumerate(documents, start=1) if value is not None]
+
+
 def parse_chat(
     data: bytes | str, name: str = "chat"
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The header (``None`` for a chat without one, as SillyTavern saves a group chat)
     and the messages of a chat file. An empty file, or one of whitespace only, is a
-    chat with no messages (``(None, [])``).
+    chat with no messages (``(None, [])``); blank lines are skipped.
 
     Raises:
         ChatError: a line that is not JSON, or a field of the wrong type (line and field named).
     """
     if not data.strip():
         return None, []
-    try:
-        documents = jsontext.loads_lines(data, jsontext.CHAT)
-    except JsonTextError as error:
-        raise ChatError(f"{name}: {error}") from error
-    header = documents[0] if documents and _is_header(documents[0]) else None
-    messages = documents[1:] if header is not None else documents
+    documents = _documents(data, name)
+    header = documents[0][1] if documents and _is_header(documents[0][1]) else None
+    if header is not None:
+        documents = documents[1:]
     if header is not None and not isinstance(header.get("chat_metadata", {}), dict):
         raise _fail(name, 1, "chat_metadata: expected an object")
-    _check_messages(messages, name, 2 if header is not None else 1)
+    messages = [value for _, value in documents]
+    _check_messages(messages, name, [line for line, _ in documents])
     return header, messages
 
 

@@ -30,8 +30,12 @@ EVERY_CHAT = sorted(
 
 
 def ordered(text: str) -> list[Any]:
-    """Each line's JSON with its keys in their order (objects as lists of pairs)."""
-    return [json.loads(line, object_pairs_hook=list) for line in text.splitlines() if line.strip()]
+    """Each line's JSON with its keys in their order (objects as lists of pairs); blank
+    and ``null`` lines are no message."""
+    values = (
+        json.loads(line, object_pairs_hook=list) for line in text.splitlines() if line.strip()
+    )
+    return [value for value in values if value is not None]
 
 
 def test_every_chat_file_comes_back_as_it_was() -> None:
@@ -197,3 +201,25 @@ def test_given_names_and_documents_come_in_the_same_transaction(store: Store) ->
     with pytest.raises(ChatError, match="the card is broken"):
         import_chat(store, data, "g.jsonl", also=broken)
     assert len(store.sessions()) == before  # nothing of it stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"chat_metadata":{}}\n{"mes":"a"}\n\n',
+        '{"chat_metadata":{}}\r\n  \r\n{"mes":"a"}\r\n',
+        '{"mes":"a"}\n\nnull\n{"mes":"b","is_user":true}',
+    ],
+    ids=["blank last line", "blank line CRLF", "blank and null lines, no header"],
+)
+def test_blank_lines_are_no_message_as_sillytavern_reads_them(store: Store, text: str) -> None:
+    header, messages = parse_chat(text.encode(), "c.jsonl")
+    session = import_chat(store, text.encode(), "c.jsonl")
+    assert [n.content for n in store.messages(session.id)] == [m["mes"] for m in messages]
+    assert ordered(export_chat(store, session.id).text) == ordered(text)
+    assert (header is None) == text.startswith('{"mes"')
+
+
+def test_a_bad_line_after_a_blank_one_is_named_by_its_own_line(store: Store) -> None:
+    with pytest.raises(ChatError, match=r"^c.jsonl: line 4: mes: Input should be a valid string"):
+        import_chat(store, b'{"chat_metadata":{}}\n\n{"mes":"a"}\n{"mes":5}\n', "c.jsonl")
