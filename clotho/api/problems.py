@@ -31,7 +31,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 # the hierarchies finds its class (tests/api/test_contract.py checks none is missed).
 import clotho.formats.campaign
 import clotho.formats.stchat
+import clotho.formats.stuser
 import clotho.formats.treefile
+import clotho.stfolder
 import clotho.wiring  # noqa: F401  (NoModelError)
 from clotho.errors import ClothoError
 from mnemosyne import ConflictError, InvalidDeltaError, MnemosyneError
