@@ -16,7 +16,7 @@ without one, and says so), one per group chat (the group's name and members kept
 with it, a ``group`` document), and one per character with no chat (starting with its
 greeting); World Info books go into the sessions of the characters that link them,
 the others are listed as available; the player is the chat's persona (a ``persona``
-document). Then :func:`write_plan` writes each session on its own.
+document). Then :func:`write_plan` writes each session in one transaction of its own.
 
 Each session remembers the file it came from and its SHA-256 (a ``source``
 document), so a second run finds what is already there and imports only what is new
@@ -50,7 +50,7 @@ from mnemosyne import MnemosyneError
 from planner.errors import PlannerError
 
 if TYPE_CHECKING:
-    from mnemosyne import Session, Store
+    from mnemosyne import Session, SessionTransaction, Store
     from planner.cards import Card
     from planner.lorebook import Lorebook
 
@@ -108,6 +108,9 @@ class PlannedSession:
     books: list[Lorebook] = field(default_factory=list)
     """The World Info books linked to it."""
     persona: Persona | None = None
+    persona_linked: bool = False
+    """The persona is locked to the chat or connected to its character (not the default
+    one): it names the player even where the chat's messages name another."""
     chat: Path | None = None
     """The chat file (``None``: a character's session from its card)."""
     group: Group | None = None
@@ -315,6 +318,7 @@ class _Planner:
             else:
                 planned.notes.append(f"it links the World Info book {name!r}, not in worlds/")
         planned.persona = self.personas.of(chat_metadata, connection)
+        planned.persona_linked = self.personas.linked(chat_metadata, connection) is not None
         self.plan.sessions.append(planned)
 
     def chats(self) -> set[str]:
@@ -451,6 +455,7 @@ def write_plan(store: Store, plan: Plan) -> None:
 
 
 def _write(store: Store, planned: PlannedSession) -> Session:
+    """The planned session, in one transaction."""
     documents = planned.documents()
     if planned.chat is None:
         assert planned.card is not None  # a character's own session
@@ -466,13 +471,16 @@ def _write(store: Store, planned: PlannedSession) -> Session:
     data = read_upload(planned.chat)
     if hashlib.sha256(data).hexdigest() != planned.digest:
         raise FolderError(f"{planned.source}: changed since it was read: run the import again")
-    session = import_chat(store, data, planned.source, title=planned.title)
-    try:
-        with store.transaction(session.id, expected_version=session.version) as tx:
-            for kind, name, content in documents:
-                tx.put_document(kind, name, content)
-    except (ClothoError, PlannerError, MnemosyneError):
-        store.trash_session(session.id)  # the chat without its card, books, source: none
-        store.purge_session(session.id)
-        raise
-    return tx.session
+    names: dict[str, str] = {}
+    if planned.persona is not None and planned.persona_linked:
+        names["player"] = planned.persona.name
+    if planned.card is not None:
+        names["character"] = planned.card.name
+
+    def keep_documents(tx: SessionTransaction) -> None:
+        for kind, name, content in documents:
+            tx.put_document(kind, name, content)
+
+    return import_chat(
+        store, data, planned.source, title=planned.title, names=names, also=keep_documents
+    )

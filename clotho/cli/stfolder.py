@@ -39,7 +39,7 @@ def import_sillytavern_command(
     ] = False,
 ) -> None:
     """Everything a SillyTavern user has: characters (cards and their books), each
-    chat and group chat as a session (each written on its own), World Info books in the
+    chat and group chat as a session (one transaction each), World Info books in the
     sessions that link them, personas. A file that cannot be used is skipped with its
     reason; what an earlier run imported is not imported twice."""
     plan = plan_folder(folder, cli.store)

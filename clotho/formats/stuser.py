@@ -167,19 +167,26 @@ class Personas:
         """The player of a chat with this metadata, of ``connection``: ``("character",
         card file without suffix)`` or ``("group", group id)``. ``None``: no settings
         name anyone."""
-        locked = chat_metadata.get("persona")
-        if isinstance(locked, str) and locked in self.known:
-            return self.known[locked]
-        user = self.settings.power_user
-        for avatar, described in user.persona_descriptions.items():
-            for linked in described.connections:
-                target = PurePosixPath(linked.id).stem if linked.type == "character" else linked.id
-                if (linked.type, target) == connection and avatar in self.known:
-                    return self.known[avatar]
-        for chosen in (user.default_persona, self.settings.user_avatar):
+        linked = self.linked(chat_metadata, connection)
+        if linked is not None:
+            return linked
+        for chosen in (self.settings.power_user.default_persona, self.settings.user_avatar):
             if chosen and chosen in self.known:
                 return self.known[chosen]
         return Persona(self.settings.username) if self.settings.username else None
+
+    def linked(self, chat_metadata: dict[str, Any], connection: tuple[str, str]) -> Persona | None:
+        """The persona locked to the chat, else the one connected to the character or
+        group (``None``: neither; the default one is not linked)."""
+        locked = chat_metadata.get("persona")
+        if isinstance(locked, str) and locked in self.known:
+            return self.known[locked]
+        for avatar, described in self.settings.power_user.persona_descriptions.items():
+            for link in described.connections:
+                target = PurePosixPath(link.id).stem if link.type == "character" else link.id
+                if (link.type, target) == connection and avatar in self.known:
+                    return self.known[avatar]
+        return None
 
 
 def linked_books(

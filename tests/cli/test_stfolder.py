@@ -85,6 +85,7 @@ def test_a_whole_folder_comes_in(store: Store, folder: Path) -> None:
     [northwatch] = session_books(store, bram)
     assert (northwatch.name, len(northwatch.entries)) == ("Northwatch", 2)
     assert _documents(store, bram, PERSONA)[0]["name"] == "Alex"
+    assert store.session(bram).metadata["names"] == {"player": "Alex", "character": "Bram"}
     said = [(n.role, n.name, n.content) for n in store.projection(bram)]
     assert said[1:] == [
         ("user", "Alex", "I seek the archive."),
@@ -105,6 +106,7 @@ def test_a_whole_folder_comes_in(store: Store, folder: Path) -> None:
     assert (kept["name"], kept["members"]) == ("The Northwatch Inn", ["Bram", "Mira"])
     assert [b.name for b in session_books(store, group)] == ["Northwatch", "Inn Rumours"]
     assert _documents(store, group, PERSONA)[0]["name"] == "Wren"
+    assert store.session(group).metadata["names"]["player"] == "Wren"
     assert [n.name for n in store.projection(group)] == ["Mira", "Wren", "Bram"]
 
     # a character with no chat: a session from its card, starting with its greetings;
