@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from clotho.errors import ClothoError
 from mnemosyne import jsontext
@@ -91,16 +91,24 @@ class UserSettings(_Model):
     world_info_settings: _WorldInfoSettings = Field(default_factory=_WorldInfoSettings)
 
 
+def _id_text(value: Any) -> Any:
+    """An id as text: SillyTavern wrote a group's ids as numbers in 2023 (``Date.now()``)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+GroupId = Annotated[str, BeforeValidator(_id_text)]
+
+
 class Group(_Model):
     """What is read of a ``groups/*.json`` file."""
 
-    id: str
+    id: GroupId
     name: str
     members: list[str] = Field(default_factory=list)
     """The members' card files (``Seraphina.png``)."""
-    chats: list[str] = Field(default_factory=list)
+    chats: list[GroupId] = Field(default_factory=list)
     """Its chats' ids (``group chats/<id>.jsonl``)."""
-    chat_id: str | None = None
+    chat_id: GroupId | None = None
     chat_metadata: dict[str, Any] = Field(default_factory=dict)
     """The metadata of the chat ``chat_id`` (a group chat has no header line)."""
     past_metadata: dict[str, dict[str, Any]] = Field(default_factory=dict)

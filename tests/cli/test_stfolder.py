@@ -173,6 +173,18 @@ def test_bad_settings_are_skipped_and_the_rest_comes_in(folder: Path) -> None:
     assert {p.persona.name for p in plan_folder(folder).sessions if p.persona} == {"Kit"}
 
 
+def test_a_group_file_from_2023_with_numeric_ids_is_read(folder: Path) -> None:
+    """SillyTavern wrote a group's id as a number in 2023 (``Date.now()``); found in a
+    real user folder, refused then with "id: Input should be a valid string"."""
+    path = folder / "groups" / "1760000000000.json"
+    group = json.loads(path.read_text())
+    group["id"] = 1760000000000
+    path.write_text(json.dumps(group))
+    plan = plan_folder(folder)
+    assert "groups/1760000000000.json" not in {s.file for s in plan.skipped}
+    assert GROUP_CHAT in _by_source(plan)
+
+
 def test_where_the_user_folder_is(tmp_path: Path) -> None:
     data = tmp_path / "data"
     shutil.copytree(USER, data / "alice")
