@@ -109,6 +109,14 @@ def _check_messages(messages: list[Any], name: str, lines: Sequence[int]) -> Non
         line = f"line {lines[int(loc[0])]}"
         return f"{line}: {json_place(loc[1:])}" if len(loc) > 1 else line
 
+    for number, message in zip(lines, messages, strict=True):
+        if isinstance(message, dict) and "chat_metadata" in message and "mes" not in message:
+            raise _fail(
+                name,
+                number,
+                "a second header line (chat_metadata, no mes): a chat has one header, "
+                "its first line (two chats joined into one file?)",
+            )
     try:
         _MESSAGES.validate_python(messages)
     except ValidationError as error:

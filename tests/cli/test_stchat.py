@@ -87,6 +87,10 @@ def test_a_branch_exports_its_forks_as_swipes_and_counts_what_cannot_fit(store: 
         ('{}\n{"mes": "a", "name": null}\n', "line 2: name: Input should be a valid string"),
         ('{}\n{"mes": "a"}\n{"mes": "b", "is_user": "yes"}\n', "line 3: is_user"),
         ('{}\n{"mes": "a", "swipes": ["a"], "swipe_id": 2}\n', "swipe_id: 2 is not one of the 1"),
+        (  # two chats joined (found in a real user folder: "line 3: mes: missing" before)
+            '{"chat_metadata": {}}\n{"mes": "a"}\n{"user_name": "You", "chat_metadata": {}}\n',
+            "line 3: a second header line",
+        ),
     ],
 )
 def test_a_broken_chat_is_refused_and_nothing_is_stored(
