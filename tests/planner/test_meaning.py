@@ -161,9 +161,16 @@ def outcome(found: Retrieval) -> tuple[Any, ...]:
 
 
 def indexed(tmp_path: Path, server: EmbeddingServer, *books: Lorebook) -> LoreIndex:
+    """An index of the books, synced in a worker thread as a server syncs them: litellm's
+    synchronous embedding call, in the main thread, leaves an event loop of its own
+    there (asyncio.get_event_loop in its service logger) that is never closed."""
     index = LoreIndex(tmp_path / "index", embedder=provider(server))
-    for each in books:
-        index.sync(each)
+
+    async def sync() -> None:
+        for each in books:
+            await asyncio.to_thread(index.sync, each)
+
+    asyncio.run(sync())
     return index
 
 
