@@ -5,8 +5,7 @@ an entry found by meaning whose secondary keys refuse it comes in only if it is 
 ``vectorized`` (SillyTavern activates vector hits before it looks at keys); an entry that
 fires anyway (by its keys, constant, sticky) keeps that reason and leaves its place to the
 next nearest. The scan's rules are checked on small books; the planner's with a real
-Chroma index on disk, the real Eldoria book and the embedding server on loopback
-(word-based vectors, so which entry is nearest is known).
+Chroma index on disk, the real Eldoria book and the local embedding model.
 """
 
 from __future__ import annotations
@@ -23,10 +22,9 @@ from mnemosyne import Message
 from planner import PlanContext, Retrieval
 from planner.lore import LorePlanner, VectorSettings
 from planner.lorebook import Lorebook, load_world_info, parse_world_info
-from planner.vectors import LoreIndex
+from planner.vectors import LocalEmbeddings, LoreIndex
 from planner.worldinfo import ScanResult, Similar, WorldInfo
 from tests._fixtures import ELDORIA
-from tests.planner.test_vectors import EmbeddingServer, provider
 
 DRAGON = {
     "key": ["dragon"],
@@ -160,17 +158,11 @@ def outcome(found: Retrieval) -> tuple[Any, ...]:
     return hits, found.skipped, found.timers
 
 
-def indexed(tmp_path: Path, server: EmbeddingServer, *books: Lorebook) -> LoreIndex:
-    """An index of the books, synced in a worker thread as a server syncs them: litellm's
-    synchronous embedding call, in the main thread, leaves an event loop of its own
-    there (asyncio.get_event_loop in its service logger) that is never closed."""
-    index = LoreIndex(tmp_path / "index", embedder=provider(server))
-
-    async def sync() -> None:
-        for each in books:
-            await asyncio.to_thread(index.sync, each)
-
-    asyncio.run(sync())
+def indexed(tmp_path: Path, *books: Lorebook) -> LoreIndex:
+    """An index of the books with the local model (WordLlama, installed with Clotho)."""
+    index = LoreIndex(tmp_path / "index")
+    for each in books:
+        index.sync(each)
     return index
 
 
@@ -183,18 +175,18 @@ CHATS = [
 ]
 
 
-def test_a_book_with_no_vectorized_entry_plays_as_with_the_search_off(
-    tmp_path: Path, embedding_server: EmbeddingServer
-) -> None:
+def test_a_book_with_no_vectorized_entry_plays_as_with_the_search_off(tmp_path: Path) -> None:
     eldoria = load_world_info(ELDORIA.read_bytes(), "Eldoria")
     assert not any(entry.vectorized for entry in eldoria.entries)
-    index = indexed(tmp_path, embedding_server, eldoria)
+    index = indexed(tmp_path, eldoria)
+    embedder = index.embedder
+    assert isinstance(embedder, LocalEmbeddings)
     with_index = LorePlanner([eldoria], index=index, seed=7)
     without = LorePlanner([eldoria], seed=7)
-    asked = len(embedding_server.requests)
+    embedded = embedder.embedded
     for chat in CHATS:
         assert outcome(retrieve(with_index, chat)) == outcome(retrieve(without, chat))
-    assert len(embedding_server.requests) == asked  # nothing to search: no query embedded
+    assert embedder.embedded == embedded  # nothing to search: no query embedded
     plan = asyncio.run(with_index.plan(context(CHATS[1])))
     assert plan.queries == []
     assert "no entry is marked for the search by meaning (vectorized)" in plan.reasoning
@@ -209,14 +201,14 @@ def test_a_book_with_no_vectorized_entry_plays_as_with_the_search_off(
 
 
 def test_a_vectorized_entry_is_found_by_meaning_and_keys_keep_their_reason(
-    tmp_path: Path, embedding_server: EmbeddingServer
+    tmp_path: Path,
 ) -> None:
     raw = json.loads(ELDORIA.read_bytes())
     for entry in raw["entries"].values():
         entry["vectorized"] = True
     raw["entries"]["4"] = {**DRAGON, "uid": 4, "vectorized": False}
     eldoria = parse_world_info(raw, "Eldoria")
-    index = indexed(tmp_path, embedding_server, eldoria)
+    index = indexed(tmp_path, eldoria)
     settings = VectorSettings(hits=1, max_distance=0.95)
     planner = LorePlanner([eldoria], index=index, vectors=settings, seed=7)
 
