@@ -3,9 +3,11 @@
 Each loop SillyTavern walks every entry in order and, for each, the first rule that
 applies decides (already active, disabled, triggers, character filter, [Clotho's
 condition], delay, cooldown, delay until recursion, exclude recursion, decorators,
-forced, constant, sticky, keys). Here the same rules run, in the same order, but only
+constant, found by meaning, sticky, keys). Here the same rules run, in the same order
+but for one (found by meaning is looked at after sticky and the keys, so an entry that
+fires anyway keeps its reason and leaves its place for meaning to another), and only
 on the entries that could fire this loop: those that always need a look (constants,
-decorators, forced, sticky, regexes without a literal...) and those with a primary
+decorators, found by meaning, sticky, regexes without a literal...) and those with a primary
 key present in their haystack (found for all entries at once, see :mod:`._keys`).
 An entry with no key present would end at "no match" anyway, so the outcome is the
 same; notable misses are recorded only for entries that would otherwise have fired.
