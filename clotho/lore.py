@@ -189,20 +189,39 @@ def import_card(
     (:func:`greet`). One transaction: a card that cannot be read
     changes nothing. (A new session from a card: :func:`clotho.sessions.card_session`.)
 
+    The card's book is kept once (:func:`keep_book`): the same lore already in the
+    session (its World Info file imported first) is not added again, and a warning says
+    so; a book of the card's book's name is replaced by it.
+
     Raises:
-        CardError: the file is not a card, or a field of it is wrong (named).
+        CardError: the file is not a card (a lorebook's message says to import it as
+            one), or a field of it is wrong (named).
         ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
     from planner.cards import load_card
+    from planner.errors import CardError
+    from planner.filekinds import file_kind
 
-    card = load_card(data, filename)
+    try:
+        card = load_card(data, filename)
+    except CardError as error:
+        if file_kind(data) == "lorebook":
+            raise CardError(
+                f"{filename}: this is a World Info lorebook, not a character card: "
+                "import it with `clotho import lorebook FILE`"
+            ) from error
+        raise
     with store.transaction(session_id, expected_version=expected_version) as tx:
         for document in tx.documents(CARD):
             if document.name != card.name:
                 tx.remove_document(CARD, document.name)
         for kind, name, content in card_documents(card):
-            tx.put_document(kind, name, content)
+            if kind == CARD:
+                tx.put_document(kind, name, content)
+        kept = keep_book(tx, card.book, replace=True) if card.book is not None else None
         added = greet(tx, card)
+    if kept is not None and kept.same_as is not None:
+        log.warning("the card's book %s", kept.note())
     return card, added, tx.session
 
 

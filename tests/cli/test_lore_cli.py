@@ -168,3 +168,21 @@ def test_a_campaign_whose_book_is_its_cards_own_keeps_it_once(
     made = lore_run("session", "new", "--campaign", str(folder))
     assert "eldoria.json holds the same lore as the book 'Eldoria': kept once" in made.stderr
     assert [b["book"] for b in lore_run.json("lore", "list")] == ["Eldoria"]
+
+
+def test_a_book_then_its_card_keeps_the_book_once_and_a_book_is_no_card(lore_run: Run) -> None:
+    lore_run("session", "new")
+    lore_run("import", "lorebook", str(BOOK))
+    card = lore_run("import", "card", str(CARD))
+    assert (
+        "warning: the card's book 'Eldoria' holds the same lore as the book "
+        "'sillytavern_Eldoria_worldinfo' already in the session: kept once"
+    ) in card.stderr
+    listed = lore_run.json("lore", "list")
+    assert [b["book"] for b in listed] == ["sillytavern_Eldoria_worldinfo"]
+
+    said = lore_run.fails("import", "card", str(BOOK))
+    assert said.endswith(
+        "this is a World Info lorebook, not a character card: "
+        "import it with `clotho import lorebook FILE`"
+    )
