@@ -17,10 +17,14 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import chromadb
+import httpx
+import pytest
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
 
 from planner.lorebook import Lorebook, parse_world_info
@@ -45,6 +49,20 @@ FERRY: dict[str, Any] = {
 }
 HOWLING = "What is that howling out in the dark woods tonight?"
 """Shares no key with either entry; means the wolves."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_chroma_http_sessions() -> Iterator[None]:
+    """chromadb 1.5's HTTP client never closes its httpx session (its system's stop
+    leaves it; a dropped client's sockets are then reclaimed by the collector, which
+    warns in whatever test it runs): close them once this module is done."""
+    yield
+    for system in list(SharedSystemClient._identifier_to_system.values()):
+        for component in list(system._instances.values()):
+            session = getattr(component, "_session", None)
+            if isinstance(session, httpx.Client):
+                session.close()
+    SharedSystemClient.clear_system_cache()
 
 
 def unique(prefix: str) -> str:
