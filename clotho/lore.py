@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from orchestrator import Character
     from planner import PlanCall, Planner
     from planner.cards import Card
+    from planner.filekinds import FileKind
     from planner.lorebook import Lorebook
     from planner.vectors import LoreIndex
 
@@ -137,6 +138,23 @@ def keep_book(tx: SessionTransaction, book: Lorebook, *, replace: bool = False) 
     return KeptBook(kept, book.name)
 
 
+_KINDS = {"card": "a character card", "lorebook": "a World Info lorebook"}
+
+
+def _misfiled(data: bytes, name: str, wanted: FileKind) -> str | None:
+    """What to say when a file refused as ``wanted`` is the other kind of lore file (a
+    card given as a lorebook, or the reverse); ``None`` when it is neither."""
+    from planner.filekinds import file_kind
+
+    kind = file_kind(data)
+    if kind is None or kind == wanted:
+        return None
+    return (
+        f"{name}: this is {_KINDS[kind]}, not {_KINDS[wanted].replace('World Info ', '')}: "
+        f"import it with `clotho import {kind} FILE`"
+    )
+
+
 def import_lorebook(
     store: Store,
     session_id: str,
@@ -157,17 +175,14 @@ def import_lorebook(
         ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
     from planner.errors import LorebookError
-    from planner.filekinds import file_kind
     from planner.lorebook import load_world_info
 
     try:
         book = load_world_info(data, name)
     except LorebookError as error:
-        if file_kind(data) == "card":
-            raise LorebookError(
-                f"{name}: this is a character card, not a lorebook: "
-                "import it with `clotho import card FILE`"
-            ) from error
+        hint = _misfiled(data, name, "lorebook")
+        if hint is not None:
+            raise LorebookError(hint) from error
         raise
     with store.transaction(session_id, expected_version=expected_version) as tx:
         kept = keep_book(tx, book, replace=replace)
@@ -200,16 +215,13 @@ def import_card(
     """
     from planner.cards import load_card
     from planner.errors import CardError
-    from planner.filekinds import file_kind
 
     try:
         card = load_card(data, filename)
     except CardError as error:
-        if file_kind(data) == "lorebook":
-            raise CardError(
-                f"{filename}: this is a World Info lorebook, not a character card: "
-                "import it with `clotho import lorebook FILE`"
-            ) from error
+        hint = _misfiled(data, filename, "card")
+        if hint is not None:
+            raise CardError(hint) from error
         raise
     with store.transaction(session_id, expected_version=expected_version) as tx:
         for document in tx.documents(CARD):
