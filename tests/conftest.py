@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -31,39 +32,21 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of a PostgreSQL server (without a database name)."""
-    url = os.environ.get(ENV_URL)
+def _server(
+    env: str, start: Callable[[], AbstractContextManager[str]], needs: str
+) -> Iterator[str]:
+    """The URL of the server named by the variable ``env``, else of one ``start`` runs
+    for the session (stopped after). One that does not start skips the tests that need
+    it, and fails them under ``CI=true``."""
+    url = os.environ.get(env)
     if url:
         yield url.rstrip("/")
         return
     try:
-        server = throwaway_server()
+        server = start()
         base = server.__enter__()
     except (FileNotFoundError, RuntimeError) as error:
-        reason = f"PostgreSQL tests need a server: {error}"
-        if _in_ci():
-            pytest.fail(f"{reason} (CI=true: a missing server is a failure)")
-        pytest.skip(reason)
-    try:
-        yield base
-    finally:
-        server.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session")
-def chroma_server() -> Iterator[str]:
-    """The URL of a Chroma server (``chroma run`` on a loopback port)."""
-    url = os.environ.get(_chroma.ENV_URL)
-    if url:
-        yield url.rstrip("/")
-        return
-    try:
-        server = _chroma.throwaway_server()
-        base = server.__enter__()
-    except (FileNotFoundError, RuntimeError) as error:
-        reason = f"Chroma server tests need `chroma run`: {error}"
+        reason = f"{needs}: {error}"
         if _in_ci():
             pytest.fail(f"{reason} (CI=true: a server that does not start is a failure)")
         pytest.skip(reason)
@@ -71,6 +54,18 @@ def chroma_server() -> Iterator[str]:
         yield base
     finally:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server (without a database name)."""
+    yield from _server(ENV_URL, throwaway_server, "PostgreSQL tests need a server")
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[str]:
+    """The URL of a Chroma server (``chroma run`` on a loopback port)."""
+    yield from _server(_chroma.ENV_URL, _chroma.throwaway_server, "Chroma tests need `chroma run`")
 
 
 def _admin(base: str, statement: str) -> None:

@@ -6,23 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .test_cli import Run
+from tests.planner.test_chroma_server import FERRY, HOWLING, WOLVES
 
-WOLVES = {
-    "uid": 0,
-    "key": ["shadowfang"],
-    "comment": "Shadowfangs",
-    "content": "Black wolves that hunt in packs through the forest after dusk; their howls "
-    "carry for miles and travellers bar their doors.",
-    "vectorized": True,
-}
-FERRY = {
-    "uid": 1,
-    "key": ["ferry"],
-    "comment": "The Lowmere ferry",
-    "content": "A flat barge pulled across the river on a rope for one silver coin.",
-    "vectorized": True,
-}
+from .test_cli import Run
 
 
 def test_lore_test_finds_an_entry_by_meaning_offline(tmp_path: Path) -> None:
@@ -35,7 +21,7 @@ def test_lore_test_finds_an_entry_by_meaning_offline(tmp_path: Path) -> None:
     imported = run("import", "lorebook", str(book))
     assert "keywords only" not in imported.stderr
 
-    text = "What is that howling out in the dark woods tonight?"
+    text = HOWLING
     assert not any(key in text.lower() for entry in (WOLVES, FERRY) for key in entry["key"])
     done = run("--json", "lore", "test", text)
     assert done.stderr == ""  # no warning: nothing fell back to keywords
