@@ -5,8 +5,9 @@
 import { Api, newKey, sessionPath } from "./api.js";
 import { ChatView } from "./chat.js";
 import { renderTrace } from "./panels.js";
+import { Stories } from "./sessions.js";
 import { TreeView } from "./tree.js";
-import { ask, clear, el, preview, short, showError, toast } from "./ui.js";
+import { ask, preview, showError, toast } from "./ui.js";
 
 const TOKEN_KEY = "clotho.token";
 
@@ -18,6 +19,7 @@ class App {
     this.view = "chat";
     this.sessions = [];
     this.views = {};
+    this.stories = new Stories(this);
   }
 
   async boot() {
@@ -36,14 +38,14 @@ class App {
 
   async start() {
     try {
-      await this.loadSessions();
+      await this.stories.load();
     } catch (error) {
       if (error.status === 401) return this.login(this.api.token ? "That token was refused." : "");
       return this.fail(error, "Loading the sessions");
     }
     if (!this.sid || !this.sessions.some((s) => s.id === this.sid)) this.sid = this.sessions[0]?.id ?? null;
-    if (!this.sid) await this.newSession("My first story", false);
-    this.fillSessionPicker();
+    if (!this.sid) await this.stories.create("My first story", false);
+    this.stories.fillPicker();
     this.showView(this.view);
   }
 
@@ -64,14 +66,7 @@ class App {
   }
 
   bindControls() {
-    document.getElementById("session-select").addEventListener("change", (event) => this.choose(event.target.value));
-    document.getElementById("new-session").addEventListener("click", async () => {
-      const answer = await ask("A new session", [{ name: "title", label: "Title", value: "" }], [{ value: "ok", label: "Create" }]);
-      if (answer) await this.newSession(answer.title || null);
-    });
-    document.getElementById("import").addEventListener("change", (event) => this.importFile(event.target));
-    document.getElementById("delete-session").addEventListener("click", () => this.deleteSession());
-    document.getElementById("session-trash").addEventListener("click", () => this.showTrash());
+    this.stories.bind();
     for (const button of document.querySelectorAll("#views button")) {
       button.addEventListener("click", () => this.showView(button.dataset.view));
     }
@@ -92,100 +87,6 @@ class App {
         this.undo(key === "y" || event.shiftKey ? "redo" : "undo");
       }
     });
-  }
-
-  async loadSessions() {
-    this.sessions = (await this.api.pages("/api/sessions?limit=1000", "sessions")).items;
-  }
-
-  fillSessionPicker() {
-    const select = document.getElementById("session-select");
-    clear(select).append(...this.sessions.map((s) => el("option", { value: s.id, text: s.title || `untitled ${s.id.slice(0, 8)}`, selected: s.id === this.sid })));
-  }
-
-  async newSession(title, draw = true) {
-    try {
-      const { data } = await this.api.request("POST", "/api/sessions", { json: { title } });
-      this.sessions.unshift(data.session);
-      this.sid = data.session.id;
-      if (draw) {
-        this.fillSessionPicker();
-        this.choose(data.session.id);
-      }
-    } catch (error) {
-      this.fail(error, "Creating a session");
-    }
-  }
-
-  async deleteSession() {
-    const session = this.sessions.find((s) => s.id === this.sid);
-    if (!session) return;
-    const answer = await ask(`Move “${session.title || short(session.id)}” to the trash?`, [], [{ value: "ok", label: "Move to the trash" }]);
-    if (!answer) return;
-    try {
-      await this.api.request("DELETE", this.path(""), { ifMatch: this.version });
-      toast("Moved to the trash", "Trash… restores it.");
-      await this.loadSessions();
-      this.sid = this.sessions[0]?.id ?? null;
-      if (!this.sid) await this.newSession("My first story", false);
-      this.fillSessionPicker();
-      this.choose(this.sid);
-    } catch (error) {
-      this.fail(error, "Deleting the session");
-      if (error.status === 412) await this.refresh();
-    }
-  }
-
-  async showTrash() {
-    const dialog = document.getElementById("ask");
-    let trashed;
-    try {
-      trashed = (await this.api.pages("/api/trash/sessions?limit=1000", "sessions")).items;
-    } catch (error) {
-      return this.fail(error, "Reading the trash");
-    }
-    const restore = async (session) => {
-      try {
-        await this.api.request("POST", `/api/trash/sessions/${encodeURIComponent(session.id)}/restore`);
-        dialog.close("cancel");
-        await this.loadSessions();
-        this.choose(session.id);
-        this.fillSessionPicker();
-        toast("Restored", session.title || short(session.id));
-      } catch (error) {
-        this.fail(error, "Restoring the session");
-      }
-    };
-    const rows = trashed.map((session) =>
-      el("li", { dataset: { sessionId: session.id } }, el("span.what", { text: session.title || short(session.id) }), el("span.muted", { text: ` deleted ${new Date(session.trashed_at).toLocaleString()}` }), " ", el("button", { type: "button", text: "Restore", onclick: () => restore(session) })),
-    );
-    clear(dialog).append(
-      el("h3", { text: `Deleted sessions (${trashed.length})` }),
-      trashed.length ? el("ul.trashed", {}, rows) : el("p.muted", { text: "The trash is empty." }),
-      el("menu", {}, el("button", { type: "button", text: "Close", onclick: () => dialog.close("cancel") })),
-    );
-    dialog.onclose = null;
-    dialog.showModal();
-  }
-
-  async importFile(input) {
-    const file = input.files?.[0];
-    input.value = "";
-    if (!file) return;
-    const text = await file.slice(0, 4096).text();
-    const isTree = /"format"\s*:\s*"clotho-tree"/.test(text);
-    const path = isTree ? "/api/imports/tree" : `/api/imports/chat?filename=${encodeURIComponent(file.name)}`;
-    try {
-      const { data } = await this.api.request("POST", path, { body: file, contentType: "application/octet-stream" });
-      const session = data.session;
-      await this.loadSessions();
-      this.sid = session.id;
-      this.fillSessionPicker();
-      this.choose(session.id);
-      toast("Imported", `${file.name} is the session “${session.title || short(session.id)}”.`);
-    } catch (error) {
-      this.fail(error, `Importing ${file.name}`);
-    }
   }
 
   choose(sid) {
