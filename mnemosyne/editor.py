@@ -21,7 +21,11 @@ cleared and the caller is told why, rather than undoing into a wrong state. Ever
 15 entries, when none is left, or when more than 30 nodes were touched since the
 last one, an entry also carries a snapshot of the affected part (the after images of
 every node touched since the previous snapshot). At most 50 entries are kept.
-Growing the tree (append, add_sibling) is a breakpoint: it clears the journal.
+
+A turn is one entry too (:meth:`Editor.growth`, which the turn's commit opens): undo
+sends the nodes it added to the trash and HEAD back, redo brings them back. Growing
+the tree any other way (the editor's ``add``, imports) is a breakpoint: it clears the
+journal.
 """
 
 from __future__ import annotations
@@ -81,6 +85,13 @@ class _Batch(NamedTuple):
 
     recorder: Recorder
     actions: list[str]
+
+
+class _Growth(NamedTuple):
+    """Journaled growth under way (a turn): the recorder of its entry, the new nodes."""
+
+    recorder: Recorder
+    created: list[int]
 
 
 class NodePlace(NamedTuple):
@@ -404,6 +415,7 @@ class Editor:
     def __init__(self, state: TransactionState) -> None:
         self._state = state
         self._batch: _Batch | None = None
+        self._growth: _Growth | None = None
 
     @property
     def conn(self) -> Connection:
@@ -601,6 +613,62 @@ class Editor:
             new_position = recorder.write(action, state.head_pk, position)
             set_position(state.conn, state.record.pk, new_position)
 
+    @contextmanager
+    def growth(self, action: str) -> Iterator[None]:
+        """Nodes added inside (:meth:`growing`, :meth:`grown`) are one journal entry,
+        ``action``: undo sends them to the trash and HEAD back where it was when the
+        block began, redo brings them back. Entries before it stay undoable.
+
+        The entry holds the top of each new subtree twice: as it hangs in the tree and
+        as it lies in the trash (its image read back from a real trashing, so that the
+        journal compares like with like), and the parent whose active child it became.
+        """
+        if self._batch is not None or self._growth is not None:
+            raise InvalidOperationError("journaled growth does not nest, nor go in a batch")
+        state = self._state
+        self._growth = _Growth(Recorder(state.conn, state.record.pk, state.head_pk), [])
+        try:
+            yield
+            growth = self._growth
+        finally:
+            self._growth = None
+        if growth.created:
+            self._write_growth(action, growth)
+
+    def growing(self, parent_pk: int | None) -> None:
+        """Before a node is added under ``parent_pk``: inside :meth:`growth`, the parent
+        is remembered as it was; outside, growing the tree is a breakpoint (the journal
+        is cleared)."""
+        if self._growth is None:
+            self.clear_journal()
+        else:
+            self._growth.recorder.touch(parent_pk)
+
+    def grown(self, pk: int) -> None:
+        """A node was added (inside :meth:`growth`, it is part of the entry)."""
+        if self._growth is not None:
+            self._growth.created.append(pk)
+
+    def _write_growth(self, action: str, growth: _Growth) -> None:
+        state = self._state
+        conn, recorder = state.conn, growth.recorder
+        created = set(growth.created)
+        for pk in growth.created:
+            parent_pk = self.row(pk).parent_pk
+            if parent_pk in created:  # below a new node: it comes and goes with its top
+                recorder.before.pop(pk, None)
+                continue
+            self.update(
+                pk, parent_pk=None, detached="trash", detached_from_pk=parent_pk, detached_at=_now()
+            )
+            recorder.before[pk] = images(conn, [pk])[pk]
+            self.update(
+                pk, parent_pk=parent_pk, detached=None, detached_from_pk=None, detached_at=None
+            )
+        position = journal_position(conn, state.record.pk)
+        set_position(conn, state.record.pk, recorder.write(action, state.head_pk, position))
+        state.grew()
+
     def finish(
         self,
         recorder: Recorder,
@@ -663,6 +731,12 @@ class Editor:
         before = states_before(conn, state.schema, existing)
         for pk, pair in changed.items():
             write_image(conn, pk, pair[write], exists=current[pk] is not None)
+            # A node leaving the tree (a turn undone) keeps the state it had where it
+            # hung, as a detached top always does: a keyframe of it.
+            now, then, where = current[pk], pair[write], before.get(pk)
+            leaves = now is not None and now[12] is None and then is not None and then[12]
+            if leaves and where is not None:
+                ws.replace_keyframe(conn, pk, where)
         repair_active_pointers(conn, session_pk, changed)
         new_head = payload["head"][write]
         state.set_head(new_head)

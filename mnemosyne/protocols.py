@@ -65,6 +65,11 @@ class TurnTransaction(Protocol):
         """A new sibling of node ``of`` (a reroll); HEAD moves to it."""
         ...
 
+    def journaled(self, action: str) -> AbstractContextManager[None]:
+        """The growth inside is one undo step named ``action`` (undo: its nodes to the
+        trash, HEAD back)."""
+        ...
+
     def put_blob(self, text: str) -> str:
         """Store a text once by its hash; the hash."""
         ...
