@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings", "default_data_dir"]
+__all__ = ["Settings", "default_config_dir", "default_data_dir"]
 
 
 def default_data_dir() -> Path:
@@ -17,6 +17,14 @@ def default_data_dir() -> Path:
     from platformdirs import user_data_path
 
     return user_data_path("clotho", appauthor=False)
+
+
+def default_config_dir() -> Path:
+    """The user's config directory for Clotho (platformdirs): the connection profiles
+    and their keys (:mod:`clotho.profiles`)."""
+    from platformdirs import user_config_path
+
+    return user_config_path("clotho", appauthor=False)
 
 
 class Settings(BaseSettings):
@@ -33,6 +41,11 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; default: clotho.db in the data directory",
     )
     data_dir: Path = Field(default_factory=default_data_dir, description="where files live")
+    config_dir: Path = Field(
+        default_factory=default_config_dir,
+        description="where the connection profiles (profiles.toml) and their keys "
+        "(secrets.toml) live",
+    )
     session: str | None = Field(default=None, description="the session to act on")
     model: str | None = Field(default=None, description="litellm model string")
     api_base: str | None = Field(default=None, description="the model server's base URL")

@@ -11,6 +11,8 @@ from clotho.settings import Settings
 
 if TYPE_CHECKING:
     from clotho.formats.names import SessionNames
+    from clotho.profiles import ChosenProfile
+    from clotho.sessionconfig import SessionSettings
     from mnemosyne import Store
     from orchestrator import Engine, TurnSetup
     from planner.cards import Card
@@ -67,6 +69,7 @@ def session_engine(
         CampaignError, PlannerError: the campaign or the session's lore is broken.
     """
     from clotho.lore import session_card, session_planner
+    from clotho.sessionconfig import session_settings
     from orchestrator import build_engine
 
     campaign = session_campaign(store, session_id)
@@ -77,6 +80,7 @@ def session_engine(
         card,
         require_model=require_model,
         names=session_names(store, session_id, campaign, card),
+        session_settings=session_settings(store.session(session_id).metadata),
     )
     return build_engine(
         store,
@@ -118,30 +122,45 @@ def turn_setup(
     *,
     require_model: bool = True,
     names: SessionNames | None = None,
+    session_settings: SessionSettings | None = None,
 ) -> TurnSetup:
     """How turns are played: the command line and environment first, then the campaign
     (a session's character card, if it has one, is its character). ``names``: the
     session's (:func:`session_names`); without them, what the campaign and card say.
+    ``session_settings``: what the player set for the session (its connection profile).
+
+    The model: ``CLOTHO_MODEL`` / ``--model``, else the session's connection profile,
+    else the campaign's ``[model]``, else the profile marked default
+    (:func:`clotho.profiles.chosen_profile`).
 
     Raises:
-        NoModelError: neither names a model.
+        NoModelError: none names a model.
+        UnknownProfileError: the session's profile is gone.
+        ProfilesFileError: the profiles' files cannot be read.
     """
     from clotho.formats.names import SessionNames
     from orchestrator import Character, TurnSetup
     from prompts import Templates
 
     table = campaign.model if campaign else ModelTable()
-    model = settings.model or table.model or (None if require_model else "none")
-    if not model:
-        raise NoModelError(
-            "no model to play with: set CLOTHO_MODEL to a litellm model string "
-            "(CLOTHO_MODEL=openai/gpt-4o-mini, its key in OPENAI_API_KEY; ollama/llama3 for "
-            "a local Ollama), or pass --model, or set `model` in campaign.toml's [model]; "
-            "`clotho demo` plays with a scripted one"
+    chosen = _profile(settings, table, session_settings, required=require_model)
+    if chosen is not None:
+        # the campaign's other models are named on its own provider, not the profile's
+        table = ModelTable(extract=table.extract)
+        config = chosen.config()
+    else:
+        model = settings.model or table.model or (None if require_model else "none")
+        if not model:
+            raise NoModelError(
+                "no model to play with: pick a connection profile (the page's Connections, "
+                "or mark one default), set CLOTHO_MODEL to a litellm model string "
+                "(CLOTHO_MODEL=openai/gpt-4o-mini, its key in OPENAI_API_KEY; ollama/llama3 "
+                "for a local Ollama), or pass --model, or set `model` in campaign.toml's "
+                "[model]; `clotho demo` plays with a scripted one"
+            )
+        config = table.config(
+            model, api_base=settings.api_base or table.api_base, api_key=settings.api_key
         )
-    config = table.config(
-        model, api_base=settings.api_base or table.api_base, api_key=settings.api_key
-    )
     extraction = settings.extraction_model or table.extraction_model
     names = names or SessionNames.resolve(campaign, card.name if card else None)
     if card is not None:
@@ -166,6 +185,31 @@ def turn_setup(
     )
 
 
+def _profile(
+    settings: Settings,
+    table: ModelTable,
+    session_settings: SessionSettings | None,
+    *,
+    required: bool,
+) -> ChosenProfile | None:
+    """The connection profile the turns use (:func:`clotho.profiles.chosen_profile`);
+    where no model is required (a lore preview), one that cannot be read is left out."""
+    from clotho.profiles import ProfilesError, chosen_profile
+
+    try:
+        return chosen_profile(
+            settings.config_dir,
+            session_settings.profile if session_settings else None,
+            explicit_model=bool(settings.model),
+            campaign_model=bool(table.model),
+            environment_key=settings.api_key,
+        )
+    except ProfilesError:
+        if required:
+            raise
+        return None
+
+
 async def preview_lore(
     settings: Settings,
     store: Store,
@@ -176,8 +220,10 @@ async def preview_lore(
     close_clients: bool = False,
 ) -> dict[str, Any]:
     """Which entries would fire if ``text`` were the next message at HEAD, and why:
-    ``{"fired": [{"book", "uid", "comment", "reason", "via"}], "skipped": [...], "reasoning",
-    "tokenizer"}`` (what counted the lore's tokens for its budget)
+    ``{"fired": [{"book", "uid", "comment", "reason", "via", "similarity"}], "skipped":
+    [...], "reasoning", "tokenizer", "budget", "tokens"}`` (``similarity`` for an entry
+    found by meaning; ``tokenizer``: what counted the lore's tokens; ``budget``: the
+    lore's budget in tokens; ``tokens``: what the entries that fired spent of it)
     (nothing is generated or stored).
 
     ``engine``: the session's engine, if the caller keeps one (a server does); else one
@@ -210,6 +256,7 @@ async def preview_lore(
             "comment": hit.comment,
             "reason": hit.reason,
             "via": hit.via,
+            **({"similarity": round(hit.similarity, 4)} if hit.similarity is not None else {}),
         }
         for hit in retrieval.hits
     ]
@@ -224,4 +271,6 @@ async def preview_lore(
         "skipped": skipped,
         "reasoning": plan.reasoning,
         "tokenizer": retrieval.details.get("tokenizer"),
+        "budget": retrieval.details.get("budget"),
+        "tokens": retrieval.details.get("tokens"),
     }

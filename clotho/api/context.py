@@ -4,6 +4,7 @@ every route needs (the session version as ETag, If-Match, If-None-Match)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from collections.abc import Hashable
@@ -107,7 +108,7 @@ class ApiContext:
             NoModelError: no model is configured.
             CampaignError, PlannerError: the campaign or the session's lore is broken.
         """
-        key = await run_in_threadpool(self._documents_key, session_id)
+        key = await run_in_threadpool(self._engine_key, session_id)
         known = self._engines.get(session_id, key)
         if known is not None:
             return known
@@ -135,8 +136,18 @@ class ApiContext:
         if not task.cancelled():
             task.exception()  # retrieved: a failed build is its requests' error, not a log line
 
-    def _documents_key(self, session_id: str) -> tuple[tuple[str, str, str], ...]:
-        return tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
+    def _engine_key(self, session_id: str) -> Hashable:
+        """What an engine is built from, beside the session's id: its documents (a new
+        lorebook makes a new engine), its settings (the connection profile it names...)
+        and the profiles' files as they are now (a profile or key changed, by the page or
+        by hand, takes effect on the next turn)."""
+        from clotho.profiles import Profiles
+        from clotho.sessionconfig import METADATA_KEY
+
+        documents = tuple((d.kind, d.name, d.hash) for d in self.store.documents(session_id))
+        settings = self.store.session(session_id).metadata.get(METADATA_KEY)
+        chosen = json.dumps(settings, sort_keys=True, default=str)
+        return documents, chosen, Profiles(self.settings.config_dir).stamp()
 
     def turn_lock(self, session_id: str) -> SessionTurnLock:
         """One turn at a time per session in this process (they share an engine):
