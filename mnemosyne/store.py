@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, update
@@ -785,6 +786,50 @@ class Store:
             conn.execute(delete(nodes).where(nodes.c.session_pk == record.pk))
             conn.execute(delete(sessions).where(sessions.c.pk == record.pk))
         self.paths.forget(record.memory_key)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | EllipsisType | None = ...,
+        metadata: Mapping[str, Any] | EllipsisType = ...,
+        expected_version: int | None = None,
+    ) -> Session:
+        """Change a session's ``title`` (``None``: no title) and/or its ``metadata``
+        (replaced whole), in one transaction; the version is bumped. What is not given
+        (``...``) stays as it is.
+
+        Raises:
+            ConflictError: ``expected_version`` is not the session's version.
+            InvalidOperationError: the session is in the trash, or the metadata cannot
+                be stored.
+        """
+        values: dict[str, Any] = {}
+        if title is not ...:
+            if title is not None and not isinstance(title, str):
+                raise InvalidOperationError(f"a title is text, not {type(title).__name__}")
+            values["title"] = title or None
+        if metadata is not ...:
+            values["metadata"] = check_metadata(metadata)
+        with self.write() as conn:
+            record = q.session_record(conn, session_id, for_update=True)
+            current = record.session
+            if expected_version is not None and expected_version != current.version:
+                raise ConflictError(record.id, expected_version, current.version)
+            if current.trashed_at is not None:
+                raise InvalidOperationError(
+                    f"session {record.id} is in the trash: restore it to change it"
+                )
+            now = _now()
+            stored = dict(values)
+            if "metadata" in stored:
+                stored["metadata"] = q.encode_json(stored["metadata"])
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.pk == record.pk)
+                .values(version=current.version + 1, updated_at=now, **stored)
+            )
+            return replace(current, version=current.version + 1, updated_at=now, **values)
 
     def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
         with self.write() as conn:

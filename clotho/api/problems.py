@@ -33,6 +33,7 @@ import clotho.formats.campaign
 import clotho.formats.stchat
 import clotho.formats.stuser
 import clotho.formats.treefile
+import clotho.sessionconfig
 import clotho.stfolder
 import clotho.wiring  # noqa: F401  (NoModelError)
 from clotho.errors import ClothoError

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
+from clotho.sessionconfig import SessionSettings
 from mnemosyne.edits import Delta, DeltaOperation, Edit, NodeRef, delta_dicts
 
 __all__ = [
@@ -38,6 +39,36 @@ class NewSession(BaseModel):
         str | None,
         Field(max_length=4096, description="A campaign folder on the server's disk."),
     ] = None
+
+
+class SessionPatch(BaseModel):
+    """What to change in a session: its title, its settings (each settings field given
+    replaces that field; the others stay)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"title": "The ruins of Eldoria"},
+                {"settings": {"persona": {"name": "Aria", "description": "A wandering bard."}}},
+                {"settings": {"profile": "local", "system_prompt": None}},
+            ]
+        },
+    )
+    title: Annotated[str | None, Field(max_length=500)] = Field(
+        default=None, description="The new title (null: none)."
+    )
+    settings: SessionSettings | None = Field(
+        default=None,
+        description="The fields to change of the session's settings (a field set to null "
+        "goes back to its default).",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> SessionPatch:
+        if not self.model_fields_set & {"title", "settings"}:
+            raise ValueError("nothing to change: give title, settings, or both")
+        return self
 
 
 class HeadBody(BaseModel):

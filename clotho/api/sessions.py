@@ -1,4 +1,4 @@
-"""Sessions: list, create, read, delete to the trash, restore, purge."""
+"""Sessions: list, create, read, rename and set up, delete to the trash, restore, purge."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from clotho.sessionconfig import updated_metadata
 from clotho.sessions import new_session
 from mnemosyne import Store
 
 from ._common import page_after
-from .deps import IfMatch, NoParameters, ReadSession, StoreDep
+from .deps import IfMatch, NoParameters, ReadSession, SessionDep, StoreDep
 from .idempotency import Outcome, answer, result
-from .schemas import NewSession, SessionOut, SessionsPage, SessionsQuery, WriteOut
+from .schemas import NewSession, SessionOut, SessionPatch, SessionsPage, SessionsQuery, WriteOut
 
 router = APIRouter(tags=["sessions"])
 
@@ -55,6 +56,30 @@ def create_session(response: Response, body: NewSession, store: StoreDep) -> Wri
 def get_session(session: ReadSession, _: NoParameters) -> Any:
     """The session (id or unique prefix); its ETag is its version."""
     return session.as_dict()
+
+
+@router.patch(
+    "/sessions/{session_id}",
+    summary="Rename a session, change its settings",
+    response_model=WriteOut,
+)
+def patch_session(
+    response: Response, body: SessionPatch, session: SessionDep, store: StoreDep, version: IfMatch
+) -> WriteOut:
+    """Its `title`, and/or the fields given of its `settings` (the connection profile its
+    turns use, the player's persona, the system prompt), kept in its metadata under
+    `settings`; one write, the version bumped. The story and its world state are not
+    touched."""
+    changes: dict[str, Any] = {}
+    if "title" in body.model_fields_set:
+        changes["title"] = body.title
+    if body.settings is not None:
+        changes["metadata"] = updated_metadata(session.metadata, body.settings)
+    expected = (
+        version if version is not None else session.version
+    )  # the metadata merged is that one's
+    updated = store.update_session(session.id, expected_version=expected, **changes)
+    return answer(updated, Outcome([result("update", None, updated.head_id)]), response)
 
 
 @router.delete(
