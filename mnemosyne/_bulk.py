@@ -43,6 +43,7 @@ from .errors import (
 )
 from .models import Document, Node, Session
 from .state.delta import State, apply_delta
+from .state.note import check_note
 from .state.schema import StateSchema, check_value, type_of
 
 __all__ = ["NodeRecord", "SessionDump", "StoredTrace"]
@@ -151,7 +152,7 @@ def check_state(schema: StateSchema, value: object) -> State:
     """A world state given whole, checked against the schema (a copy)."""
     if not isinstance(value, Mapping):
         raise InvalidOperationError(f"a world state is an object, not {value!r}")
-    extra = set(value) - {"variables", "active_lore_ids", "summary", "lore_timers"}
+    extra = set(value) - {"variables", "active_lore_ids", "summary", "lore_timers", "author_note"}
     if extra:
         raise InvalidOperationError(f"a world state has no {', '.join(sorted(extra))}")
     variables = value.get("variables", {})
@@ -166,6 +167,12 @@ def check_state(schema: StateSchema, value: object) -> State:
         raise InvalidOperationError(f"summary: expected text, not {summary!r}")
     if not isinstance(timers, Mapping):
         raise InvalidOperationError(f"lore_timers: expected an object, not {timers!r}")
+    note = value.get("author_note")
+    if note is not None:
+        try:
+            note = check_note(note)
+        except ValueError as error:
+            raise InvalidOperationError(str(error)) from None
     for name, held in variables.items():
         spec = schema.variables.get(name)
         if spec is None:
@@ -181,6 +188,7 @@ def check_state(schema: StateSchema, value: object) -> State:
         "active_lore_ids": list(lore),
         "summary": summary,
         "lore_timers": dict(timers),
+        "author_note": note,
     }
     try:
         ws.encode_state(state)

@@ -38,7 +38,8 @@ from ._checks import check_content, check_name
 from .editor import IMAGE_COLUMNS, Editor, EditResult
 from .errors import InvalidOperationError
 from .models import Role
-from .state.delta import OPS, unstorable
+from .state.delta import OPS, touches, unstorable
+from .state.note import AuthorNote
 
 __all__ = [
     "EDITS",
@@ -53,6 +54,7 @@ __all__ = [
     "Inject",
     "Move",
     "NodeRef",
+    "Note",
     "Prune",
     "Restore",
     "Rewrite",
@@ -60,6 +62,10 @@ __all__ = [
     "delta_dicts",
     "parse",
 ]
+
+
+#: The built-in of the state that :class:`Note` writes.
+NOTE_PATH = "author_note"
 
 
 def _node_name(value: str) -> str:
@@ -352,6 +358,36 @@ class Rewrite(EditCommand):
         return editor.finish(recorder, self.op, node_id)
 
 
+class Note(EditCommand):
+    """Set the author's note from a node on (HEAD by default): the node's delta gets one
+    ``set author_note`` (``unset`` for ``note`` null), replacing any it had, so the note
+    holds at that node and below it, and an earlier node keeps the note it had. The
+    node's other operations stay as they were."""
+
+    op: Literal["note"] = "note"
+    node_id: NodeRef = "HEAD"
+    note: AuthorNote | None = Field(
+        description="The note (text, depth, position, interval, role), or null: no note."
+    )
+
+    def apply(self, editor: Editor) -> EditResult:
+        pk, node_id = editor.resolve(self.node_id)
+        editor.require_attached(pk, node_id, "node")
+        recorder = editor.begin()
+        recorder.touch(pk)
+        before = editor.states_before([pk])
+        image = editor.images([pk])[pk]
+        assert image is not None
+        stored = image[IMAGE_COLUMNS.index("delta")]
+        kept = [op for op in json.loads(stored or "[]") if not touches(op, NOTE_PATH)]
+        if self.note is None:
+            kept.append({"op": "unset", "path": NOTE_PATH})
+        else:
+            kept.append({"op": "set", "path": NOTE_PATH, "value": self.note.model_dump()})
+        editor.update(pk, delta=json.dumps(kept, ensure_ascii=False, separators=(",", ":")))
+        return editor.finish(recorder, self.op, node_id, settle=before)
+
+
 class Toggle(EditCommand):
     """Enable or disable a node: a disabled node leaves the projection, and its delta
     every state below it."""
@@ -383,7 +419,7 @@ class Checkout(EditCommand):
 
 
 Edit = Annotated[
-    Prune | Graft | Inject | Rewrite | Toggle | Delete | Restore | Move | Copy | Checkout,
+    Prune | Graft | Inject | Rewrite | Note | Toggle | Delete | Restore | Move | Copy | Checkout,
     Field(discriminator="op"),
 ]
 """Any edit operation, told apart by ``op``."""

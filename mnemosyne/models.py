@@ -322,26 +322,33 @@ class Tree:
 @dataclass(frozen=True, slots=True)
 class WorldState:
     """The world as it stands after a node: variables, active lore, running summary,
-    and the lore's timed effects (World Info sticky/cooldown, so they roll back too)."""
+    the lore's timed effects (World Info sticky/cooldown, so they roll back too) and the
+    author's note (``None``: none; :mod:`mnemosyne.state.note`)."""
 
     variables: dict[str, Any]
     active_lore_ids: list[str]
     summary: str
     lore_timers: dict[str, Any]
+    author_note: dict[str, Any] | None = None
 
     @classmethod
     def from_mapping(cls, state: dict[str, Any]) -> WorldState:
         return cls(
-            state["variables"], state["active_lore_ids"], state["summary"], state["lore_timers"]
+            state["variables"],
+            state["active_lore_ids"],
+            state["summary"],
+            state["lore_timers"],
+            state.get("author_note"),
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"variables", "active_lore_ids", "summary", "lore_timers"}``."""
+        """``{"variables", "active_lore_ids", "summary", "lore_timers", "author_note"}``."""
         return {
             "variables": self.variables,
             "active_lore_ids": self.active_lore_ids,
             "summary": self.summary,
             "lore_timers": self.lore_timers,
+            "author_note": self.author_note,
         }
 
 

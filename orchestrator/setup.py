@@ -64,6 +64,11 @@ class TurnSetup:
     templates: Templates = field(default_factory=Templates)
     character: Character = field(default_factory=Character)
     player: str = "Player"
+    """The player's name (``{{user}}``): the persona's, unless the campaign names one."""
+    persona: str = ""
+    """The player's persona description (the session's settings), in the story string."""
+    system_prompt: str | None = None
+    """The session's own system prompt, in place of the ``system`` template."""
     title: str | None = None
     extract: bool = True
     """Whether replies go through state extraction."""

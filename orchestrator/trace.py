@@ -12,6 +12,7 @@ from typing import Any
 
 from planner import Plan, Retrieval
 from postprocess import Extraction
+from prompts import PlacedNote
 
 from .gateway import Completion
 from .setup import TurnSetup
@@ -29,6 +30,8 @@ class TraceBuilder:
         self.setup = setup
         self.templates: list[str] = []
         self.trimmed: dict[str, Any] = {}
+        self.author_note: PlacedNote | None = None
+        """The author's note of the turn, where it went (or why not), if there is one."""
 
     def template(self, name: str) -> None:
         """Record that a template was rendered for this turn."""
@@ -102,6 +105,12 @@ class TraceBuilder:
             "retrieval": retrieval.details,
             "templates": templates,
             "trimmed": self.trimmed,
+            "system_prompt": {"origin": "session", "blob": put_blob(self.setup.system_prompt)}
+            if self.setup.system_prompt and self.setup.system_prompt.strip()
+            else None,
+            "author_note": None
+            if self.author_note is None
+            else {**self.author_note.as_dict(), "text": put_blob(self.author_note.text)},
             "postprocess": postprocess,
             "delta": delta,
         }

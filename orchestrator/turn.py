@@ -27,13 +27,16 @@ from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPla
 from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
 from prompts import (
     FRAMING,
+    TEMPLATE_NAMES,
     TOKEN_COUNTS,
     Injection,
     Prompt,
     assemble,
     fit,
     macros,
+    place_note,
     render_parts,
+    with_note,
 )
 
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
@@ -107,6 +110,9 @@ class Anchor:
     """reroll: the reply this one is an alternative to; edit: the user message forked."""
     reply_role: str = "assistant"
     user_text: str | None = None
+    carried_note: bool = False
+    """The author's note in ``state`` is the one of ``sibling_of`` (set on the message
+    this turn makes an alternative of), not its parent's: the reply's delta records it."""
 
 
 T = TypeVar("T")
@@ -410,9 +416,20 @@ class Engine:
             "lore": _lore(hits, "after_char", substitute),
             "outlets": _outlets(hits, substitute),
             "variables": anchor.state["variables"],
+            "persona": {"name": user, "description": substitute(setup.persona)},
             "summary": "",
         }
-        injections = _injections(hits, substitute)
+        note = place_note(
+            anchor.state.get("author_note"),
+            sum(1 for message in anchor.history if message.role == "user"),
+            substitute,
+        )
+        system_prompt = substitute(setup.system_prompt) if setup.system_prompt else None
+        parts, injections = with_note(
+            note,
+            render_parts(templates, context, system_prompt=system_prompt),
+            _injections(hits, substitute),
+        )
         tail: list[dict[str, Any]] = []
         tail_template = {"continue": "continue", "impersonate": "impersonate"}.get(
             state["request"].kind
@@ -420,7 +437,7 @@ class Engine:
         if tail_template:
             tail.append({"role": "system", "content": templates.render(tail_template, context)})
         trace: TraceBuilder = state["trace"]
-        parts = render_parts(templates, context)
+        trace.author_note = note
         fixed = [*tail, *({"content": item.content} for item in injections)]
         first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
@@ -430,12 +447,15 @@ class Engine:
                 running, self._summary(anchor, first_kept, window, count, trace)
             )
             context["summary"] = summary_text
-            parts = render_parts(templates, context)
+            parts = with_note(
+                note, render_parts(templates, context, system_prompt=system_prompt), ()
+            )[0]
             # the summary takes room: keep what still fits
             first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
         prompt = assemble(parts, anchor.history, tail, first_kept=first_kept, injections=injections)
         for name in [*prompt.parts, *([tail_template] if tail_template else [])]:
-            trace.template(name)
+            if name in TEMPLATE_NAMES:  # not the session's system prompt, not the note
+                trace.template(name)
         trace.trimmed = {
             "window": window,
             "budget": budget,
@@ -611,6 +631,8 @@ class Engine:
         trace: TraceBuilder = state["trace"]
         delta = list(extraction.delta) if extraction is not None and extraction.ok else []
         delta.extend(_lore_delta(anchor.state, state["retrieval"]))
+        if anchor.carried_note:
+            delta.append(_note_operation(anchor.state.get("author_note")))
         metadata = trace.node_metadata(completion, extraction)
         if summary is not None and not summary["reused"]:
             delta.append({"op": "set", "path": "summary", "value": _summary_of(summary)})
@@ -737,6 +759,13 @@ def _injections(hits: list[LoreHit], substitute: Callable[[str], str]) -> list[I
     return [Injection(depth, role, "\n".join(texts)) for (depth, role), texts in grouped.items()]
 
 
+def _note_operation(note: dict[str, Any] | None) -> dict[str, Any]:
+    """The operation that sets the author's note to ``note`` (``None``: no note)."""
+    if note is None:
+        return {"op": "unset", "path": "author_note"}
+    return {"op": "set", "path": "author_note", "value": note}
+
+
 def _lore_delta(state: dict[str, Any], retrieval: Retrieval) -> list[dict[str, Any]]:
     """The operations that record the lore of this reply on its node."""
     delta: list[dict[str, Any]] = []
@@ -816,6 +845,13 @@ def _anchor(
     )
     if user_text is not None:
         history.append(Message("", "user", None, user_text))
+    carried = False
+    if sibling_of is not None:
+        # The note the player set on the message this turn replaces (a reroll of the
+        # reply, an edit of their message) stays: it is the alternative's too.
+        note = store.state(sid, sibling_of).author_note
+        if note != state.get("author_note"):
+            state, carried = {**state, "author_note": note}, True
     return Anchor(
         session_id=sid,
         parent_id=parent_id,
@@ -825,4 +861,5 @@ def _anchor(
         sibling_of=sibling_of,
         reply_role=reply_role,
         user_text=user_text,
+        carried_note=carried,
     )

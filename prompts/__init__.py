@@ -9,6 +9,7 @@ from .build import (
     FRAMING,
     PART_TEMPLATES,
     PARTS,
+    SYSTEM_PROMPT_PART,
     TOKEN_COUNTS,
     Injection,
     Prompt,
@@ -20,14 +21,18 @@ from .build import (
     render_parts,
 )
 from .errors import PromptError, TemplateError
+from .note import NOTE_PART, PlacedNote, place_note, with_note
 
 __all__ = [
     "FRAMING",
+    "NOTE_PART",
     "PARTS",
     "PART_TEMPLATES",
+    "SYSTEM_PROMPT_PART",
     "TEMPLATE_NAMES",
     "TOKEN_COUNTS",
     "Injection",
+    "PlacedNote",
     "Prompt",
     "PromptError",
     "TemplateError",
@@ -38,5 +43,7 @@ __all__ = [
     "fit",
     "history_message",
     "macros",
+    "place_note",
     "render_parts",
+    "with_note",
 ]

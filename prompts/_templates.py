@@ -32,6 +32,7 @@ TEMPLATE_NAMES = (
     "lore",
     "summary",
     "state",
+    "persona",
     "continue",
     "impersonate",
     "summarize",

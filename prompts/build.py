@@ -1,10 +1,11 @@
 """Putting a prompt together: the rendered parts, then the history, trimmed to fit.
 
-The order is fixed: system, lore placed before the character, character, lore (the
-rest), summary, state (each its own system message, left out when it renders empty,
-so the parts that rarely change stay identical from turn to turn), then the linear
-projection with any lore placed at a depth in it, then what the turn adds (an
-instruction to continue or to impersonate).
+The order is fixed: system (or the session's own system prompt), lore placed before
+the character, character, lore (the rest), the player's persona, summary, state (each
+its own system message, left out when it renders empty, so the parts that rarely change
+stay identical from turn to turn), then the linear projection with any lore placed at a
+depth in it, then what the turn adds (an instruction to continue or to impersonate).
+The author's note goes where it says (:mod:`prompts.note`).
 
 A message of the projection with no text is left out of the prompt: a reply
 interrupted before its first token was stored empty by older versions, and an empty
@@ -27,6 +28,7 @@ from ._templates import Templates
 __all__ = [
     "PARTS",
     "PART_TEMPLATES",
+    "SYSTEM_PROMPT_PART",
     "Injection",
     "Prompt",
     "TokenCounts",
@@ -43,6 +45,7 @@ PARTS: tuple[tuple[str, str | None], ...] = (
     ("lore", "lore_before"),
     ("character", None),
     ("lore", "lore"),
+    ("persona", None),
     ("summary", None),
     ("state", None),
 )
@@ -73,10 +76,22 @@ class Prompt:
     """The index of the oldest history message sent (the ones before were trimmed)."""
 
 
-def render_parts(templates: Templates, context: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The head of the prompt: ``(template, text)`` of each part that is not empty."""
+#: The name of the first part when the session sets its own system prompt.
+SYSTEM_PROMPT_PART = "system_prompt"
+
+
+def render_parts(
+    templates: Templates, context: Mapping[str, Any], *, system_prompt: str | None = None
+) -> list[tuple[str, str]]:
+    """The head of the prompt: ``(template, text)`` of each part that is not empty.
+
+    ``system_prompt``: the session's own, in place of the ``system`` template (named
+    :data:`SYSTEM_PROMPT_PART`); blank or ``None``: the template."""
     out = []
     for name, lore_key in PARTS:
+        if name == "system" and system_prompt and system_prompt.strip():
+            out.append((SYSTEM_PROMPT_PART, system_prompt.strip()))
+            continue
         scope = context if lore_key in (None, "lore") else {**context, "lore": context[lore_key]}
         text = templates.render(name, scope)
         if text:

@@ -3,11 +3,13 @@
 A state is a plain JSON-ready mapping::
 
     {"variables": {"hp": 90, "affinity": {"marla": 5}}, "active_lore_ids": [], "summary": "",
-     "lore_timers": {}}
+     "lore_timers": {}, "author_note": None}
 
 The built-ins belong to the engine: ``active_lore_ids`` (the lore in the node's prompt),
-``summary`` (the running summary) and ``lore_timers`` (World Info's sticky and cooldown
-effects, a JSON object only ever replaced whole with ``set``, or cleared with ``unset``).
+``summary`` (the running summary), ``lore_timers`` (World Info's sticky and cooldown
+effects, a JSON object only ever replaced whole with ``set``, or cleared with ``unset``)
+and ``author_note`` (the player's author's note, :mod:`mnemosyne.state.note`: ``None``,
+or an object set whole and checked, every field filled in; ``unset`` removes it).
 
 :func:`apply_delta` never changes the state it is given (containers are copied on
 write, so states may share what did not change) and never half-applies: every
@@ -38,6 +40,7 @@ from typing import Any
 
 from ..errors import DeltaProblem, InvalidDeltaError
 from ..jsontext import MAX_DEPTH
+from .note import check_note
 from .schema import NUMBERS, PERMISSIVE, StateSchema, Variable, check_value, normalise, type_of
 
 __all__ = [
@@ -112,6 +115,7 @@ def apply_delta(
         "active_lore_ids": state["active_lore_ids"],
         "summary": state["summary"],
         "lore_timers": state["lore_timers"],
+        "author_note": state.get("author_note"),
     }
     problems: list[DeltaProblem] = []
     for index, operation in enumerate(delta):
@@ -147,6 +151,14 @@ def _apply(schema: StateSchema, state: State, operation: Any) -> None:
         if op == "set" and not isinstance(value, dict):
             raise _Refused(f"lore_timers is an object, not {value!r}")
         state["lore_timers"] = value if op == "set" else {}
+        return
+    if parts[0] == "author_note":
+        if len(parts) > 1 or op not in ("set", "unset"):
+            raise _Refused("author_note is only ever set whole, or unset")
+        try:
+            state["author_note"] = check_note(value) if op == "set" else None
+        except ValueError as error:
+            raise _Refused(str(error)) from None
         return
     if parts[0] in ("active_lore_ids", "summary"):
         if len(parts) > 1:
@@ -313,6 +325,7 @@ def flatten(state: State) -> dict[str, Any]:
     out["active_lore_ids"] = state["active_lore_ids"]
     out["summary"] = state["summary"]
     out["lore_timers"] = state["lore_timers"]
+    out["author_note"] = state.get("author_note")
     return out
 
 
@@ -328,8 +341,8 @@ def diff_states(before: State, after: State) -> dict[str, list[Any]]:
 
 def value_at(state: State, path: str) -> Any:
     """The value at ``path`` (a variable, a map entry, a built-in); ``None`` if absent."""
-    if path in ("active_lore_ids", "summary", "lore_timers"):
-        return state[path]
+    if path in ("active_lore_ids", "summary", "lore_timers", "author_note"):
+        return state.get(path)
     name, _, key = path.partition(".")
     value = state["variables"].get(name)
     if key:

@@ -29,7 +29,7 @@ __all__ = [
 VariableType = Literal["int", "float", "bool", "str", "enum", "set", "list", "map"]
 NUMBERS = ("int", "float")
 #: Parts of every state that are not variables.
-BUILT_INS = ("active_lore_ids", "summary", "lore_timers")
+BUILT_INS = ("active_lore_ids", "summary", "lore_timers", "author_note")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -199,6 +199,7 @@ class StateSchema(BaseModel):
             "active_lore_ids": [],
             "summary": "",
             "lore_timers": {},
+            "author_note": None,
         }
 
     def to_json(self) -> str:

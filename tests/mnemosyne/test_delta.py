@@ -56,6 +56,7 @@ def test_the_initial_state_holds_every_default() -> None:
         "active_lore_ids": [],
         "summary": "",
         "lore_timers": {},
+        "author_note": None,
     }
 
 

@@ -34,6 +34,7 @@ VALID: dict[str, dict[str, Any]] = {
     "move": {"node_id": NODE, "parent_id": NODE},
     "copy": {"node_id": NODE, "parent_id": NODE, "subtree": True},
     "rewrite": {"node_id": NODE, "content": "new text"},
+    "note": {"node_id": NODE, "note": {"text": "Keep it grim.", "depth": 2, "role": "user"}},
     "inject": {
         "parent_id": NODE,
         "role": "system",
