@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Query, Request, Response
 
-from mnemosyne import Node, NodeAmongSiblings
+from mnemosyne import Node, NodeAmongSiblings, StateSchema
 
 from ._common import json_bytes, next_page, page_after, raw_json, tagged
 from .deps import NoParameters, ReadSession, StoreDep
@@ -188,11 +188,34 @@ def state(
     store: StoreDep,
     query: Annotated[StateQuery, Query()],
 ) -> Any:
-    """The world state after node `node_id` (default HEAD)."""
+    """The world state after node `node_id` (default HEAD), and what the session's schema
+    declares of each variable (`declared`: type, bounds as numbers at this state)."""
     at = query.node_id
     node_id = store.node(session.id, at).id if at else session.head_id
     found = store.state(session.id, node_id)
-    return {"node_id": node_id, **found.as_dict()}
+    declared = _declared(store.schema(session.id), found.variables)
+    return {"node_id": node_id, **found.as_dict(), "declared": declared}
+
+
+def _declared(schema: StateSchema, variables: dict[str, Any]) -> dict[str, Any]:
+    """The schema's variables with their bounds as numbers in a state (a bound named after
+    another variable is that variable's value there; ``None`` if it holds no number)."""
+
+    def number(bound: Any) -> Any:
+        if isinstance(bound, str):
+            bound = variables.get(bound)
+        return bound if isinstance(bound, (int, float)) and not isinstance(bound, bool) else None
+
+    return {
+        name: {
+            "type": spec.type,
+            "min": number(spec.min),
+            "max": number(spec.max),
+            "choices": spec.choices,
+            "description": spec.description,
+        }
+        for name, spec in schema.variables.items()
+    }
 
 
 @router.get(

@@ -266,9 +266,28 @@ class TreeOut(BaseModel):
     nodes: list[NodeOut] = Field(description="The page, parents before children.")
 
 
+class DeclaredOut(BaseModel):
+    """A variable as the session's schema declares it, its bounds as numbers at a state."""
+
+    type: str
+    min: int | float | None = Field(
+        default=None,
+        description="The lower bound; one named after another variable is that variable's "
+        "value in this state (null: none, or that variable holds no number).",
+    )
+    max: int | float | None = Field(default=None, description="The upper bound, likewise.")
+    choices: list[str] | None = Field(default=None, description="An enum's allowed values.")
+    description: str = ""
+
+
 class StateOut(BaseModel):
     node_id: str | None
     variables: dict[str, Any]
+    declared: dict[str, DeclaredOut] = Field(
+        default_factory=dict,
+        description="Each variable the session's schema declares, in the schema's order "
+        "(empty for a session without a schema: its variables are free).",
+    )
     active_lore_ids: list[str]
     summary: str
     lore_timers: dict[str, Any]
