@@ -171,9 +171,10 @@ class SessionTransaction:
     ) -> Node:
         """Append a node under HEAD (a root if the session is empty); HEAD moves to it.
 
-        Growing the tree is a breakpoint of the editor: it clears the undo journal.
+        Growing the tree is a breakpoint of the editor (it clears the undo journal),
+        unless it is done inside :meth:`journaled`.
         """
-        self._clear_journal()
+        self._editor.growing(self._state.head_pk)
         return self._insert(
             self._state.head_pk, self._state.head_id, role, content, name, metadata, delta, enabled
         )
@@ -198,9 +199,9 @@ class SessionTransaction:
         # in the tree, the nodes above pointing along the path to it; then the new
         # sibling takes its place in its parent's active child (in _insert)
         _head.repoint(self._state, pk, node_id)
-        self._clear_journal()
         original = q.get_node(self._state.conn, self._state.record, pk)
         parent_pk = q.parent_key(self._state.conn, pk)
+        self._editor.growing(parent_pk)
         node = self._insert(
             parent_pk,
             original.parent_id,
@@ -270,7 +271,15 @@ class SessionTransaction:
             )
         self._state.head_pk, self._state.head_id = pk, node.id
         self._state.grew()
+        self._editor.grown(pk)
         return node
+
+    def journaled(self, action: str) -> AbstractContextManager[None]:
+        """Growth inside (:meth:`append`, :meth:`add_sibling`) is one entry of the undo
+        journal named ``action`` (a turn: ``say``, ``reroll``...), not a breakpoint:
+        undo sends the new nodes to the trash and HEAD back where it was when the block
+        began; redo brings them back. The entries before it stay undoable."""
+        return self._editor.growth(action)
 
     # -- bulk writes (imports) ----------------------------------------------------------
 
