@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clotho.formats.campaign import load_campaign
-from clotho.lore import campaign_documents, card_documents, greet
+from clotho.lore import campaign_documents, card_documents, greet, keep_book
 
 if TYPE_CHECKING:
-    from mnemosyne import Node, Session, SessionTransaction, Store
+    from mnemosyne import Node, Session, SessionTransaction, StateSchema, Store
     from planner.cards import Card
+    from planner.lorebook import Lorebook
 
 __all__ = ["PERSONA", "card_session", "new_session", "persona_document"]
 
@@ -65,11 +66,15 @@ def card_session(
     title: str | None = None,
     documents: Sequence[tuple[str, str, str]] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    schema: StateSchema | None = None,
+    books: Sequence[Lorebook] = (),
 ) -> tuple[Session, list[Node]]:
     """A new session whose character is ``card``, named after it unless ``title`` is
     given, starting with its greeting: one transaction. ``documents`` replaces what is
     kept with it (default: the card and its own book, as ``import card`` keeps them);
-    ``metadata`` is the session's.
+    ``metadata`` is the session's, ``schema`` its world-state schema (default: the
+    permissive one); ``books`` are lorebooks kept with it too, each lore once
+    (:func:`clotho.lore.keep_book`).
 
     Returns:
         The session and its greeting nodes (the first one, then its alternatives).
@@ -77,12 +82,15 @@ def card_session(
     greeted: list[Node] = []
 
     def fill(tx: SessionTransaction) -> None:
+        for book in books:
+            keep_book(tx, book)
         greeted.extend(greet(tx, card))
 
     session = store.create_session(
         title=title or card.name,
         documents=card_documents(card) if documents is None else documents,
         metadata=metadata,
+        schema=schema,
         fill=fill,
     )
     return session, greeted

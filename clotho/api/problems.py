@@ -30,11 +30,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 # Every module that defines an error the API can send is imported here, so that walking
 # the hierarchies finds its class (tests/api/test_contract.py checks none is missed).
 import clotho.formats.campaign
+import clotho.formats.kinds
 import clotho.formats.stchat
 import clotho.formats.stuser
 import clotho.formats.treefile
 import clotho.sessionconfig
 import clotho.stfolder
+import clotho.stories
 import clotho.wiring  # noqa: F401  (NoModelError)
 from clotho.errors import ClothoError
 from mnemosyne import ConflictError, InvalidDeltaError, MnemosyneError

@@ -435,8 +435,20 @@ class SessionsQuery(BaseModel):
     )
 
 
+class ListedSession(SessionOut):
+    """A session as the lists show it: with its character and avatar."""
+
+    character: str | None = Field(
+        default=None,
+        description="Its character's name (a new story's card, an imported chat's), if known.",
+    )
+    avatar_url: str | None = Field(
+        default=None, description="Its avatar (`GET`, a PNG), when it has one."
+    )
+
+
 class SessionsPage(BaseModel):
-    sessions: list[SessionOut] = Field(
+    sessions: list[ListedSession] = Field(
         description="The page: most recently changed first, ties newest first."
     )
     total: int = Field(description="How many sessions the whole list has.")

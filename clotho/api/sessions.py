@@ -14,7 +14,8 @@ from mnemosyne import Store
 from ._common import page_after
 from .deps import IfMatch, NoParameters, ReadSession, SessionDep, StoreDep
 from .idempotency import Outcome, answer, result
-from .schemas import NewSession, SessionOut, SessionPatch, SessionsPage, SessionsQuery, WriteOut
+from .schemas import ListedSession, NewSession, SessionPatch, SessionsPage, SessionsQuery, WriteOut
+from .stories import listed
 
 router = APIRouter(tags=["sessions"])
 
@@ -24,7 +25,7 @@ def _sessions_page(
 ) -> dict[str, Any]:
     page = store.sessions_page(trashed=trashed, limit=query.limit, after=query.after)
     return {
-        "sessions": [s.as_dict() for s in page.items],
+        "sessions": [listed(s) for s in page.items],
         "total": page.total,
         "next": page_after(request, route, page.after, query.limit),
     }
@@ -52,10 +53,11 @@ def create_session(response: Response, body: NewSession, store: StoreDep) -> Wri
     return answer(session, Outcome([result("create", None, session.head_id)]), response)
 
 
-@router.get("/sessions/{session_id}", summary="Read a session", response_model=SessionOut)
+@router.get("/sessions/{session_id}", summary="Read a session", response_model=ListedSession)
 def get_session(session: ReadSession, _: NoParameters) -> Any:
-    """The session (id or unique prefix); its ETag is its version."""
-    return session.as_dict()
+    """The session (id or unique prefix), as the list shows it (its character, its
+    avatar); its ETag is its version."""
+    return listed(session)
 
 
 @router.patch(

@@ -287,6 +287,7 @@ class Requests:
         self.files = {
             "lorebook": ELDORIA.read_bytes(),
             "card": SERAPHINA.read_bytes(),
+            "kind": SERAPHINA.read_bytes(),  # POST /api/imports/kind
             "chat": CHAT.read_bytes(),
             "tree": client.get(f"/api/sessions/{self.sid}/exports/tree").content,
         }
