@@ -127,7 +127,8 @@ def turn_setup(
     """How turns are played: the command line and environment first, then the campaign
     (a session's character card, if it has one, is its character). ``names``: the
     session's (:func:`session_names`); without them, what the campaign and card say.
-    ``session_settings``: what the player set for the session (its connection profile).
+    ``session_settings``: what the player set for the session (its connection profile,
+    the persona whose description goes into the prompt, its own system prompt).
 
     The model: ``CLOTHO_MODEL`` / ``--model``, else the session's connection profile,
     else the campaign's ``[model]``, else the profile marked default
@@ -171,6 +172,7 @@ def turn_setup(
         character = Character(**{**campaign.character.model_dump(), "name": names.character})
     else:
         character = Character(name=names.character)
+    persona = session_settings.persona if session_settings else None
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
@@ -180,6 +182,8 @@ def turn_setup(
         templates=Templates(campaign.templates if campaign else None),
         character=character,
         player=names.player,
+        persona=persona.description if persona else "",
+        system_prompt=session_settings.system_prompt if session_settings else None,
         title=campaign.title if campaign else None,
         extract=table.extract,
     )

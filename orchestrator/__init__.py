@@ -11,6 +11,7 @@ from .build import PlannerFactory, build_engine, plan_call
 from .config import DEFAULT_CONTEXT_WINDOW, ModelConfig
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import Completion, Gateway
+from .preview import PromptPreview
 from .setup import Character, TurnSetup
 from .turn import Engine, TurnKind, TurnRequest, TurnResult
 
@@ -24,6 +25,7 @@ __all__ = [
     "ModelError",
     "OrchestratorError",
     "PlannerFactory",
+    "PromptPreview",
     "TurnError",
     "TurnInterrupted",
     "TurnKind",

@@ -4,9 +4,10 @@ One rule, used by the prompt (``{{user}}``, ``{{char}}``), by the replies a turn
 (each node carries its speaker's name, as a SillyTavern message does) and by
 ``export chat`` for messages that carry none:
 
-- the player: the campaign's ``player``, else the name the session was given
-  (``metadata["names"]["player"]``: an imported chat's player, a persona), else
-  :data:`DEFAULT_PLAYER`;
+- the player: the campaign's ``player``, else the name of the persona the player set
+  for the session (``metadata["settings"]["persona"]``: :mod:`clotho.sessionconfig`),
+  else the name the session was given (``metadata["names"]["player"]``: an imported
+  chat's player, a persona), else :data:`DEFAULT_PLAYER`;
 - the character: the session's card, else the campaign's ``[character] name`` when it
   names one, else the name the session was given (an imported chat's character), else
   :data:`DEFAULT_CHARACTER`.
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from clotho.sessionconfig import METADATA_KEY
 from orchestrator import Character, TurnSetup
 
 if TYPE_CHECKING:
@@ -50,7 +52,12 @@ class SessionNames:
         """The names by the module's rule, from what the session has."""
         given = (metadata or {}).get(NAMES)
         given = given if isinstance(given, Mapping) else {}
-        player = (campaign.player if campaign else None) or _text(given.get("player"))
+        settings = (metadata or {}).get(METADATA_KEY)
+        persona = settings.get("persona") if isinstance(settings, Mapping) else None
+        persona_name = _text(persona.get("name")) if isinstance(persona, Mapping) else None
+        player = (
+            (campaign.player if campaign else None) or persona_name or _text(given.get("player"))
+        )
         campaign_character = campaign.character.name if campaign else None
         if campaign_character == DEFAULT_CHARACTER:
             campaign_character = None

@@ -4,6 +4,7 @@ the loopback model, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from typing import Any
@@ -189,3 +190,46 @@ def test_persona_and_system_prompt_replace_the_defaults(
     assert trace.document["system_prompt"]["origin"] == "session"
     assert "system" not in trace.document["templates"]
     assert "persona" in trace.document["templates"]
+
+
+# -- the preview (the context meter) ------------------------------------------------------
+
+
+def _preview(engine: Any, sid: str, text: str = "") -> Any:
+    async def run() -> Any:
+        try:
+            return await engine.preview_prompt(sid, text)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(run())
+
+
+def test_the_preview_trims_as_a_turn_would_and_calls_no_model(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    sid = store.create_session().id
+    server = serve(Scripted([]))
+    words = " ".join(f"word{i}" for i in range(40))
+    first = None
+    for index in range(12):
+        node, _ = store.append(sid, "user" if index % 2 else "assistant", f"{index} {words}")
+        first = first or node
+    engine = engine_for(store, server, context_window=600, reply_tokens=100)
+    preview = _preview(engine, sid, "And then?")
+    assert preview.trimmed > 0 and preview.sent + preview.trimmed == preview.messages == 13
+    assert preview.summary == "new"  # a turn would write one; the preview does not
+    assert preview.used <= preview.window - preview.reply_tokens
+    assert server.requests == []
+    # a summary the story has, covering what is trimmed, stands in for it
+    through = store.messages(sid)[preview.trimmed + 2].id
+    store.append(
+        sid,
+        "assistant",
+        "13 The story goes on.",
+        metadata={"summary_through": through},
+        delta=[{"op": "set", "path": "summary", "value": "The hero walked."}],
+    )
+    again = _preview(engine_for(store, server, context_window=600, reply_tokens=100), sid)
+    assert again.summary == "reused" and again.summary_tokens > 0
+    assert server.requests == []
