@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CARD",
     "LOREBOOK",
+    "LOREBOOK_OFF",
     "KeptBook",
     "campaign_documents",
     "card_character",
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 LOREBOOK = "lorebook"
+#: A book switched off in the lore manager: a document of this kind named as the book
+#: (its content ``{}``); the book stays with the session, untouched, and does not play.
+LOREBOOK_OFF = "lorebook_off"
 CARD = "card"
 #: Larger files are refused before they are read (a card PNG is well under this); the
 #: largest tree file or chat :mod:`mnemosyne.jsontext` reads.
@@ -300,13 +304,16 @@ def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
     return documents
 
 
-def session_books(store: Store, session_id: str) -> list[Lorebook]:
-    """The session's lorebooks, in the order they were added."""
+def session_books(store: Store, session_id: str, *, switched_off: bool = False) -> list[Lorebook]:
+    """The session's lorebooks that play, in the order they were added (``switched_off``:
+    with the books switched off too, :data:`LOREBOOK_OFF`)."""
     from planner.lorebook import load_world_info
 
+    off = set() if switched_off else {d.name for d in store.documents(session_id, LOREBOOK_OFF)}
     return [
         load_world_info(document.content, document.name)
         for document in store.documents(session_id, LOREBOOK)
+        if document.name not in off
     ]
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "convert_character_book",
     "dump_world_info",
     "load_world_info",
+    "new_world_info_entry",
     "parse_character_book",
     "parse_entry",
     "parse_world_info",
@@ -351,6 +352,13 @@ _ST_ENTRY_TEMPLATE: dict[str, Any] = {
     "delay": None,
     "triggers": [],
 }
+
+
+def new_world_info_entry(uid: int) -> dict[str, Any]:
+    """A new World Info entry as SillyTavern 1.15 makes one (``createWorldInfoEntry``):
+    ``uid`` first, then every field at its default, in SillyTavern's order."""
+    return {"uid": uid, **copy.deepcopy(_ST_ENTRY_TEMPLATE)}
+
 
 # World Info field <- ``extensions.<key>`` of a character book entry, with the value used when
 # the extension is absent or null (``convertCharacterBook``; ``useProbability`` and

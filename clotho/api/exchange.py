@@ -1,10 +1,11 @@
 """Files in and out: SillyTavern chats, lorebooks and cards in; chats and lossless tree
-files out (and in). An upload is the request's body (no multipart), limited in size
+files out (and in); a book's own export and the rest of the lore are in
+:mod:`.lorebooks`. An upload is the request's body (no multipart), limited in size
 (``CLOTHO_MAX_UPLOAD_BYTES``); every import is one transaction."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -13,23 +14,15 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import TreeFile, export_tree
-from clotho.wiring import NoModelError, preview_lore, session_names
+from clotho.wiring import session_names
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
 from ._common import json_chunks, line_chunks, read_body
-from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
-from .etags import ETAG_HEADER, etag
+from .deps import ContextDep, IfMatch, ReadSession, StoreDep
+from .etags import etag
 from .idempotency import Outcome, answer, result
-from .schemas import (
-    ImportedOut,
-    LorebookOut,
-    LoreHitOut,
-    LoreTestBody,
-    LoreTestOut,
-    NodeId,
-    WriteOut,
-)
+from .schemas import ImportedOut, NodeId, WriteOut
 from .worker import (
     import_card_at,
     import_chat_at,
@@ -39,9 +32,6 @@ from .worker import (
 )
 
 __all__ = ["router"]
-
-if TYPE_CHECKING:
-    from orchestrator import Engine
 
 router = APIRouter(tags=["exchange"])
 
@@ -277,41 +267,3 @@ async def import_card_file(
         return answer(session, Outcome([made], greetings, imported), response)
 
     return await run_in_threadpool(work)
-
-
-@router.get(
-    "/sessions/{session_id}/lore",
-    summary="The session's lorebooks",
-    response_model=list[LorebookOut],
-)
-def lorebooks(store: StoreDep, session: ReadSession, _: NoParameters) -> Any:
-    return lore.lorebooks_document(lore.session_books(store, session.id))
-
-
-@router.post(
-    "/sessions/{session_id}/lore/test",
-    summary="Which lore would fire for a message",
-    response_model=list[LoreHitOut] | LoreTestOut,
-    responses={200: {"headers": {"ETag": ETAG_HEADER}}},
-)
-async def lore_test(
-    response: Response,
-    ctx: ContextDep,
-    session_id: str,
-    body: LoreTestBody,
-    skipped: bool = False,
-) -> Any:
-    """The entries that would fire if `text` were the next message at HEAD, and why
-    (nothing is generated or stored). `?skipped=true`: `{"fired": [...], "skipped":
-    [...]}`, the skipped being the entries that could have fired and did not, each with
-    why (a rule, a roll, the budget, a regex key that took too long and was skipped)."""
-    session = await run_in_threadpool(ctx.store.session, session_id)
-    try:  # the session's engine as its turns use it (kept), else one for the preview
-        engine: Engine | None = await ctx.engine(session.id)
-    except NoModelError:
-        engine = None
-    preview = await preview_lore(ctx.settings, ctx.store, session.id, body.text, engine=engine)
-    response.headers["ETag"] = etag(session.version)
-    if skipped:
-        return {"fired": preview["fired"], "skipped": preview["skipped"]}
-    return preview["fired"]

@@ -317,7 +317,8 @@ class ResultOut(BaseModel):
     action: str = Field(
         description="The operation: `checkout`, `swipe`, `append`, `fork`, an edit's `op`,"
         " `undo`/`redo` (then `note` names the edit taken back or done again), `purge`,"
-        " `create`, `trash`, `restore`, `import`."
+        " `create`, `trash`, `restore`, `import`; the lore manager's `lore_book`,"
+        " `lore_remove`, `lore_add`, `lore_change`, `lore_delete`."
     )
     node_id: str | None = Field(description="The node it was about, if one.")
     head_id: str | None = Field(description="HEAD after it.")
@@ -327,7 +328,8 @@ class ResultOut(BaseModel):
     count: int | None = Field(
         default=None,
         description="`purge`: how many nodes were deleted for good; `import`: how many "
-        "nodes (a chat, a tree) or lore entries (a lorebook, a card's book) came in.",
+        "nodes (a chat, a tree) or lore entries (a lorebook, a card's book) came in; "
+        "`lore_add`: the new entry's uid; `lore_remove`: the book's entries.",
     )
 
 
@@ -405,6 +407,9 @@ class LoreHitOut(BaseModel):
         description="Which way it came in: `key`, `recursion` (a key in what other entries "
         "brought in), `constant`, `sticky`, `decorator` (`@@activate`) or `meaning` (found "
         "by the search by meaning).",
+    )
+    similarity: float | None = Field(
+        default=None, description="`meaning`: its similarity to the newest messages (1 best)."
     )
 
 
@@ -537,6 +542,9 @@ class LorebookOut(BaseModel):
     """A lorebook of the session, its entries in order."""
 
     book: str
+    enabled: bool = Field(
+        default=True, description="Whether it plays (a book switched off stays, unplayed)."
+    )
     entries: list[LoreEntryOut]
 
 
@@ -553,6 +561,12 @@ class LoreTestOut(BaseModel):
 
     fired: list[LoreHitOut]
     skipped: list[LoreSkipOut]
+    budget: int | None = Field(
+        default=None, description="The lore's budget in tokens (null: no lorebook plays)."
+    )
+    tokens: int | None = Field(
+        default=None, description="The tokens the entries that fired spent of it."
+    )
 
 
 # -- the reads' queries: any parameter a read does not take is refused (422) ---------------

@@ -284,6 +284,12 @@ class Requests:
             data = [line for line in turn.iter_lines() if line.startswith("data:")]
         self.turn_id = json.loads(data[0].removeprefix("data:"))["turn_id"]
         self.nodes.insert(0, json.loads(data[-1].removeprefix("data:"))["node"]["id"])
+        book = client.post(  # the lore manager's routes name a book and an entry of it
+            f"/api/sessions/{self.sid}/imports/lorebook",
+            content=ELDORIA.read_bytes(),
+            params={"name": "Eldoria.json"},
+        )
+        assert book.status_code == 200, book.text
         self.files = {
             "lorebook": ELDORIA.read_bytes(),
             "card": SERAPHINA.read_bytes(),
@@ -294,7 +300,7 @@ class Requests:
 
     def url(self, path: str, ids: str | None = None) -> str:
         values = {"session_id": ids or self.sid, "node_id": ids or self.nodes[0]}
-        values["turn_id"] = ids or self.turn_id
+        values.update(turn_id=ids or self.turn_id, book=ids or "Eldoria", uid="0")
         return re.sub(r"\{([^}]+)\}", lambda m: values[m.group(1)], path)
 
     def query(self, operation: dict[str, Any]) -> dict[str, Any]:
