@@ -3,8 +3,9 @@ post-process → commit.
 
 The store is the persistence: the graph runs with no checkpointer, its state lives
 for one turn, and the only thing written is the commit, one transaction with the new
-node(s), the delta, the keyframe if due, the PromptTrace and HEAD (growing the tree is
-the editor's breakpoint). Nothing is stored if the model fails; a reply whose delta
+node(s), the delta, the keyframe if due, the PromptTrace, HEAD and one entry of the undo
+journal (undo sends the turn's nodes to the trash and HEAD back; the edits journaled
+before stay undoable). Nothing is stored if the model fails; a reply whose delta
 cannot be extracted is stored with an empty delta; a reply cut short (a broken
 stream, Ctrl+C) is stored as it stands, marked incomplete, with no delta.
 
@@ -13,12 +14,18 @@ what the player typed or saw: the reply streaming (kept, incomplete), the extrac
 (the reply kept with no delta, ``delta_error`` saying why), or anything before the
 reply's first text (the player's message alone is kept, HEAD on it:
 :class:`TurnInterrupted`). An empty reply is never stored.
+
+``continue`` extends the reply at HEAD: the new node is an alternative of it holding
+its whole text and the continuation (SillyTavern's Continue shows one message; the
+old one stays, an alternative, so nothing is lost and undo is exact), its metadata and
+trace naming the reply it continues (``continues``). At a player's message it asks for
+the reply. ``impersonate`` writes the player's next line and stores nothing: the text
+is the result's (:attr:`TurnResult.text`), for the player to edit and send.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
@@ -42,7 +49,6 @@ from prompts import (
 
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
-from .preview import PromptPreview, measure
 from .setup import TurnSetup
 from .trace import TraceBuilder
 
@@ -84,14 +90,20 @@ class TurnRequest:
 
 @dataclass(frozen=True)
 class TurnResult:
-    node: Node
-    """The generated node (HEAD now)."""
+    node: Node | None
+    """The generated node (HEAD now); ``None`` for impersonate, which stores nothing."""
     user_node: Node | None
     session: Session
     completion: Completion
     extraction: Extraction | None
     warnings: list[str] = field(default_factory=list)
     messages_hash: str = ""
+
+    @property
+    def text(self) -> str:
+        """What the model wrote: the reply's text (a continuation's whole text), or the
+        player's line an impersonation drafted."""
+        return self.node.content if self.node is not None else self.completion.content
 
 
 @dataclass
@@ -112,6 +124,8 @@ class Anchor:
     """reroll: the reply this one is an alternative to; edit: the user message forked."""
     reply_role: str = "assistant"
     user_text: str | None = None
+    continues: Node | None = None
+    """continue: the reply being extended (the new node is its alternative)."""
     carried_note: bool = False
     """The author's note in ``state`` is the one of ``sibling_of`` (set on the message
     this turn makes an alternative of), not its parent's: the reply's delta records it."""
@@ -149,13 +163,8 @@ class TurnState(TypedDict, total=False):
     completion: Completion
     extraction: Extraction | None
     summary: dict[str, Any] | None
-    summary_text: str
     trace: TraceBuilder
     result: TurnResult
-    planner: Planner
-    """A planner in place of the engine's (the preview's, which makes no model call)."""
-    preview: bool
-    """Build the prompt only: a summary that would be written is not (no model call)."""
 
 
 class Engine:
@@ -267,48 +276,6 @@ class Engine:
         planned = await self._plan(state)
         return planned["plan"], await self.planner.retrieve(planned["plan"], planned["context"])
 
-    async def preview_prompt(self, session_id: str, text: str = "") -> PromptPreview:
-        """The prompt the next turn would send if ``text`` (the player's draft; may be
-        empty) were the player's message at HEAD, measured (:mod:`orchestrator.preview`).
-        No model call (the lore planned by rules, a summary a turn would write not
-        written), nothing stored.
-
-        Raises:
-            mnemosyne.MnemosyneError: unknown session.
-            prompts.PromptError: a campaign template is broken.
-        """
-        session = self.store.session(session_id)
-        anchor = _anchor(self.store, session, session.head_id, user_text=text)
-        planner = self.planner
-        if getattr(planner, "plan_call", None) is not None:
-            planner = copy.copy(planner)  # the same lore, planned by its rules
-            planner.plan_call = None  # type: ignore[attr-defined]
-        state: TurnState = {
-            "request": TurnRequest("say", text),
-            "session_id": session_id,
-            "anchor": anchor,
-            "trace": TraceBuilder("say", self.setup),
-            "planner": planner,
-            "preview": True,
-        }
-        state.update(await self._plan(state))  # type: ignore[typeddict-item]
-        state.update(await self._retrieve(state))  # type: ignore[typeddict-item]
-        built = await self._build(state)
-        model = self.setup.model
-        count = self.gateway.counter(model)
-        return measure(
-            built["prompt"],
-            anchor.history,
-            state["retrieval"],
-            window=self.gateway.context_window(model),
-            reply_tokens=int(model.params.get("max_tokens") or model.reply_tokens),
-            count=count,
-            count_message=TOKEN_COUNTS.counter(model.model, count),
-            summary=built["summary"],
-            summary_text=built["summary_text"],
-            note=state["trace"].author_note,
-        )
-
     async def aclose(self) -> None:
         """Release what the engine holds (call it before the event loop ends): the model
         clients of the running loop if it closes them (``close_clients``). A turn still
@@ -399,7 +366,7 @@ class Engine:
         (say, edit), HEAD on it, and say so."""
         if anchor is None or anchor.user_text is None:
             raise TurnInterrupted("interrupted before the reply began: nothing was stored")
-        with self.store.transaction(session_id) as tx:
+        with self.store.transaction(session_id) as tx, tx.journaled(request.kind):
             user_node = _place_players_message(tx, request, anchor, self.setup.player)
         assert user_node is not None
         raise TurnInterrupted(
@@ -434,15 +401,16 @@ class Engine:
             count_tokens=self.gateway.counter(model),
             tokenizer=self.gateway.tokenizer(model),
         )
-        plan = await self._guarded(running, state.get("planner", self.planner).plan(context))
+        plan = await self._guarded(running, self.planner.plan(context))
         if plan.call is not None and "trace" in state:
             state["trace"].template("plan")
         return {"context": context, "plan": plan}
 
     async def _retrieve(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "retrieve")
-        planner = state.get("planner", self.planner)
-        retrieval = await self._guarded(running, planner.retrieve(state["plan"], state["context"]))
+        retrieval = await self._guarded(
+            running, self.planner.retrieve(state["plan"], state["context"])
+        )
         return {"retrieval": retrieval}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
@@ -489,16 +457,7 @@ class Engine:
         fixed = [*tail, *({"content": item.content} for item in injections)]
         first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
-        if first_kept > 0 and state.get("preview"):
-            summary_text, first_kept, summary_info = await asyncio.to_thread(
-                self._standing_summary, anchor, first_kept
-            )
-            context["summary"] = summary_text
-            parts = with_note(
-                note, render_parts(templates, context, system_prompt=system_prompt), ()
-            )[0]
-            first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
-        elif first_kept > 0:
+        if first_kept > 0:
             self._emit(state, "status", "summarising the oldest messages, which no longer fit")
             summary_text, first_kept, summary_info = await self._guarded(
                 running, self._summary(anchor, first_kept, window, count, trace)
@@ -523,17 +482,7 @@ class Engine:
             else None,
             "summary": summary_info,
         }
-        return {"prompt": prompt, "summary": summary_info, "summary_text": context["summary"]}
-
-    def _standing_summary(self, anchor: Anchor, first_kept: int) -> tuple[str, int, dict[str, Any]]:
-        """For a preview: the summary the story has, if it covers what must be trimmed
-        (``reused``), else the one there is and ``reused: False`` (a turn would write a
-        new one; the preview does not)."""
-        covered, summary = self._covered(anchor)
-        if summary and covered >= first_kept:
-            through = anchor.history[covered - 1].id
-            return summary, covered, {"reused": True, "covers_through": through}
-        return summary, first_kept, {"reused": False, "covers_through": None}
+        return {"prompt": prompt, "summary": summary_info}
 
     def _fit(
         self, anchor: Anchor, parts: list[tuple[str, str]], tail: list[dict[str, Any]]
@@ -714,18 +663,26 @@ class Engine:
         # Each node carries its speaker's name, as a SillyTavern message does; a reroll
         # keeps the name of the reply it is an alternative to (a group chat's speaker).
         speaker = self.setup.player if anchor.reply_role == "user" else self.setup.character.name
+        if request.kind == "impersonate":  # the player's line, to edit and send: not stored
+            return {"result": self._draft(sid, completion, warnings)}
         if request.kind == "reroll":
             assert anchor.sibling_of is not None
             speaker = self.store.node(sid, anchor.sibling_of).name or speaker
-        with self.store.transaction(sid) as tx:
+        old = anchor.continues
+        if old is not None:  # the whole text, the old reply's delta, then the new one's
+            delta = [*old.delta, *delta]
+            metadata["continues"] = old.id
+            if "summary_through" in old.metadata:
+                metadata.setdefault("summary_through", old.metadata["summary_through"])
+            speaker = old.name or speaker
+        with self.store.transaction(sid) as tx, tx.journaled(request.kind):
             user_node = _place_players_message(tx, request, anchor, self.setup.player)
             if user_node is not None:
                 history[-1] = Message(user_node.id, "user", user_node.name, user_node.content)
-            if request.kind == "reroll":
-                assert anchor.sibling_of is not None
+            if request.kind == "reroll" or old is not None:
                 reply = tx.add_sibling(
-                    anchor.sibling_of,
-                    completion.content,
+                    old.id if old is not None else str(anchor.sibling_of),
+                    old.content + completion.content if old is not None else completion.content,
                     name=speaker,
                     metadata=metadata,
                     delta=delta or None,
@@ -746,6 +703,8 @@ class Engine:
                 extraction=extraction,
                 delta=delta,
             )
+            if old is not None:
+                document["continues"] = old.id
             digest = tx.put_trace(
                 reply.id,
                 messages=state["prompt"].messages,
@@ -763,6 +722,17 @@ class Engine:
             messages_hash=digest,
         )
         return {"result": result}
+
+    def _draft(self, sid: str, completion: Completion, warnings: list[str]) -> TurnResult:
+        """An impersonation's result: the player's line, nothing stored."""
+        return TurnResult(
+            node=None,
+            user_node=None,
+            session=self.store.session(sid),
+            completion=completion,
+            extraction=None,
+            warnings=warnings,
+        )
 
 
 def _place_players_message(
@@ -871,11 +841,15 @@ def locate_turn(
         raise TurnError(f"{kind} needs the text of the player's message")
     if kind == "say":
         return session, session.head_id, {"user_text": request.text}
-    if kind in ("continue", "impersonate"):
+    if kind == "impersonate":  # the player's next line: from anywhere, an empty story too
+        return session, session.head_id, {"reply_role": "user"}
+    if kind == "continue":
         if session.head_id is None:
             raise TurnError(f"session {sid} is empty: say something first")
-        role = "user" if kind == "impersonate" else "assistant"
-        return session, session.head_id, {"reply_role": role}
+        head = store.node(sid, session.head_id)
+        if head.role == "assistant":  # extend this reply
+            return session, head.id, {"continues": head.id}
+        return session, head.id, {}  # a player's message: its reply
     ref = request.node or session.head_id
     if ref is None:
         raise TurnError(f"session {sid} is empty: nothing to {kind}")
@@ -903,6 +877,7 @@ def _anchor(
     sibling_of: str | None = None,
     user_text: str | None = None,
     reply_role: str = "assistant",
+    continues: str | None = None,
 ) -> Anchor:
     sid = session.id
     schema = store.schema(sid)
@@ -929,4 +904,5 @@ def _anchor(
         reply_role=reply_role,
         user_text=user_text,
         carried_note=carried,
+        continues=store.node(sid, continues) if continues is not None else None,
     )

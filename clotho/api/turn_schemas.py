@@ -8,10 +8,21 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .problems import Problem
-from .schemas import TurnBody, TurnResultOut
+from .schemas import SessionOut, TurnBody, TurnResultOut
 from .turn_registry import TurnStatus
 
-__all__ = ["EVENT_STREAM", "TurnOut", "TurnsOut"]
+__all__ = ["EVENT_STREAM", "DraftOut", "TurnOut", "TurnsOut"]
+
+
+class DraftOut(BaseModel):
+    """An impersonation's result: the player's line the model wrote. Nothing was stored;
+    the player edits it and sends it (a `say`)."""
+
+    text: str
+    session: SessionOut = Field(description="The session, unchanged by the turn.")
+    incomplete: bool = Field(description="The line was stopped before its end.")
+    warnings: list[str]
+    usage: dict[str, Any]
 
 
 class TurnOut(BaseModel):
@@ -44,6 +55,9 @@ class TurnOut(BaseModel):
     )
     result: TurnResultOut | None = Field(
         default=None, description="done: what the `node` event carried."
+    )
+    draft: DraftOut | None = Field(
+        default=None, description="done, impersonate: what the `draft` event carried."
     )
 
 
@@ -82,6 +96,8 @@ _EVENTS: list[tuple[str, str, dict[str, Any]]] = [
      " failed).", _TEXT),
     ("node", "Last: the turn was stored; `session` holds the new version and HEAD.",
      {"$ref": _REF + "TurnResultOut"}),
+    ("draft", "Last, impersonate: the player's line the model wrote; nothing was stored.",
+     {"$ref": _REF + "DraftOut"}),
     ("cancelled", "Last: stopped before the reply began (`user_node_id`: the player's message"
      " kept).", {"$ref": _REF + "TurnOut"}),
     ("error", "Last: the turn failed, nothing was stored (a problem document).",

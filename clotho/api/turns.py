@@ -13,7 +13,9 @@ with its events, each with an ``id`` (its number in the turn) and a JSON ``data`
 - ``warning`` ``{"text"}``: something the player should know;
 - last, one of: ``node`` (stored: ``{"node", "user_node", "session", "state",
   "incomplete", "warnings", "usage"}``, ``session`` holding the new version and HEAD),
-  ``cancelled`` (stopped before its reply began: the turn's status document) or
+  ``draft`` (impersonate: the player's line the model wrote, ``{"text", "session",
+  "incomplete", "warnings", "usage"}``; nothing was stored: the page puts it in the
+  input box), ``cancelled`` (stopped before its reply began: the turn's status document) or
   ``error`` (a problem document; nothing was stored).
 
 ``GET .../turns/{turn_id}/events`` follows the same events (from the start, or after
@@ -132,7 +134,19 @@ def _turn(session: SessionDep, turn_id: str, registry: Registry) -> Turn:
 KnownTurn = Annotated[Turn, Depends(_turn)]
 
 
+def _draft(result: TurnResult) -> dict[str, Any]:
+    """The ``draft`` event of an impersonation (:class:`.turn_schemas.DraftOut`)."""
+    return {
+        "text": result.text,
+        "session": result.session.as_dict(),
+        "incomplete": result.completion.incomplete,
+        "warnings": result.warnings,
+        "usage": result.completion.usage or {},
+    }
+
+
 def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
+    assert result.node is not None  # a stored turn's
     state = ctx.store.state(result.session.id, result.node.id)
     return {
         "node": result.node.as_dict(),
@@ -249,6 +263,18 @@ async def _play(
         async with lock:
             turn.started = True
             result = await engine.run(turn.session_id, request, on_event)
+        if result.node is None:  # impersonate: the player's line, nothing stored
+            draft = _draft(result)
+            turn.end(
+                "done",
+                "draft",
+                draft,
+                version=result.session.version,
+                head_id=result.session.head_id,
+                incomplete=result.completion.incomplete,
+                draft=draft,
+            )
+            return
         payload = await run_in_threadpool(_result, ctx, result)
         turn.end(
             "done",
@@ -337,9 +363,12 @@ async def play_turn(
     turn: Annotated[Turn, Depends(_start)], after: LastEventId
 ) -> AsyncIterator[ServerSentEvent]:
     """say (a player's message and the reply), reroll (a new alternative of a reply),
-    edit (a player's message forked with new text, and the reply), continue (one more
-    reply), impersonate (the model writes the player's next message). What can be
-    refused before the model is called is refused with a status (422, 412, 503)."""
+    edit (a player's message forked with new text, and the reply), continue (the reply at
+    HEAD extended: a new alternative holding its whole text; at a player's message, its
+    reply), impersonate (the model drafts the player's next line: the `draft` event,
+    nothing stored). A stored turn is one step of the undo journal (`POST .../undo`
+    sends its nodes to the trash and HEAD back). What can be refused before the model
+    is called is refused with a status (422, 412, 503)."""
     async for event in turn.follow(after):
         yield event
 

@@ -70,10 +70,12 @@ def swipe(session_id: str, body: SwipeBody, write: Writer) -> WriteOut:
     response_model=WriteOut,
 )
 def append(session_id: str, body: AppendBody, write: Writer) -> WriteOut:
-    """A message under HEAD, which moves to it. `nodes`: the new message."""
+    """A message under HEAD, which moves to it. `nodes`: the new message. One step of the
+    undo journal (undo sends it to the trash, HEAD back)."""
 
     def act(tx: SessionTransaction) -> Outcome:
-        node = tx.append(body.role, body.content, name=body.name, delta=body.operations())
+        with tx.journaled("append"):
+            node = tx.append(body.role, body.content, name=body.name, delta=body.operations())
         made = result("append", node.id, node.id, head_moved=True, created=[node.id])
         return Outcome([made], [node])
 
@@ -88,10 +90,12 @@ def append(session_id: str, body: AppendBody, write: Writer) -> WriteOut:
 )
 def fork(session_id: str, node_id: str, body: ForkBody, write: Writer) -> WriteOut:
     """A new sibling of `node_id` (same parent, same role) with its own text; HEAD moves
-    to it. `nodes`: the new node."""
+    to it. `nodes`: the new node. One step of the undo journal (undo sends it to the
+    trash, HEAD back where it was)."""
 
     def act(tx: SessionTransaction) -> Outcome:
-        node = tx.add_sibling(node_id, body.content, delta=body.operations())
+        with tx.journaled("fork"):
+            node = tx.add_sibling(node_id, body.content, delta=body.operations())
         made = result("fork", node.id, node.id, head_moved=True, created=[node.id])
         return Outcome([made], [node])
 

@@ -200,6 +200,9 @@ def _report(
     *,
     end_line: bool = True,
 ) -> None:
+    if result.node is None:  # impersonate: the player's line, not stored
+        _report_draft(cli, result, end_line=end_line)
+        return
     state = cli.store.state(session_id, result.node.id)
     if cli.json:
         out(
@@ -230,6 +233,23 @@ def _report(
     if changes:
         footer += "  " + paint("[" + ", ".join(changes) + "]", "yellow")
     out(paint(footer, "dim") if not changes else footer)
+
+
+def _report_draft(cli: Cli, result: TurnResult, *, end_line: bool) -> None:
+    """An impersonation: the line the model wrote for the player, which nothing stored."""
+    if cli.json:
+        document = {
+            "draft": result.text,
+            "session": {"id": result.session.id, "version": result.session.version},
+            "incomplete": result.completion.incomplete,
+            "warnings": result.warnings,
+            "usage": result.completion.usage,
+        }
+        out(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    if end_line:
+        sys.stdout.write("\n")
+    out(paint("(your line, not sent: edit it and send it, e.g. `clotho say TEXT`)", "dim"))
 
 
 TextArgument = Annotated[str, typer.Argument(help="The player's message.", show_default=False)]
@@ -270,7 +290,7 @@ def continue_(cli: Cli) -> None:
 
 @command(app, "impersonate")
 def impersonate(cli: Cli) -> None:
-    """Let the model write the player's next message (appended under HEAD)."""
+    """Let the model write the player's next line (shown, not stored: send it with say)."""
     run_turn(cli, cli.session_id(), "impersonate")
 
 

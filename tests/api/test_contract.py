@@ -452,7 +452,9 @@ def test_each_kind_of_error_is_a_declared_problem(
     assert batch.status_code in (404, 422) and batch.json()["operation"] == 1
     assert client.get(f"{base}/nodes/{UNKNOWN}").json()["code"] == "unknown_node"
     assert client.get(f"{base}/nodes/{reply}/trace").json()["code"] == "no_trace"
-    assert client.post(f"{base}/undo").json()["code"] == "invalid_operation"  # nothing to undo
+    empty = client.post("/api/sessions", json={"title": "empty"}).json()["session"]["id"]
+    undo = client.post(f"/api/sessions/{empty}/undo")  # nothing to undo
+    assert undo.json()["code"] == "invalid_operation"
     unread = client.post(
         f"{base}/messages",
         content=b'{"role": "user", "content": "\xff"}',

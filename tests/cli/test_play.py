@@ -84,12 +84,16 @@ def test_say_reroll_edit_and_trace(play: Run, model: ModelServer) -> None:
     assert edited["node"]["content"] == "Marla shrugs."
     assert edited["state"]["variables"]["hp"] == 100
     assert [n["content"] for n in play.json("log")] == ["I greet the guard.", "Marla shrugs."]
-    player = play.json("impersonate")
-    assert (player["node"]["role"], player["node"]["content"]) == ("user", "I raise my shield.")
-    reply = play.json("continue")
-    assert reply["node"]["parent_id"] == player["node"]["id"]
+    player = play.json("impersonate")  # the player's line, drafted: nothing stored
+    assert player["draft"] == "I raise my shield." and "node" not in player
+    assert [n["content"] for n in play.json("log")] == ["I greet the guard.", "Marla shrugs."]
+    reply = play.json("continue")  # the reply extended: its alternative with the whole text
+    assert reply["node"]["metadata"]["continues"] == edited["node"]["id"]
+    assert reply["node"]["content"].startswith("Marla shrugs.")
     text = play("trace", reply["node"]["id"][:8]).stdout
     assert "messages verified" in text and "[system]" in text
+    play.json("undo")  # a turn is one undo step: the continuation to the trash
+    assert [n["content"] for n in play.json("log")] == ["I greet the guard.", "Marla shrugs."]
 
 
 def test_generation_errors_are_one_line(play: Run, tmp_path: Path) -> None:

@@ -183,27 +183,71 @@ def test_edit_forks_the_players_message_and_keeps_the_old_timeline(
     assert chat(server)[1].messages[-1] == {"role": "user", "content": "I run."}
 
 
-def test_continue_and_impersonate_grow_from_head(
+def test_continue_extends_the_reply_and_impersonate_stores_nothing(
     store: Store, sid: str, serve: Callable[..., ModelServer]
 ) -> None:
-    server = serve(Scripted(["The door creaks.", "Then silence.", "I knock twice."]))
+    server = serve(
+        Scripted(["The door creaks.", " Then silence.", "I knock twice."], [HIT, NOTHING])
+    )
     engine = engine_for(store, server)
-    play(engine, sid, "say", text="I wait.")
-    more = play(engine, sid, "continue")
-    assert more.node.role == "assistant" and more.user_node is None
+    first = play(engine, sid, "say", text="I wait.")
+    events: list[tuple[str, str]] = []
+    more = play(engine, sid, "continue", events)
+    # one reply, extended: an alternative of the old one holding the whole text
+    assert "".join(text for kind, text in events if kind == "token") == " Then silence."
+    assert more.node.content == "The door creaks. Then silence." and more.user_node is None
+    assert more.node.parent_id == first.node.parent_id
+    assert store.turn(sid, more.node.id).siblings == [first.node.id, more.node.id]
+    assert [m.content for m in store.messages(sid)] == ["I wait.", more.node.content]
+    assert more.node.metadata["continues"] == first.node.id
+    assert more.node.delta == first.node.delta  # the old reply's delta, then its own (none)
+    assert store.state(sid).variables["hp"] == 90
+    trace = store.trace(sid, more.node.id)
+    assert trace is not None and trace.verified and trace.document["continues"] == first.node.id
     assert chat(server)[1].messages[-2:] == [
         {"role": "assistant", "content": "The door creaks."},
         {"role": "system", "content": chat(server)[1].messages[-1]["content"]},
     ]
     assert "Continue the scene" in chat(server)[1].messages[-1]["content"]
     extraction_requests = len(server.requests) - len(chat(server))
+    before = store.session(sid)
     player = play(engine, sid, "impersonate")
-    assert player.node.role == "user" and player.node.content == "I knock twice."
-    assert player.node.parent_id == more.node.id
+    assert player.node is None and player.text == "I knock twice."
+    assert store.session(sid) == before  # nothing stored
     assert "Player's next message" in chat(server)[2].messages[-1]["content"]
-    # the player's own message changes no state: no extraction call for it
+    # the player's own line changes no state: no extraction call for it
     assert len(server.requests) - len(chat(server)) == extraction_requests
-    assert store.trace(sid, player.node.id) is not None
+    # undo takes the continuation back: the reply as it was, HEAD on it
+    store.undo(sid)
+    assert store.session(sid).head_id == first.node.id
+    assert [top.id for top, *_ in store.trash(sid)] == [more.node.id]
+
+
+def test_a_turn_is_one_undo_step_and_edits_before_it_stay(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    from mnemosyne.edits import Rewrite
+
+    server = serve(Scripted(["Welcome.", "The goblin bites.", "It misses."], [NOTHING, HIT]))
+    engine = engine_for(store, server)
+    first = play(engine, sid, "say", text="Hi.")
+    store.edit(sid, Rewrite(node_id=first.node.id, content="Welcome, traveller."))
+    second = play(engine, sid, "say", text="I attack.")
+    third = play(engine, sid, "reroll")
+    assert [e.action for e in store.history(sid)] == ["say", "rewrite", "say", "reroll"]
+    store.undo(sid)  # the reroll: back to the reply it was an alternative of
+    assert store.session(sid).head_id == second.node.id and store.state(sid).variables["hp"] == 90
+    store.undo(sid)  # the say: its message and reply to the trash
+    assert store.session(sid).head_id == first.node.id
+    assert store.state(sid).variables["hp"] == 100
+    assert second.user_node is not None
+    assert {top.id for top, *_ in store.trash(sid)} == {second.user_node.id, third.node.id}
+    store.undo(sid)  # the rewrite before the turns
+    assert store.node(sid, first.node.id).content == "Welcome."
+    for _ in range(3):
+        store.redo(sid)
+    assert store.session(sid).head_id == third.node.id and store.trash(sid) == []
+    assert store.node(sid, first.node.id).content == "Welcome, traveller."
 
 
 def test_a_rate_limit_is_retried(store: Store, sid: str, serve: Callable[..., ModelServer]) -> None:
