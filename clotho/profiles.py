@@ -226,7 +226,7 @@ class ProfilesError(ClothoError):
     code = "profiles_error"
 
 
-class ProfilesFileError(ProfilesError):
+class ProfilesFileError(ProfilesError, ValueError):
     """A file of the config folder (profiles.toml, secrets.toml) cannot be read or
     written: the message names the file and the field."""
 

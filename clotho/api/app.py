@@ -16,7 +16,17 @@ from clotho.settings import Settings
 from clotho.web import mount as mount_page
 from mnemosyne import Store
 
-from . import exchange, lorebooks, prompt_preview, reads, sessions, stories, turns, writes
+from . import (
+    exchange,
+    lorebooks,
+    profiles,
+    prompt_preview,
+    reads,
+    sessions,
+    stories,
+    turns,
+    writes,
+)
 from ._common import context
 from .auth import TrustedHosts, allowed_origins, require_token, resolve_token, served_hosts
 from .context import ApiContext
@@ -151,7 +161,17 @@ def create_app(
         app.state.clotho = ApiContext(settings, store, token)
     install(app)
     api = APIRouter(prefix="/api", dependencies=[Depends(require_token)])
-    for module in (sessions, reads, writes, turns, exchange, lorebooks, stories, prompt_preview):
+    for module in (
+        sessions,
+        reads,
+        writes,
+        turns,
+        exchange,
+        lorebooks,
+        stories,
+        profiles,
+        prompt_preview,
+    ):
         api.include_router(module.router)
     app.include_router(api)
 

@@ -170,7 +170,7 @@ def facts(
     return Facts(
         method=method,
         token=bool(operation.get("security")),
-        path_ids=any(place == "path" for place, _ in where),
+        path_ids=any(place == "path" and name.endswith("_id") for place, name in where),
         if_match=("header", "if-match") in where,
         body="requestBody" in operation,
         query=any(place == "query" for place, _ in where) or (method, path) in queries,

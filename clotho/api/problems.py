@@ -34,6 +34,7 @@ import clotho.formats.kinds
 import clotho.formats.stchat
 import clotho.formats.stuser
 import clotho.formats.treefile
+import clotho.profiles
 import clotho.sessionconfig
 import clotho.stfolder
 import clotho.stories
@@ -89,6 +90,8 @@ STATUS = {
     "no_model": 503,
     "retrieval_failed": 502,
     "model_error": 502,
+    "unknown_profile": 404,
+    "profiles_changed": 412,
 }
 
 

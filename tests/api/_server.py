@@ -36,6 +36,7 @@ def serve_env(data_dir: Path, *, token: str | None = TOKEN, model_url: str | Non
     env.update(
         {
             "CLOTHO_DATA_DIR": str(data_dir),
+            "CLOTHO_CONFIG_DIR": str(data_dir / "config"),
             "CLOTHO_VECTORS": "false",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "NO_COLOR": "1",

@@ -25,6 +25,7 @@ def api_settings(tmp_path: Path, **given: Any) -> Settings:
     """Settings of a test server: its own data folder, no lore vectors, fast retries, and
     the Host that test clients send (Starlette's and schemathesis's: ``testserver``)."""
     given.setdefault("allowed_hosts", ["testserver"])
+    given.setdefault("config_dir", tmp_path / "config")  # profiles: never the user's own
     return Settings(data_dir=tmp_path / "data", vectors=False, api_token=TOKEN, **given)
 
 

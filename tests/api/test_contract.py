@@ -301,6 +301,7 @@ class Requests:
     def url(self, path: str, ids: str | None = None) -> str:
         values = {"session_id": ids or self.sid, "node_id": ids or self.nodes[0]}
         values.update(turn_id=ids or self.turn_id, book=ids or "Eldoria", uid="0")
+        values["name"] = ids or "Contract"  # a connection profile's
         return re.sub(r"\{([^}]+)\}", lambda m: values[m.group(1)], path)
 
     def query(self, operation: dict[str, Any]) -> dict[str, Any]:
