@@ -1,8 +1,9 @@
 // The stories (sessions) as the page lists them: the picker grouped by character, a new
 // story, rename, delete to the trash and restore, and Import… (each file recognised by
-// its content on the server: POST /api/imports).
+// its content on the server: newstory.js).
 
 import { t } from "./i18n.js";
+import { importByContent, openNewStory } from "./newstory.js";
 import { clear, el, short, toast } from "./ui.js";
 
 /** A story's name as the page shows it. */
@@ -59,10 +60,9 @@ export class Stories {
     this.app.choose(session.id);
   }
 
-  /** The New button. */
-  async startNew() {
-    const answer = await this.app.ask(t("story.new_title"), [{ name: "title", label: t("story.title"), value: "" }], [{ value: "ok", label: t("story.create") }]);
-    if (answer) await this.create(answer.title || null);
+  /** The New button: the new-story dialog (newstory.js). */
+  async startNew(given = {}) {
+    return openNewStory(this, given);
   }
 
   /** An empty story with a title (the page's first one, when there is none). */
@@ -162,15 +162,6 @@ export class Stories {
     const file = input.files?.[0];
     input.value = "";
     if (!file) return;
-    const text = await file.slice(0, 4096).text();
-    const isTree = /"format"\s*:\s*"clotho-tree"/.test(text);
-    const path = isTree ? "/api/imports/tree" : `/api/imports/chat?filename=${encodeURIComponent(file.name)}`;
-    try {
-      const { data } = await this.app.api.request("POST", path, { body: file, contentType: "application/octet-stream" });
-      await this.opened(data.session);
-      toast(t("story.imported"), t("story.imported_detail", { file: file.name, title: storyTitle(data.session) }));
-    } catch (error) {
-      this.app.fail(error, t("story.importing", { file: file.name }));
-    }
+    return importByContent(this, file);
   }
 }
