@@ -5,6 +5,7 @@
 import { Api, newKey, sessionPath } from "./api.js";
 import { ChatView } from "./chat.js";
 import { renderTrace } from "./panels.js";
+import { StoryNotes } from "./notes.js";
 import { Stories } from "./sessions.js";
 import { TreeView } from "./tree.js";
 import { ask, preview, showError, toast } from "./ui.js";
@@ -20,6 +21,7 @@ class App {
     this.sessions = [];
     this.views = {};
     this.stories = new Stories(this);
+    this.notes = new StoryNotes(this); // the story's settings, the context meter
   }
 
   async boot() {
@@ -67,6 +69,7 @@ class App {
 
   bindControls() {
     this.stories.bind();
+    this.notes.bind();
     for (const button of document.querySelectorAll("#views button")) {
       button.addEventListener("click", () => this.showView(button.dataset.view));
     }
@@ -120,6 +123,7 @@ class App {
 
   setVersion(version) {
     if (version != null) this.version = version;
+    this.notes.changed(); // the story may have changed: the context meter measures again
     document.getElementById("version").textContent = this.version != null ? `v${this.version}` : "";
   }
 
