@@ -291,6 +291,11 @@ class StateOut(BaseModel):
     active_lore_ids: list[str]
     summary: str
     lore_timers: dict[str, Any]
+    author_note: dict[str, Any] | None = Field(
+        default=None,
+        description="The author's note at this node (text, depth, position, interval, role)"
+        " or null: docs/state.md.",
+    )
 
 
 class BlameOut(BaseModel):
