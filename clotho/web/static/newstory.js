@@ -61,13 +61,8 @@ export async function openNewStory(stories, given = {}) {
   const app = stories.app;
   const dialog = dialogElement();
   const chosen = { card: null, books: new Map() }; // card: {kind: "stored"|"file", ...}
-  let cards = [];
-  let books = [];
-  try {
-    [cards, books] = await Promise.all([app.api.get("/api/cards"), app.api.get("/api/lorebooks")]);
-  } catch (error) {
-    app.fail(error, t("story.reading_library"));
-  }
+  // The dialog opens at once; the cards and books kept with stories come in when read.
+  const library = Promise.all([app.api.get("/api/cards"), app.api.get("/api/lorebooks")]);
 
   const problem = el("p.error-text.story-problem", { role: "alert" });
   const start = el("button.primary", { type: "submit", text: t("story.start"), disabled: true });
@@ -169,15 +164,26 @@ export async function openNewStory(stories, given = {}) {
     }
   };
 
-  for (const card of cards) {
-    const entry = { kind: "stored", key: `stored:${card.session_id}`, name: card.name, session_id: card.session_id };
-    cardList.append(cardItem(entry, card.avatar_url ? app.avatarImage(card.session_id) : null));
-  }
-  for (const book of books) {
-    const key = `stored:${book.session_id}:${book.name}`;
-    const entry = { kind: "stored", session_id: book.session_id, name: book.name };
-    bookList.append(bookItem(key, book.name, t("story.book_entries", { count: book.entries }), false, entry));
-  }
+  const noCards = el("p.muted.story-none", { text: t("story.loading") });
+  const noBooks = el("p.muted.story-none", { text: t("story.loading") });
+  library
+    .then(([cards, books]) => {
+      for (const card of cards) {
+        const entry = { kind: "stored", key: `stored:${card.session_id}`, name: card.name, session_id: card.session_id };
+        cardList.append(cardItem(entry, card.avatar_url ? app.avatarImage(card.session_id) : null));
+      }
+      for (const book of books) {
+        const key = `stored:${book.session_id}:${book.name}`;
+        const entry = { kind: "stored", session_id: book.session_id, name: book.name };
+        bookList.append(bookItem(key, book.name, t("story.book_entries", { count: book.entries }), false, entry));
+      }
+      noCards.textContent = t("story.no_cards");
+      noBooks.textContent = t("story.no_books");
+    })
+    .catch((error) => {
+      noCards.textContent = noBooks.textContent = "";
+      app.fail(error, t("story.reading_library"));
+    });
 
   const form = el(
     "form.new-story",
@@ -187,7 +193,7 @@ export async function openNewStory(stories, given = {}) {
       "section.story-part",
       {},
       el("h4", { text: t("story.character") }),
-      cards.length ? null : el("p.muted.story-none", { text: t("story.no_cards") }),
+      noCards,
       cardList,
       fileButton(t("story.upload_card"), ".png,.json,image/png,application/json", false, (files) => addCardFile(files[0])),
     ),
@@ -203,7 +209,7 @@ export async function openNewStory(stories, given = {}) {
       "section.story-part",
       {},
       el("h4", { text: t("story.lorebooks") }),
-      books.length ? null : el("p.muted.story-none", { text: t("story.no_books") }),
+      noBooks,
       bookList,
       fileButton(t("story.upload_books"), ".json,application/json", true, addBookFiles),
     ),
@@ -242,7 +248,7 @@ export async function openNewStory(stories, given = {}) {
     dialog.showModal();
     if (given.card) addCardFile(given.card);
     if (given.books?.length) addBookFiles(given.books);
-    (cardList.querySelector("li") || persona.name).focus();
+    persona.name.focus();
   });
 }
 
