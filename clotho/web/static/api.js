@@ -2,14 +2,16 @@
 // (ETag) read from every answer and sent back as If-Match on writes, problem documents
 // turned into errors, and turns' server-sent events read as they come.
 
+import { t } from "./i18n.js";
+
 /** An error answered by the API (RFC 9457 problem document), or a transport failure. */
 export class Problem extends Error {
   constructor(status, doc) {
-    super(doc.detail || doc.title || `HTTP ${status}`);
+    super(doc.detail || doc.title || t("app.http_status", { status }));
     this.status = status;
     this.doc = doc;
     this.code = doc.code || null;
-    this.title = doc.title || `HTTP ${status}`;
+    this.title = doc.title || t("app.http_status", { status });
     this.detail = doc.detail || "";
   }
 }
@@ -36,7 +38,7 @@ async function problemOf(response) {
   try {
     doc = JSON.parse(text);
   } catch {
-    doc = { title: response.statusText || `HTTP ${response.status}`, detail: text.slice(0, 500) };
+    doc = { title: response.statusText || t("app.http_status", { status: response.status }), detail: text.slice(0, 500) };
   }
   if (typeof doc !== "object" || doc === null) doc = { title: String(doc) };
   return new Problem(response.status, doc);
@@ -44,8 +46,8 @@ async function problemOf(response) {
 
 function unreachable(error) {
   return new Problem(0, {
-    title: "The server cannot be reached",
-    detail: `${error.message || error} (is clotho serve still running?)`,
+    title: t("app.unreachable"),
+    detail: t("app.unreachable_detail", { error: error.message || error }),
     code: "unreachable",
   });
 }
@@ -65,7 +67,7 @@ export class Api {
    * ifMatch (the version the write is based on), idempotencyKey (see newKey: a write sent
    * with one is sent once more if the connection fails before its answer came: if the
    * first one was applied, the server answers it again without applying it twice),
-   * signal.
+   * signal, as ("blob": the body as a Blob; else JSON or text, as its type says).
    */
   async request(method, path, options = {}) {
     const headers = this.headers(options.headers);
@@ -94,7 +96,8 @@ export class Api {
     const type = response.headers.get("Content-Type") || "";
     let data = null;
     if (response.status !== 204) {
-      data = type.includes("json") ? await response.json() : await response.text();
+      if (options.as === "blob") data = await response.blob();
+      else data = type.includes("json") ? await response.json() : await response.text();
     }
     return { data, version: versionOf(response), response };
   }

@@ -1,14 +1,19 @@
-// The page: the token, the sessions, the two views, undo/redo, and errors shown as
-// readable messages. Every write sends the version the view was drawn from (If-Match);
-// a refused write changes nothing, and the view is drawn again from the server.
+// The page: the token, the sessions, the two views and the address that names them
+// (#view=tree&session=ID&node=ID: back and forward move between views), undo/redo, the
+// header's menu and the side drawer of the narrow layout, the language, and errors
+// shown as readable messages. Every write sends the version the view was drawn from
+// (If-Match); a refused write changes nothing, and the view is drawn again from the server.
 
 import { Api, newKey, sessionPath } from "./api.js";
 import { ChatView } from "./chat.js";
+import { LANGUAGES, language, setLanguage, t } from "./i18n.js";
+import { LoreManager } from "./lore.js";
 import { renderTrace } from "./panels.js";
 import { StoryNotes } from "./notes.js";
+import { Connections } from "./connections.js";
 import { Stories } from "./sessions.js";
 import { TreeView } from "./tree.js";
-import { ask, preview, showError, toast } from "./ui.js";
+import { ask, el, formatTokens, preview, showError, toast, translate } from "./ui.js";
 
 const TOKEN_KEY = "clotho.token";
 
@@ -20,20 +25,23 @@ class App {
     this.view = "chat";
     this.sessions = [];
     this.views = {};
+    this.node = null; // the node the address names (#node=ID): shown once the view is drawn
     this.stories = new Stories(this);
     this.notes = new StoryNotes(this); // the story's settings, the context meter
+    this.connections = new Connections(this); // the model profiles, and the story's
+    this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
+    this.avatars = new Map(); // session id → a promise of its character's image (a data: URL) or null
   }
 
   async boot() {
-    const params = new URLSearchParams(location.hash.slice(1));
-    if (params.get("token")) {
-      localStorage.setItem(TOKEN_KEY, params.get("token"));
-      params.delete("token");
-    }
-    if (params.get("view") === "tree") this.view = "tree";
-    this.sid = params.get("session");
+    translate();
+    const route = this.route();
+    this.view = route.view;
+    this.sid = route.session;
+    this.node = route.node;
     this.views = { chat: new ChatView(this), tree: new TreeView(this) };
     this.bindControls();
+    this.bindLayout();
     this.api = new Api(localStorage.getItem(TOKEN_KEY) || "");
     await this.start();
   }
@@ -42,13 +50,48 @@ class App {
     try {
       await this.stories.load();
     } catch (error) {
-      if (error.status === 401) return this.login(this.api.token ? "That token was refused." : "");
-      return this.fail(error, "Loading the sessions");
+      if (error.status === 401) return this.login(this.api.token ? t("app.token_refused") : "");
+      return this.fail(error, t("app.loading_sessions"));
     }
     if (!this.sid || !this.sessions.some((s) => s.id === this.sid)) this.sid = this.sessions[0]?.id ?? null;
-    if (!this.sid) await this.stories.create("My first story", false);
+    if (!this.sid) await this.stories.create(t("story.first_title"), false);
     this.stories.fillPicker();
-    this.showView(this.view);
+    this.showView(this.view, { push: false, node: this.node });
+  }
+
+  /**
+   * What the address names: {view, session, node} (#view=tree&session=ID&node=ID). A
+   * token in it (#token=..., as `clotho serve` prints it) is kept in the browser and
+   * taken out of the address.
+   */
+  route() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    if (params.get("token")) {
+      localStorage.setItem(TOKEN_KEY, params.get("token"));
+      params.delete("token");
+      history.replaceState(null, "", `#${params}`);
+    }
+    return { view: params.get("view") === "tree" ? "tree" : "chat", session: params.get("session"), node: params.get("node") };
+  }
+
+  /** The address changed (typed, a link, back or forward): show what it names. */
+  async followRoute() {
+    const { view, session, node } = this.route();
+    const token = localStorage.getItem(TOKEN_KEY) || "";
+    if (this.api && this.api.token !== token) this.api = new Api(token); // a new #token=
+    const known = session && this.sessions.some((s) => s.id === session);
+    if (known && session !== this.sid) {
+      this.sid = session;
+      this.version = null;
+      for (const each of Object.values(this.views)) each.reset();
+      this.stories.fillPicker();
+      return this.showView(view, { push: false, node });
+    }
+    if (view !== this.view) return this.showView(view, { push: false, node });
+    if (node && node !== this.node) {
+      this.node = node;
+      this.reveal(node);
+    }
   }
 
   login(reason) {
@@ -70,9 +113,11 @@ class App {
   bindControls() {
     this.stories.bind();
     this.notes.bind();
+    this.connections.bind();
     for (const button of document.querySelectorAll("#views button")) {
       button.addEventListener("click", () => this.showView(button.dataset.view));
     }
+    window.addEventListener("hashchange", () => this.followRoute());
     document.getElementById("undo").addEventListener("click", () => this.undo("undo"));
     document.getElementById("redo").addEventListener("click", () => this.undo("redo"));
     document.addEventListener("keydown", (event) => {
@@ -92,29 +137,101 @@ class App {
     });
   }
 
+  /**
+   * The header's menu (folded behind ☰ at narrow width), the side panel as a drawer at
+   * narrow width, and the language switch.
+   */
+  bindLayout() {
+    const bar = document.getElementById("bar");
+    const toggle = document.getElementById("menu-toggle");
+    const setMenu = (open) => {
+      bar.classList.toggle("menu-open", open);
+      toggle.setAttribute("aria-expanded", String(open));
+    };
+    toggle.addEventListener("click", () => setMenu(!bar.classList.contains("menu-open")));
+    // A choice made in the menu closes it; so do a tap elsewhere and Escape.
+    document.getElementById("menu-panel").addEventListener("click", (event) => {
+      if (event.target.closest("button")) setMenu(false);
+    });
+    document.addEventListener("pointerdown", (event) => {
+      if (!event.target.closest("#menu-panel, #menu-toggle")) setMenu(false);
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      setMenu(false);
+      this.setDrawer(false);
+    });
+    document.getElementById("side-toggle").addEventListener("click", () => this.setDrawer(!document.body.classList.contains("side-open")));
+    document.getElementById("side-backdrop").addEventListener("click", () => this.setDrawer(false));
+    // Narrow, the node panel is a drawer: a node tapped in the tree opens it.
+    document.getElementById("tree-svg").addEventListener("click", (event) => {
+      if (event.target.closest?.(".node") && matchMedia("(max-width: 760px)").matches) this.setDrawer(true);
+    });
+    const choice = document.getElementById("language");
+    choice.append(...Object.entries(LANGUAGES).map(([code, name]) => el("option", { value: code, text: name, selected: code === language })));
+    choice.addEventListener("change", () => setLanguage(choice.value));
+    // The header's height, for what is placed under it (the toasts, the drawer).
+    new ResizeObserver(() => document.body.style.setProperty("--bar-height", `${bar.offsetHeight}px`)).observe(bar);
+  }
+
+  /** Open or close the side panel's drawer (the narrow layout; a no-op when wide). */
+  setDrawer(open) {
+    document.body.classList.toggle("side-open", open);
+    document.getElementById("side-backdrop").hidden = !open;
+    document.getElementById("side-toggle").setAttribute("aria-expanded", String(open));
+  }
+
   choose(sid) {
     this.sid = sid;
     this.version = null;
+    this.node = null;
     for (const view of Object.values(this.views)) view.reset();
-    this.remember();
+    this.remember(true);
     this.refresh();
   }
 
-  showView(name) {
+  /**
+   * Show a view. push: a new entry in the browser's history (Back returns to the view
+   * before); node: a node to open and centre (tree) or scroll to (chat) once drawn.
+   */
+  async showView(name, { push = true, node = null } = {}) {
     this.view = name;
+    this.node = node;
     for (const button of document.querySelectorAll("#views button")) button.setAttribute("aria-pressed", String(button.dataset.view === name));
     document.getElementById("chat-view").hidden = name !== "chat";
     document.getElementById("tree-view").hidden = name !== "tree";
     document.body.dataset.view = name;
-    this.remember();
-    this.refresh();
+    document.getElementById("side-toggle").textContent = name === "tree" ? t("app.side_node") : t("app.side_state");
+    this.setDrawer(false);
+    this.remember(push);
+    await this.refresh();
+    if (node) this.reveal(node);
   }
 
-  remember() {
+  /** The address of what is shown: a new history entry (push) or in place of the last. */
+  remember(push = false) {
     const params = new URLSearchParams();
     if (this.sid) params.set("session", this.sid);
     params.set("view", this.view);
-    history.replaceState(null, "", `#${params}`);
+    if (this.node) params.set("node", this.node);
+    const hash = `#${params}`;
+    if (hash === location.hash) return;
+    if (push) history.pushState(null, "", hash);
+    else history.replaceState(null, "", hash);
+  }
+
+  /** The node the address names, in the view shown: opened and centred in the tree,
+   * scrolled to and marked in the chat (when it is on the story's path). */
+  reveal(id) {
+    if (this.view === "tree") {
+      this.views.tree.show(id);
+      return;
+    }
+    const message = [...document.querySelectorAll("#messages article.message")].find((m) => m.dataset.nodeId === id);
+    if (!message) return;
+    for (const other of document.querySelectorAll("#messages .target")) other.classList.remove("target");
+    message.classList.add("target");
+    message.scrollIntoView({ block: "center" });
   }
 
   path(rest) {
@@ -124,25 +241,69 @@ class App {
   setVersion(version) {
     if (version != null) this.version = version;
     this.notes.changed(); // the story may have changed: the context meter measures again
-    document.getElementById("version").textContent = this.version != null ? `v${this.version}` : "";
+    document.getElementById("version").textContent = this.version != null ? t("app.version", { version: this.version }) : "";
   }
 
-  setUsage(text) {
-    document.getElementById("usage").textContent = text;
+  /**
+   * The tokens spent in the header: the last reply's and the story's so far; a part
+   * with nothing to say is left out (a stopped reply may have no count).
+   */
+  setUsage(last, story) {
+    const parts = [];
+    if (formatTokens(last)) parts.push(t("app.usage_last", { tokens: formatTokens(last) }));
+    if (formatTokens(story)) parts.push(t("app.usage_story", { tokens: formatTokens(story) }));
+    document.getElementById("usage").textContent = parts.join(" · ");
   }
 
-  /** Draw the current view again from the server. */
+  /** Draw the current view again from the server, and what Undo and Redo can do. */
   async refresh() {
     if (!this.sid) return;
     const view = this.views[this.view];
     document.body.classList.add("loading");
     try {
-      await view.load();
+      await Promise.all([view.load(), this.readJournal()]);
     } catch (error) {
-      this.fail(error, "Loading the session");
+      this.fail(error, t("app.loading_session"));
     } finally {
       document.body.classList.remove("loading");
     }
+  }
+
+  /** Undo and Redo enabled only when the journal has something for them. */
+  async readJournal() {
+    const sid = this.sid;
+    let entries = null;
+    try {
+      // The journal keeps a few dozen entries: one page holds them all.
+      entries = (await this.api.get(this.path("/history?limit=1000"))).entries;
+    } catch {
+      entries = null; // unknown: both stay usable, and the API says why if it refuses
+    }
+    if (sid !== this.sid) return;
+    document.getElementById("undo").disabled = entries ? !entries.some((e) => !e.undone) : false;
+    document.getElementById("redo").disabled = entries ? !entries.some((e) => e.undone) : false;
+  }
+
+  /** The image of a session's character (its card's), as a data: URL; null: none. */
+  avatarImage(sid) {
+    const session = this.sessions.find((s) => s.id === sid);
+    if (!session || !(session.avatar_url || session.has_avatar)) return Promise.resolve(null);
+    if (!this.avatars.has(sid)) {
+      const read = this.api
+        .request("GET", session.avatar_url || this.path("/avatar"), { as: "blob" })
+        .then(
+          ({ data }) =>
+            new Promise((resolve) => {
+              const reader = new FileReader();
+              reader.onload = () => resolve(reader.result);
+              reader.onerror = () => resolve(null);
+              reader.readAsDataURL(data);
+            }),
+        )
+        .catch(() => null);
+      this.avatars.set(sid, read);
+    }
+    return this.avatars.get(sid);
   }
 
   /** A write based on the version shown, with its own Idempotency-Key (a dropped
@@ -166,11 +327,12 @@ class App {
   }
 
   async undo(which) {
-    const done = await this.write("POST", `/${which}`, undefined, which === "undo" ? "Undo" : "Redo");
+    if (document.getElementById(which).disabled) return; // nothing to undo (or redo): the journal says
+    const done = await this.write("POST", `/${which}`, undefined, which === "undo" ? t("app.undo") : t("app.redo"));
     if (done && typeof done === "object") {
       const result = done.results?.[0] || {};
       const what = [result.action, result.note].filter(Boolean).join(": ");
-      toast(which === "undo" ? "Undone" : "Redone", preview(what, 120));
+      toast(which === "undo" ? t("app.undone") : t("app.redone"), preview(what, 120));
     }
   }
 
@@ -182,7 +344,7 @@ class App {
       renderTrace(body, trace);
       dialog.showModal();
     } catch (error) {
-      this.fail(error, "Opening the trace");
+      this.fail(error, t("app.opening_trace"));
     }
   }
 
@@ -202,7 +364,7 @@ class App {
   fail(error, doing) {
     if (error?.status === 412) {
       const now = error.doc?.current_version;
-      showError({ title: "The session changed elsewhere", detail: `Nothing was changed: your view was of version ${this.version}, the session is at ${now ?? "a newer one"}. The view is reloaded; try again.` }, doing);
+      showError({ title: t("app.conflict"), detail: t("app.conflict_detail", { mine: this.version, now: now ?? t("app.conflict_newer") }) }, doing);
       return;
     }
     showError(error, doing);
