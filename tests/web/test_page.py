@@ -201,14 +201,16 @@ def test_tree_folds_grafts_by_dragging_and_undoes_with_ctrl_z(
     assert node(api, sid, a2)["parent_id"] == a1
     assert fragment_ids(api, sid) == []
 
-    # Two nodes selected: the state after each, side by side.
+    # Two nodes selected: the state after each, side by side (a dialog).
     page.locator(f'g.node[data-node-id="{a2}"]').click()
     page.locator(f'g.node[data-node-id="{daylight}"]').click(modifiers=["Shift"])
-    diff = page.locator("#node-panel table.diff")
+    diff = page.locator("#state-diff table.diff").first
     expect(diff.locator("tbody tr")).to_have_count(2)
     expect(diff).to_contain_text("gold")
     expect(diff).to_contain_text("lantern")
     screenshot(page, "tree")
+    page.locator("#state-diff menu button").click()
+    expect(page.locator("#state-diff")).to_be_hidden()
 
     # The arrow keys walk the tree from the selected node.
     page.keyboard.press("ArrowUp")
@@ -257,7 +259,7 @@ def test_a_stale_view_is_refused_and_reloaded(
     add(api, sid, "assistant", "Someone else wrote this meanwhile.")  # behind the page's back
     page.locator("#node-panel button[data-action=disable]").click()
     error = page.locator(".toast.error")
-    expect(error).to_contain_text("The session changed elsewhere")
+    expect(error).to_contain_text("changed elsewhere")
     expect(error).to_contain_text("Nothing was changed")
     assert node(api, sid, first)["enabled"] is True
     expect(svg).to_have_attribute("data-total", "2")  # drawn again from the server

@@ -1,53 +1,111 @@
 // What both views show beside the story: the world state, a PromptTrace, a state diff.
 
+import { t } from "./i18n.js";
 import { clear, el, formatTokens, preview, short, valueView } from "./ui.js";
 
+/** The parts of a state document that are not the engine's built-ins. */
+const NOT_BUILT_IN = new Set(["node_id", "variables", "declared"]);
+
+/** The engine's built-ins a state document holds (active lore, lore timers, the summary,
+ * the author's note...): whatever it holds besides the variables. */
+export function builtIns(state) {
+  return Object.keys(state || {}).filter((key) => !NOT_BUILT_IN.has(key));
+}
+
 /**
- * The world state after a node: variables (changed ones since the last render marked),
- * the active lore and the running summary.
+ * The variables in the order a player reads them: those the schema declares first, in
+ * its order, then any other (a session without a schema holds variables all the same).
  */
-export function renderState(container, state, previous = null, title = "World state") {
+function variableOrder(state) {
+  const variables = state.variables || {};
+  const declared = Object.keys(state.declared || {}).filter((key) => key in variables);
+  const rest = Object.keys(variables).filter((key) => !(key in (state.declared || {})));
+  return [...declared, ...rest];
+}
+
+/** A number between two bounds: the value, "/ max" and a bar; else the plain value. */
+function boundedView(value, spec) {
+  const min = spec?.min;
+  const max = spec?.max;
+  if (typeof value !== "number" || typeof min !== "number" || typeof max !== "number" || max <= min) return valueView(value);
+  const shown = el("span.value", { text: String(value), dataset: { of: `/ ${max}` } });
+  const bar = el("meter.bar", { min, max, value, low: min + (max - min) / 4, high: min + (max - min) / 2, optimum: max, title: t("state.bounds", { min, max }) });
+  return el("span.bounded", {}, shown, bar);
+}
+
+/**
+ * The world state after a node: the variables first (a number with bounds as a bar,
+ * changed ones since ``previous`` marked), the running summary, and the engine's
+ * built-ins (active lore, lore timers, ...) behind a "details" toggle.
+ */
+export function renderState(container, state, previous = null, title = t("state.title")) {
   clear(container);
   container.append(el("h2", { text: title }));
   if (!state) {
-    container.append(el("p.muted", { text: "Nothing yet: the story has not started." }));
+    container.append(el("p.muted", { text: t("state.not_started") }));
     return;
   }
   const variables = state.variables || {};
-  const keys = Object.keys(variables);
+  const keys = variableOrder(state);
   const rows = el("dl.state", { dataset: { nodeId: state.node_id || "" } });
   for (const key of keys) {
     const before = previous?.variables?.[key];
     const changed = previous && JSON.stringify(before) !== JSON.stringify(variables[key]);
+    const spec = state.declared?.[key];
     rows.append(
-      el(`dt${changed ? ".changed" : ""}`, { text: key }),
-      el(`dd${changed ? ".changed" : ""}`, { dataset: { var: key } }, valueView(variables[key])),
+      el(`dt${changed ? ".changed" : ""}`, { text: key, title: spec?.description || null }),
+      el(`dd${changed ? ".changed" : ""}`, { dataset: { var: key } }, boundedView(variables[key], spec)),
     );
   }
-  container.append(keys.length ? rows : el("p.muted", { text: "No variables in this session's schema." }));
-  const lore = state.active_lore_ids || [];
-  if (lore.length) {
-    container.append(el("h3", { text: "Active lore" }), el("ul.lore", {}, lore.map((id) => el("li", { text: id }))));
-  }
+  container.append(keys.length ? rows : el("p.muted", { text: t("state.no_variables") }));
   if (state.summary) {
-    container.append(el("details.summary", {}, el("summary", { text: "Summary so far" }), el("p", { text: state.summary })));
+    container.append(el("details.summary", {}, el("summary", { text: t("state.summary") }), el("p", { text: state.summary })));
   }
+  container.append(internals(state));
 }
 
-/** The difference of the state after two nodes: {path: [after a, after b]}. */
-export function renderDiff(container, diff, a, b) {
+/** The engine's built-ins of a state, folded away (a player rarely needs them). */
+function internals(state) {
+  const rows = el("dl.state.internal", { dataset: { builtIns: "" } });
+  for (const key of builtIns(state)) {
+    if (key === "summary") continue; // shown above, as the story so far
+    rows.append(el("dt", { text: key }), el("dd", { dataset: { builtIn: key } }, valueView(state[key])));
+  }
+  return el("details.internals", {}, el("summary", { text: t("state.details") }), rows);
+}
+
+/**
+ * The difference of the state after two nodes, as a table of two columns (after ``a``,
+ * after ``b``): the variables first, the engine's built-ins behind a "details" toggle.
+ * ``diff``: {path: [after a, after b]}; ``variables``: the names of the variables of
+ * either state (a path whose name is none of them is a built-in); ``labels``: the
+ * columns' headings.
+ */
+export function renderDiff(container, diff, variables, labels) {
+  clear(container);
   const entries = Object.entries(diff || {});
-  const table = el(
-    "table.diff",
-    {},
-    el("thead", {}, el("tr", {}, el("th", { text: "variable" }), el("th", { text: `after ${short(a)}` }), el("th", { text: `after ${short(b)}` }))),
+  const isVariable = ([path]) => variables.has(path.split(".")[0]);
+  const shown = entries.filter(isVariable);
+  const hidden = entries.filter((entry) => !isVariable(entry));
+  const table = (rows) =>
     el(
-      "tbody",
+      "table.diff",
       {},
-      entries.map(([path, [left, right]]) => el("tr", {}, el("td", { text: path }), el("td", {}, valueView(left)), el("td", {}, valueView(right)))),
-    ),
-  );
-  container.append(el("h3", { text: "State diff" }), entries.length ? table : el("p.muted", { text: "The same state after both nodes." }));
+      el("thead", {}, el("tr", {}, el("th", { text: t("state.diff_variable") }), el("th", { text: labels[0] }), el("th", { text: labels[1] }))),
+      el(
+        "tbody",
+        {},
+        rows.map(([path, [left, right]]) => el("tr", { dataset: { path } }, el("th", { scope: "row", text: path }), el("td", {}, valueView(left)), el("td", {}, valueView(right)))),
+      ),
+    );
+  if (!entries.length) {
+    container.append(el("p.muted", { text: t("state.diff_same") }));
+    return;
+  }
+  container.append(shown.length ? table(shown) : el("p.muted", { text: t("state.diff_same_variables") }));
+  if (hidden.length) {
+    container.append(el("details.internals", {}, el("summary", { text: t("state.diff_details", { count: hidden.length }) }), table(hidden)));
+  }
 }
 
 function section(title, ...children) {
@@ -61,39 +119,46 @@ function json(value) {
 /** A PromptTrace: what the model was sent, with which settings, and why. */
 export function renderTrace(container, trace) {
   clear(container);
+  const ms = (value) => (value != null ? Math.round(value) : "—");
   const facts = [
-    ["kind", trace.kind],
-    ["model", trace.model],
-    ["endpoint", trace.api_base],
-    ["tokens", formatTokens(trace.usage)],
-    ["latency", trace.latency_ms != null ? `${Math.round(trace.latency_ms)} ms (first token ${trace.first_token_ms != null ? Math.round(trace.first_token_ms) : "—"} ms)` : null],
-    ["finish", trace.finish_reason + (trace.incomplete ? ` (incomplete: ${trace.stopped_by})` : "")],
-    ["verified", trace.verified ? "yes: the messages below hash to what was sent" : `no: ${(trace.problems || []).join("; ")}`],
+    [t("state.trace.kind"), trace.kind],
+    [t("state.trace.model"), trace.model],
+    [t("state.trace.endpoint"), trace.api_base],
+    [t("state.trace.tokens"), formatTokens(trace.usage)],
+    [t("state.trace.latency"), trace.latency_ms != null ? t("state.trace.latency_value", { ms: ms(trace.latency_ms), first: ms(trace.first_token_ms) }) : null],
+    [t("state.trace.finish"), trace.finish_reason + (trace.incomplete ? ` ${t("state.trace.incomplete", { by: trace.stopped_by })}` : "")],
+    [t("state.trace.verified"), trace.verified ? t("state.trace.verified_yes") : t("state.trace.verified_no", { problems: (trace.problems || []).join("; ") })],
   ].filter(([, value]) => value);
   container.append(
-    el("h2", { text: `PromptTrace of ${short(trace.node_id)}` }),
+    el("h2", { text: t("state.trace.title", { id: short(trace.node_id) }) }),
     el("dl.facts", {}, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })])),
   );
-  if (trace.params && Object.keys(trace.params).length) container.append(section("Settings", json(trace.params)));
+  if (trace.params && Object.keys(trace.params).length) container.append(section(t("state.trace.settings"), json(trace.params)));
   const lore = trace.lore || [];
   container.append(
     section(
-      `Lore (${lore.length})`,
+      t("state.trace.lore", { count: lore.length }),
       lore.length
-        ? el("ul.lore-hits", {}, lore.map((hit) => el("li", {}, el("strong", { text: hit.comment || hit.id }), el("span.muted", { text: ` ${hit.id} · ${hit.position}` }), el("div.why", { text: `why: ${hit.reason}` }))))
-        : el("p.muted", { text: "No lore entry was chosen." }),
+        ? el("ul.lore-hits", {}, lore.map((hit) => el("li", {}, el("strong", { text: hit.comment || hit.id }), el("span.muted", { text: ` ${hit.id} · ${hit.position}` }), el("div.why", { text: t("state.trace.why", { reason: hit.reason }) }))))
+        : el("p.muted", { text: t("state.trace.no_lore") }),
       (trace.lore_skipped || []).length
-        ? el("details", {}, el("summary", { text: `Not chosen (${trace.lore_skipped.length})` }), el("ul", {}, trace.lore_skipped.map((s) => el("li", { text: `${s.id}: ${s.reason}` }))))
+        ? el("details", {}, el("summary", { text: t("state.trace.not_chosen", { count: trace.lore_skipped.length }) }), el("ul", {}, trace.lore_skipped.map((s) => el("li", { text: `${s.id}: ${s.reason}` }))))
         : null,
     ),
   );
   if (trace.planner) {
-    container.append(section("Planner", el("p", { text: `${trace.planner.strategy}: ${trace.planner.reasoning || ""}` }), (trace.planner.queries || []).length ? el("p", { text: `queries: ${trace.planner.queries.join(" · ")}` }) : null));
+    container.append(
+      section(
+        t("state.trace.planner"),
+        el("p", { text: `${trace.planner.strategy}: ${trace.planner.reasoning || ""}` }),
+        (trace.planner.queries || []).length ? el("p", { text: t("state.trace.queries", { queries: trace.planner.queries.join(" · ") }) }) : null,
+      ),
+    );
   }
   const messages = trace.messages || [];
   container.append(
     section(
-      `Messages sent (${messages.length})`,
+      t("state.trace.messages", { count: messages.length }),
       el(
         "ol.sent",
         {},
@@ -107,11 +172,16 @@ export function renderTrace(container, trace) {
       ),
     ),
   );
-  if (trace.trimmed) container.append(section("Trimmed to fit", json(trace.trimmed)));
+  if (trace.trimmed) container.append(section(t("state.trace.trimmed"), json(trace.trimmed)));
   if (trace.postprocess) {
     const p = trace.postprocess;
-    container.append(section("State extraction", p.skipped ? el("p", { text: p.skipped }) : el("div", {}, el("p", { text: p.error ? `failed: ${p.error}` : "the delta:" }), json(p.delta || []))));
+    container.append(
+      section(
+        t("state.trace.extraction"),
+        p.skipped ? el("p", { text: p.skipped }) : el("div", {}, el("p", { text: p.error ? t("state.trace.extraction_failed", { error: p.error }) : t("state.trace.the_delta") }), json(p.delta || [])),
+      ),
+    );
   }
-  if (trace.reasoning) container.append(section("Model reasoning", el("pre.content", { text: trace.reasoning })));
-  container.append(el("details.raw", {}, el("summary", { text: "The whole trace (JSON)" }), json(trace)));
+  if (trace.reasoning) container.append(section(t("state.trace.reasoning"), el("pre.content", { text: trace.reasoning })));
+  container.append(el("details.raw", {}, el("summary", { text: t("state.trace.raw") }), json(trace)));
 }

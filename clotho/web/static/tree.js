@@ -1,19 +1,51 @@
 // The tree view ("god view"): the whole conversation as a graph drawn with d3 (a tidy
 // tree layout, SVG, zoom and pan). The trunk (root → HEAD) is highlighted; branches off
-// it are folded until opened. Click a node to read it, shift-click a second one to
-// compare their states, drag a node or a pruned fragment onto another node to graft it
-// there.
-// Dragging a node grafts it with its subtree (Alt or Ctrl: copies it, Shift: moves the
-// node alone).
+// it are folded until opened, and `‹ 2/3 ›` above a node flips between the alternatives
+// of a fork in place. Player, reply and system nodes have their colours (the legend says
+// which); hovering a node shows its whole text. Click a node to read it, shift-click a
+// second one (or Compare…) to see how their states differ, drag a node or a pruned
+// fragment onto another node to graft it there (Alt or Ctrl: copy it, Shift: move the
+// node alone); a graft, move or copy is confirmed in a toast with its Undo.
+//
+// Bookmarks: the store keeps none yet. A node whose metadata holds `bookmark` (a label,
+// or true) is starred in the tree, listed in the legend and badged in the panel: that is
+// the hook a bookmark feature fills.
 
-import { renderDiff, renderState } from "./panels.js";
-import { clear, el, formatTokens, preview, short } from "./ui.js";
+import { t } from "./i18n.js";
+import { builtIns, renderDiff, renderState } from "./panels.js";
+import { clear, el, formatTokens, preview, short, toast } from "./ui.js";
 
 const d3 = globalThis.d3;
 const DX = 190; // horizontal room of a node (its label included)
-const DY = 40; // one generation
+const DY = 48; // one generation (a label of two lines and the `‹ i/n ›` above it)
+const LABEL_PX = DX - 34; // the width a label may take
+const LABEL_LINES = 2;
 const ROOT = "@start";
 const DRAG_START_PX = 6;
+const TIP_CHARS = 4000; // the hover tip's text beyond this is in the node panel
+
+/** Each role's name as the tree shows it (the legend, the panel, the tip). */
+const ROLE = { user: t("tree.role.user"), assistant: t("tree.role.assistant"), system: t("tree.role.system") };
+const roleName = (role) => ROLE[role] || role;
+
+/** What an operation on a dragged or picked node is called, while it runs and done. */
+const DROP = { graft: t("tree.drop.graft"), copy: t("tree.drop.copy"), move: t("tree.drop.move") };
+const DOING = {
+  graft: (vars) => t("tree.doing.graft", vars),
+  copy: (vars) => t("tree.doing.copy", vars),
+  move: (vars) => t("tree.doing.move", vars),
+};
+const DONE = {
+  graft: (vars) => [t("tree.done.graft", vars), t("tree.done_detail.graft", vars)],
+  copy: (vars) => [t("tree.done.copy", vars), t("tree.done_detail.copy", vars)],
+  move: (vars) => [t("tree.done.move", vars), t("tree.done_detail.move", vars)],
+};
+const PICK = {
+  graft: (vars) => t("tree.pick.graft", vars),
+  copy: (vars) => t("tree.pick.copy", vars),
+  move: (vars) => t("tree.pick.move", vars),
+  compare: (vars) => t("tree.pick.compare", vars),
+};
 
 /** What dropping does: a fragment is grafted; a node is grafted with its subtree, copied
  * with it (Alt or Ctrl held), or moved alone (Shift held: its children stay). */
@@ -28,6 +60,49 @@ function afterPaint(callback) {
   requestAnimationFrame(() => setTimeout(callback, 0));
 }
 
+/** How wide a character is drawn in a label (11 px system-ui), near enough to fit. */
+function charPx(code) {
+  if (code >= 0x2e80) return 11; // CJK, kana, hangul, full-width forms: one em
+  if (code >= 0x41 && code <= 0x5a) return 7.2; // capitals
+  if (code === 0x20 || "iljtfr.,;:'!|".includes(String.fromCharCode(code))) return 3.4;
+  return 6.1;
+}
+
+/**
+ * A node's text cut to ``lines`` lines of ``width`` pixels (at word ends where it can),
+ * the last one ending in "…" when text is left over.
+ */
+export function fitLabel(text, width = LABEL_PX, lines = LABEL_LINES) {
+  const flat = (text || "").replace(/\s+/g, " ").trim();
+  const out = [];
+  let at = 0;
+  while (at < flat.length && out.length < lines) {
+    let px = 0;
+    let end = at;
+    let lastSpace = -1;
+    while (end < flat.length) {
+      const w = charPx(flat.charCodeAt(end));
+      if (px + w > width) break;
+      if (flat[end] === " ") lastSpace = end;
+      px += w;
+      end++;
+    }
+    const last = out.length === lines - 1;
+    if (end >= flat.length) {
+      out.push(flat.slice(at));
+      at = flat.length;
+    } else if (last) {
+      out.push(`${flat.slice(at, Math.max(at + 1, end - 1)).trimEnd()}…`);
+      at = flat.length;
+    } else {
+      const cut = lastSpace > at ? lastSpace : end;
+      out.push(flat.slice(at, cut));
+      at = lastSpace > at ? cut + 1 : cut;
+    }
+  }
+  return out;
+}
+
 export class TreeView {
   constructor(app) {
     this.app = app;
@@ -40,35 +115,58 @@ export class TreeView {
     this.zoom = d3
       .zoom()
       .scaleExtent([0.03, 3])
-      .filter((event) => !event.target.closest?.(".node, .fold") && !event.button && (event.type === "wheel" || !event.ctrlKey))
+      .filter((event) => !event.target.closest?.(".node, .fold, .alts") && !event.button && (event.type === "wheel" || !event.ctrlKey))
       .on("zoom", (event) => {
         this.layer.attr("transform", event.transform);
+        this.hideTip();
         this.schedulePaint();
       });
     this.svg.call(this.zoom).on("dblclick.zoom", null);
     window.addEventListener("resize", () => this.schedulePaint());
     this.open = new Set(); // nodes whose every child is shown
+    this.showing = new Map(); // folded fork → the child flipped to with ‹ ›
     this.selected = null;
     this.compare = null;
-    this.placed = null; // the session whose view was centred once
+    this.placed = null; // the session whose view was placed once
     this.data = null;
     this.fragments = [];
     this.trash = [];
     this.pick = null; // {op, node}: the next node clicked is the target
-    document.getElementById("tree-center").addEventListener("click", () => this.centerOn(this.data?.head_id));
+    const canvas = this.root.querySelector(".canvas");
+    this.tip = el("div.tree-tip", { role: "tooltip", hidden: true });
+    this.legend = el("div.tree-legend", { "aria-label": t("tree.legend") });
+    canvas.append(this.tip, this.legend);
+    this.svg.on("click.tip", (event) => {
+      if (!event.target.closest?.(".node")) this.hideTip();
+    });
+    this.diffDialog = el("dialog.wide", { id: "state-diff", "aria-label": t("tree.diff_title") });
+    document.body.append(this.diffDialog);
+    this.diffDialog.addEventListener("close", () => {
+      this.compare = null;
+      this.draw();
+    });
+    this.bindTools();
+  }
+
+  /** The tools above the canvas (index.html has them, and their words). */
+  bindTools() {
+    document.getElementById("tree-center").addEventListener("click", () => this.reveal(this.data?.head_id));
     document.getElementById("tree-fit").addEventListener("click", () => this.fit());
     document.getElementById("tree-fold").addEventListener("click", () => {
       this.open.clear();
+      this.showing.clear();
       this.draw();
     });
   }
 
   reset() {
     this.open.clear();
+    this.showing.clear();
     this.selected = null;
     this.compare = null;
     this.placed = null;
     this.pick = null;
+    this.hideTip();
   }
 
   async load() {
@@ -89,8 +187,9 @@ export class TreeView {
     this.draw();
     if (this.placed !== sid) {
       this.placed = sid;
-      this.centerOn(this.data.head_id); // paints the part around HEAD
+      this.firstView(); // paints the part in view
     }
+    this.drawLegend();
     afterPaint(() => performance.mark("clotho:tree-rendered", { detail: { nodes: this.data.nodes.length } }));
     await this.renderPanel();
   }
@@ -134,10 +233,15 @@ export class TreeView {
       for (const kid of this.kids.get(node.id) || []) size += this.size.get(kid.id);
       this.size.set(node.id, size);
     }
+    this.labels = new Map(); // node id → its label's lines, fitted when first painted
+    this.bookmarked = data.nodes.some((node) => node.metadata?.bookmark);
   }
 
-  /** The child a folded node continues with: the trunk, else its active child. */
+  /** The child a folded node continues with: the one flipped to, the trunk, else its
+   * active child. */
   shownChild(id, kids) {
+    const flipped = this.showing.get(id);
+    if (flipped && kids.some((kid) => kid.id === flipped)) return flipped;
     const onTrunk = kids.find((kid) => this.trunk.has(kid.id));
     if (onTrunk) return onTrunk.id;
     const node = this.byId.get(id);
@@ -186,6 +290,27 @@ export class TreeView {
     requestAnimationFrame(() => this.paintQueued && this.paint());
   }
 
+  /** A node's label: its text fitted to two lines (a bookmark starred). */
+  labelOf(node) {
+    let lines = this.labels.get(node.id);
+    if (!lines) {
+      const mark = node.metadata?.bookmark ? "★ " : "";
+      lines = fitLabel(`${mark}${node.content}`);
+      if (!lines.length) lines = [t("tree.empty_text")];
+      this.labels.set(node.id, lines);
+    }
+    return lines;
+  }
+
+  /** `i/n` of a node among its siblings (null: it has none). */
+  among(id) {
+    const node = this.byId.get(id);
+    if (!node) return null;
+    const siblings = this.kids.get(node.parent_id ?? ROOT) || [];
+    if (siblings.length < 2) return null;
+    return { index: siblings.findIndex((kid) => kid.id === id), siblings };
+  }
+
   /**
    * Draw the laid-out nodes and links that are in the viewport (and a margin): the SVG
    * holds what can be seen, not the whole tree, so a tree of thousands of nodes stays
@@ -194,18 +319,18 @@ export class TreeView {
   paint() {
     this.paintQueued = false;
     if (!this.laid) return;
-    const t = d3.zoomTransform(this.svg.node());
+    const tf = d3.zoomTransform(this.svg.node());
     const width = this.svg.node().clientWidth;
     const height = this.svg.node().clientHeight;
     const margin = 160;
-    const x0 = (-margin - t.x) / t.k - DX;
-    const x1 = (width + margin - t.x) / t.k;
-    const y0 = (-margin - t.y) / t.k;
-    const y1 = (height + margin - t.y) / t.k;
+    const x0 = (-margin - tf.x) / tf.k - DX;
+    const x1 = (width + margin - tf.x) / tf.k;
+    const y0 = (-margin - tf.y) / tf.k;
+    const y1 = (height + margin - tf.y) / tf.k;
     const shown = this.laid.filter((d) => d.x >= x0 && d.x <= x1 && d.y >= y0 && d.y <= y1);
     const linked = this.laid.filter((d) => d.parent && d.y >= y0 && d.parent.y <= y1 && Math.max(d.x, d.parent.x) >= x0 && Math.min(d.x, d.parent.x) <= x1);
     const head = this.data.head_id;
-    const far = t.k < 0.35;
+    const far = tf.k < 0.35;
     this.svg.classed("far", far).attr("data-drawn", shown.length);
 
     this.links
@@ -220,23 +345,38 @@ export class TreeView {
       .data(shown, (d) => d.data.id)
       .join((enter) => {
         const g = enter.append("g");
-        g.append("rect").attr("class", "hit").attr("x", -11).attr("y", -11).attr("width", DX - 30).attr("height", 22);
+        g.append("rect").attr("class", "hit").attr("x", -11).attr("y", -13).attr("width", DX - 30).attr("height", 28);
         g.append("circle");
-        g.append("text").attr("class", "label").attr("x", 12).attr("dy", "0.32em");
-        g.append("title");
+        const label = g.append("text").attr("class", "label");
+        label.append("tspan").attr("class", "l1").attr("x", 12).attr("dy", "0.32em");
+        label.append("tspan").attr("class", "l2").attr("x", 12).attr("dy", "0.32em");
         const fold = g.append("g").attr("class", "fold");
-        fold.append("rect").attr("x", -54).attr("y", -8).attr("width", 40).attr("height", 16).attr("rx", 8);
+        fold.append("rect").attr("x", -54).attr("y", -9).attr("width", 40).attr("height", 18).attr("rx", 9);
         fold.append("text").attr("x", -34).attr("dy", "0.32em").attr("text-anchor", "middle");
         fold.on("click", (event, d) => {
           event.stopPropagation();
           this.toggleFold(d.data.id, event.timeStamp);
         });
+        const alts = g.append("g").attr("class", "alts").attr("transform", "translate(12,-24)");
+        for (const [side, x, glyph] of [["prev", 0, "‹"], ["next", 44, "›"]]) {
+          const button = alts.append("g").attr("class", `flip ${side}`);
+          button.append("rect").attr("x", x).attr("y", -8).attr("width", 20).attr("height", 16).attr("rx", 4);
+          button.append("text").attr("x", x + 10).attr("dy", "0.32em").attr("text-anchor", "middle").text(glyph);
+          button.on("click", (event, d) => {
+            event.stopPropagation();
+            this.flip(d.data.id, side === "prev" ? -1 : 1);
+          });
+        }
+        alts.append("text").attr("class", "count").attr("x", 32).attr("dy", "0.32em").attr("text-anchor", "middle");
         g.on("click", (event, d) => this.clicked(event, d.data.id));
         g.on("pointerdown", (event, d) => this.pressed(event, d.data.id, "node"));
+        g.on("pointerenter", (event, d) => event.pointerType === "mouse" && this.showTip(d.data.id, event));
+        g.on("pointerleave", (event) => event.pointerType === "mouse" && this.hideTip());
         return g;
       })
       .attr("transform", (d) => `translate(${d.x},${d.y})`)
       .attr("data-node-id", (d) => (d.data.node ? d.data.id : null))
+      .attr("data-role", (d) => d.data.node?.role ?? null)
       .attr("class", (d) => {
         const node = d.data.node;
         if (!node) return "node start";
@@ -244,19 +384,32 @@ export class TreeView {
         if (this.trunk.has(node.id)) classes.push("trunk");
         if (node.id === head) classes.push("head");
         if (!node.enabled) classes.push("disabled");
+        if (node.metadata?.bookmark) classes.push("bookmarked");
         if (node.id === this.selected) classes.push("selected");
         if (node.id === this.compare) classes.push("compared");
         return classes.join(" ");
       });
     groups.select("circle").attr("r", (d) => (d.data.node ? (d.data.id === head ? 9 : 7) : 5));
-    groups.select("text.label").text((d) => (far ? "" : d.data.node ? preview(d.data.node.content, 24) : "start"));
-    groups.select("title").text((d) => (d.data.node ? `${d.data.node.role} ${short(d.data.id)}\n${preview(d.data.node.content, 300)}` : "the start of the story"));
+    groups.each((d, i, all) => {
+      const lines = far ? [] : d.data.node ? this.labelOf(d.data.node) : [t("tree.start")];
+      const label = d3.select(all[i]).select("text.label");
+      label.select("tspan.l1").attr("y", lines.length > 1 ? -6 : 0).text(lines[0] || "");
+      label.select("tspan.l2").attr("y", 8).text(lines[1] || "");
+    });
     groups
       .select("g.fold")
       .attr("display", (d) => (d.data.hidden || (d.data.foldable && this.open.has(d.data.id)) ? null : "none"))
       .attr("data-fold-id", (d) => d.data.id)
       .select("text")
       .text((d) => (d.data.hidden ? `+${d.data.hidden}` : "−"));
+    groups.select("g.alts").each((d, i, all) => {
+      const where = far || !d.data.node ? null : this.among(d.data.id);
+      const alts = d3.select(all[i]).attr("display", where ? null : "none").attr("data-alts-of", where ? d.data.id : null);
+      if (!where) return;
+      alts.select("text.count").text(`${where.index + 1}/${where.siblings.length}`);
+      alts.select(".flip.prev").classed("off", where.index === 0);
+      alts.select(".flip.next").classed("off", where.index === where.siblings.length - 1);
+    });
   }
 
   /** Open or fold a branch; ``started``: when the user asked (an event's timeStamp). */
@@ -267,13 +420,50 @@ export class TreeView {
     afterPaint(() => performance.measure("clotho:tree-fold", { start: started, detail: { id } }));
   }
 
+  /** ‹ or ›: the previous or next alternative of a node, shown (and selected) in its
+   * place; the story (HEAD) does not move: *Switch trunk here* does that. */
+  flip(id, step) {
+    const where = this.among(id);
+    const to = where?.siblings[where.index + step];
+    if (!to) return;
+    this.showing.set(to.parent_id ?? ROOT, to.id);
+    this.selected = to.id;
+    this.compare = null;
+    this.draw();
+    this.renderPanel();
+  }
+
   centerOn(id) {
     const d = id ? this.positions?.get(id) : this.positions?.get(ROOT);
     if (!d) return;
     const node = this.svg.node();
     const k = d3.zoomTransform(node).k || 1;
-    this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(node.clientWidth / 2 - d.x * k, node.clientHeight / 2 - d.y * k).scale(k));
+    this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(node.clientWidth / 2 - (d.x + DX / 3) * k, node.clientHeight / 2 - d.y * k).scale(k));
     this.paint();
+  }
+
+  /** Lay the tree out with ``id`` in it (the folded forks above it flipped to its path),
+   * and centre on it. */
+  reveal(id) {
+    if (!id || !this.byId?.has(id)) return;
+    for (let at = id; at; ) {
+      const parent = this.byId.get(at).parent_id ?? ROOT;
+      const kids = this.kids.get(parent) || [];
+      if (parent !== ROOT && !this.open.has(parent) && this.shownChild(parent, kids) !== at) this.showing.set(parent, at);
+      at = parent === ROOT ? null : parent;
+    }
+    this.draw();
+    this.centerOn(id);
+  }
+
+  /** Select a node and bring it into view (the page's address may name one). */
+  show(id) {
+    if (!this.byId?.has(id)) return false;
+    this.selected = id;
+    this.compare = null;
+    this.reveal(id);
+    this.renderPanel();
+    return true;
   }
 
   /** Zoom to show every unfolded node. */
@@ -284,11 +474,91 @@ export class TreeView {
     const [top, bottom] = d3.extent(this.laid, (d) => d.y);
     const right = rightmost + DX;
     const node = this.svg.node();
-    const k = Math.max(0.03, Math.min(2, 0.92 * Math.min(node.clientWidth / (right - left || 1), node.clientHeight / (bottom - top || 1))));
-    const x = node.clientWidth / 2 - k * (left + right) / 2;
-    const y = node.clientHeight / 2 - k * (top + bottom) / 2;
+    const k = Math.max(0.03, Math.min(2, 0.92 * Math.min(node.clientWidth / (right - left || 1), node.clientHeight / (bottom - top + DY || 1))));
+    const x = node.clientWidth / 2 - (k * (left + right)) / 2;
+    const y = node.clientHeight / 2 - (k * (top + bottom)) / 2;
     this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(x, y).scale(k));
     this.paint();
+  }
+
+  /**
+   * The first view of a session: the whole unfolded tree if it fits at a readable
+   * scale, else the start of the story at the top, at full size, the first screenful's
+   * width in view (HEAD, far below, is a click on HEAD away).
+   */
+  firstView() {
+    if (!this.laid?.length) return;
+    const node = this.svg.node();
+    const width = node.clientWidth;
+    const height = node.clientHeight;
+    const [leftmost, rightmost] = d3.extent(this.laid, (d) => d.x);
+    const [top, bottom] = d3.extent(this.laid, (d) => d.y);
+    const spanX = rightmost + DX - (leftmost - 60);
+    const spanY = bottom - top + 2 * DY;
+    const k = Math.min(1, Math.min(width / spanX, height / spanY));
+    if (k >= 0.6) {
+      const x = width / 2 - (k * (leftmost - 60 + rightmost + DX)) / 2;
+      this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(x, DY * k - top * k).scale(k));
+    } else {
+      const start = this.positions.get(ROOT);
+      const screenful = this.laid.filter((d) => d.y - start.y <= height);
+      const [a, b] = d3.extent(screenful, (d) => d.x);
+      const span = b + DX - (a - 60);
+      const x = span <= width ? width / 2 - (a - 60 + b + DX) / 2 : 70 - start.x;
+      this.svg.call(this.zoom.transform, d3.zoomIdentity.translate(x, DY - start.y));
+    }
+    this.paint();
+  }
+
+  /** The colours' legend (and the bookmarks', when the tree has some). */
+  drawLegend() {
+    const item = (kind, text) => el(`span.item.${kind}`, {}, el("span.swatch"), text);
+    clear(this.legend).append(
+      item("user", roleName("user")),
+      item("assistant", roleName("assistant")),
+      item("system", roleName("system")),
+      item("trunk", t("tree.trunk")),
+      item("head", t("tree.head")),
+      ...(this.bookmarked ? [item("bookmark", t("tree.bookmark"))] : []),
+    );
+  }
+
+  // -- the node's whole text: on hover (a mouse; a tap opens the node panel) -----------
+
+  showTip(id, event) {
+    const node = this.byId?.get(id);
+    if (!node || this.dragging) return;
+    const text = node.content.length > TIP_CHARS ? `${node.content.slice(0, TIP_CHARS)}…` : node.content;
+    clear(this.tip).append(el("div.who", {}, el(`span.role.${node.role}`, { text: this.speakerOf(node) }), " ", el("span.muted", { text: roleName(node.role) })), el("div.text", { text: text || t("tree.empty_text") }));
+    this.tip.hidden = false;
+    this.tip.dataset.nodeId = id;
+    const canvas = this.root.querySelector(".canvas").getBoundingClientRect();
+    const box = this.tip.getBoundingClientRect();
+    const x = Math.min(event.clientX - canvas.left + 16, canvas.width - box.width - 8);
+    const below = event.clientY - canvas.top + 18;
+    const y = below + box.height > canvas.height - 8 ? Math.max(8, event.clientY - canvas.top - box.height - 12) : below;
+    this.tip.style.left = `${Math.max(8, x)}px`;
+    this.tip.style.top = `${y}px`;
+  }
+
+  hideTip() {
+    if (this.tip) this.tip.hidden = true;
+  }
+
+  /** Who wrote a node: its speaker's name, else the persona's (the player) or the
+   * character's (a reply), else its role. */
+  speakerOf(node) {
+    if (node.name) return node.name;
+    const session = this.app.sessions?.find((s) => s.id === this.app.sid);
+    if (node.role === "user" && session?.metadata?.settings?.persona?.name) return session.metadata.settings.persona.name;
+    if (node.role === "assistant" && session?.character) return session.character;
+    return roleName(node.role);
+  }
+
+  /** A node as a toast or a heading names it: its opening words, quoted. */
+  describe(id) {
+    const node = this.byId.get(id) || this.fragments.find((f) => f.top.id === id)?.top;
+    return node ? t("tree.quoted", { text: preview(node.content, 40) || short(id) }) : short(id);
   }
 
   clicked(event, id) {
@@ -298,14 +568,16 @@ export class TreeView {
       const { op, node } = this.pick;
       this.pick = null;
       this.updateHint();
-      this.relocate(op, node, id);
+      if (op === "compare") this.compareWith(node, id);
+      else this.relocate(op, node, id);
       return;
     }
-    if (event.shiftKey && this.selected && id !== this.selected) this.compare = id;
-    else {
-      this.selected = id;
-      this.compare = null;
+    if (event.shiftKey && this.selected && id !== this.selected) {
+      this.compareWith(this.selected, id);
+      return;
     }
+    this.selected = id;
+    this.compare = null;
     this.draw();
     this.renderPanel();
   }
@@ -321,6 +593,8 @@ export class TreeView {
       if (!ghost && Math.hypot(e.clientX - start.x, e.clientY - start.y) < DRAG_START_PX) return;
       if (!ghost) {
         this.dragged = true;
+        this.dragging = true;
+        this.hideTip();
         const node = kind === "node" ? this.byId.get(id) : this.fragments.find((f) => f.top.id === id)?.top;
         ghost = el("div.drag-ghost", { text: preview(node?.content || id, 40) });
         document.body.append(ghost);
@@ -328,7 +602,7 @@ export class TreeView {
       }
       ghost.style.left = `${e.clientX + 12}px`;
       ghost.style.top = `${e.clientY + 12}px`;
-      ghost.dataset.op = dropOp(kind, e);
+      ghost.dataset.op = DROP[dropOp(kind, e)];
       this.nodes.selectAll("g.drop-target").classed("drop-target", false);
       const over = document.elementFromPoint(e.clientX, e.clientY)?.closest?.("g.node[data-node-id]");
       if (over && over.dataset.nodeId !== id) over.classList.add("drop-target");
@@ -337,6 +611,7 @@ export class TreeView {
       window.removeEventListener("pointermove", move);
       window.removeEventListener("pointerup", up);
       this.root.classList.remove("dragging");
+      this.dragging = false;
       this.nodes.selectAll("g.drop-target").classed("drop-target", false);
       if (!ghost) return;
       ghost.remove();
@@ -349,21 +624,41 @@ export class TreeView {
     window.addEventListener("pointerup", up);
   }
 
+  /** Graft, move or copy ``node`` under ``onto``; done, a toast says what went where,
+   * with Undo. */
   async relocate(op, node, onto) {
     const operation = { op, node_id: node, parent_id: onto };
     if (op === "copy") operation.subtree = true;
-    const verb = { move: "Moving", copy: "Copying", graft: "Grafting" }[op];
-    await this.app.edit([operation], `${verb} ${short(node)} onto ${short(onto)}`);
+    const fragment = this.fragments.find((f) => f.top.id === node);
+    const count = op === "move" ? 1 : (this.size.get(node) ?? fragment?.size ?? 1);
+    const what = this.describe(node);
+    const where = this.describe(onto);
+    const done = await this.app.edit([operation], DOING[op]({ node: short(node), onto: short(onto) }));
+    if (!done) return;
+    const nodes = count === 1 ? t("tree.one_node") : t("tree.nodes", { count });
+    const box = toast(...DONE[op]({ what, where, nodes }));
+    box.classList.add("relocated");
+    box.dataset.op = op;
+    box.append(
+      el("button.undo-relocate", {
+        type: "button",
+        text: t("tree.undo"),
+        onclick: () => {
+          box.remove();
+          this.app.undo("undo");
+        },
+      }),
+    );
   }
 
   updateHint() {
     const hint = document.getElementById("tree-hint");
     if (this.pick) {
-      hint.textContent = `Click the node to ${this.pick.op} ${short(this.pick.node)} onto (Esc: cancel)`;
+      hint.textContent = PICK[this.pick.op]({ node: this.describe(this.pick.node) });
       return;
     }
     const visible = this.svg.attr("data-visible");
-    hint.textContent = this.data ? `${visible} of ${this.data.nodes.length} nodes shown · v${this.data.version}` : "";
+    hint.textContent = this.data ? t("tree.hint", { visible, total: this.data.nodes.length, version: this.data.version }) : "";
   }
 
   cancelPick() {
@@ -373,7 +668,48 @@ export class TreeView {
     return true;
   }
 
-  // -- the panel: the selected node, its state, the diff, fragments and trash ----------
+  // -- the two states compared: a dialog, in view at any width ------------------------
+
+  async compareWith(a, b) {
+    if (!a || !b || a === b) return;
+    this.selected = a;
+    this.compare = b;
+    this.draw();
+    this.renderPanel();
+    const app = this.app;
+    const sid = app.sid;
+    const q = encodeURIComponent;
+    try {
+      const [diff, stateA, stateB] = await Promise.all([
+        app.api.get(app.path(`/diff?from_id=${q(a)}&to_id=${q(b)}`)),
+        app.api.get(app.path(`/state?node_id=${q(a)}`)),
+        app.api.get(app.path(`/state?node_id=${q(b)}`)),
+      ]);
+      if (sid !== app.sid || this.compare !== b) return;
+      const variables = new Set([...Object.keys(stateA.variables || {}), ...Object.keys(stateB.variables || {})]);
+      for (const name of [...builtIns(stateA), ...builtIns(stateB)]) variables.delete(name);
+      this.openDiff(diff, variables, a, b);
+    } catch (error) {
+      app.fail(error, t("tree.reading_diff"));
+    }
+  }
+
+  openDiff(diff, variables, a, b) {
+    const dialog = this.diffDialog;
+    const column = (id, mark) => `${mark} ${this.speakerOf(this.byId.get(id))}: ${preview(this.byId.get(id)?.content, 28)}`;
+    const labels = [column(a, "A"), column(b, "B")];
+    const body = el("div.diff-body");
+    renderDiff(body, diff, variables, labels);
+    clear(dialog).append(
+      el("h3", { text: t("tree.diff_title") }),
+      el("p.muted.diff-legend", { text: t("tree.diff_explained") }),
+      body,
+      el("menu", {}, el("button.primary", { type: "button", text: t("tree.close"), onclick: () => dialog.close() })),
+    );
+    if (!dialog.open) dialog.showModal();
+  }
+
+  // -- the panel: the selected node, its state, fragments and trash --------------------
 
   async renderPanel() {
     const panel = this.panel;
@@ -383,58 +719,65 @@ export class TreeView {
     const node = id && this.byId.get(id);
     const parts = [];
     let stateBox = null;
-    let diffBox = null;
     if (!node) {
-      parts.push(
-        el("h2", { text: "The tree" }),
-        el("p.muted", {
-          text: "Click a node to read it; shift-click a second node to compare their states. Drag a node onto another to graft it there with its subtree (hold Alt or Ctrl to copy it, Shift to move the node alone); drag a pruned fragment onto a node to graft it. +N opens a folded branch. Ctrl+Z undoes, Ctrl+Shift+Z redoes.",
-        }),
-      );
+      parts.push(el("h2", { text: t("tree.title") }), el("p.muted", { text: t("tree.help") }));
     } else {
       const isHead = node.id === this.data.head_id;
-      const button = (label, onclick, title = "") => el("button", { type: "button", text: label, title, onclick, dataset: { action: label.toLowerCase().replace(/[^a-z]+/g, "-").replace(/-$/, "") } });
+      const button = (action, label, onclick, title = "") => el("button", { type: "button", text: label, title, onclick, dataset: { action } });
+      const where = this.among(node.id);
+      const bookmark = node.metadata?.bookmark;
+      const speaker = this.speakerOf(node);
       parts.push(
-        el("h2", {}, `${node.name || node.role} `, el("span.id", { text: short(node.id) })),
-        el("p.badges", {}, isHead ? el("span.badge.head", { text: "HEAD" }) : null, this.trunk.has(node.id) ? el("span.badge", { text: "trunk" }) : null, node.enabled ? null : el("span.badge.off", { text: "disabled" })),
+        el("h2", {}, el("span.speaker", { text: speaker }), " ", speaker === roleName(node.role) ? null : el(`span.role-chip.${node.role}`, { text: roleName(node.role) }), " ", el("span.id", { text: short(node.id) })),
+        el(
+          "p.badges",
+          {},
+          isHead ? el("span.badge.head", { text: t("tree.badge.head") }) : null,
+          this.trunk.has(node.id) ? el("span.badge", { text: t("tree.badge.trunk") }) : null,
+          node.enabled ? null : el("span.badge.off", { text: t("tree.badge.disabled") }),
+          bookmark ? el("span.badge.bookmark", { text: typeof bookmark === "string" ? `★ ${bookmark}` : "★" }) : null,
+        ),
+        where
+          ? el(
+              "p.panel-alts",
+              {},
+              el("button.prev", { type: "button", text: "‹", "aria-label": t("tree.previous"), disabled: where.index === 0, onclick: () => this.flip(node.id, -1) }),
+              el("span.count", { text: t("tree.alternative", { index: where.index + 1, count: where.siblings.length }) }),
+              el("button.next", { type: "button", text: "›", "aria-label": t("tree.next"), disabled: where.index === where.siblings.length - 1, onclick: () => this.flip(node.id, 1) }),
+            )
+          : null,
         el("div.node-content", { text: node.content }),
-        node.metadata?.usage ? el("p.muted", { text: `tokens: ${formatTokens(node.metadata.usage)}` }) : null,
-        node.delta?.length ? el("details", { open: true }, el("summary", { text: "Changes to the state" }), el("ul.delta", {}, node.delta.map((op) => el("li", { text: `${op.op} ${op.path}${"value" in op ? ` ${JSON.stringify(op.value)}` : ""}` })))) : null,
+        node.metadata?.usage ? el("p.muted", { text: t("tree.tokens", { tokens: formatTokens(node.metadata.usage) }) }) : null,
+        node.delta?.length ? el("details", { open: true }, el("summary", { text: t("tree.changes") }), el("ul.delta", {}, node.delta.map((op) => el("li", { text: `${op.op} ${op.path}${"value" in op ? ` ${JSON.stringify(op.value)}` : ""}` })))) : null,
         el(
           "div.node-actions",
           {},
-          button("Set HEAD here", () => app.edit([{ op: "checkout", node_id: node.id }], "Checkout"), "Move HEAD to this node"),
-          button("Switch trunk here", () => app.edit([{ op: "checkout", node_id: this.leafOf(node.id) }], "Switching the trunk"), "Make this node's branch, down to its leaf, the story"),
-          button("Rewrite…", () => this.rewrite(node)),
-          button("Inject after…", () => this.inject(node)),
-          button(node.enabled ? "Disable" : "Enable", () => app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? "Disabling" : "Enabling"), "Hide from / show to the model"),
-          button("Prune", () => app.edit([{ op: "prune", node_id: node.id }], "Pruning"), "Cut this subtree off into the fragments, to graft elsewhere"),
-          button("Delete", () => app.edit([{ op: "delete", node_id: node.id }], "Deleting"), "Move this subtree to the trash"),
-          button("Graft…", () => this.startPick("graft", node.id), "Then click the node to hang this subtree under"),
-          button("Move…", () => this.startPick("move", node.id), "This node alone (its children stay): then click where to"),
-          button("Copy…", () => this.startPick("copy", node.id), "A copy of the subtree: then click where to"),
-          node.metadata?.generated ? button("Trace", () => app.openTrace(node.id), "What the model was sent, and why") : null,
+          button("set-head-here", t("tree.action.checkout"), () => app.edit([{ op: "checkout", node_id: node.id }], t("tree.doing.checkout")), t("tree.action.checkout_title")),
+          button("switch-trunk-here", t("tree.action.switch"), () => app.edit([{ op: "checkout", node_id: this.leafOf(node.id) }], t("tree.doing.switch")), t("tree.action.switch_title")),
+          button("compare", t("tree.action.compare"), () => this.startPick("compare", node.id), t("tree.action.compare_title")),
+          button("rewrite", t("tree.action.rewrite"), () => this.rewrite(node)),
+          button("inject-after", t("tree.action.inject"), () => this.inject(node)),
+          button(node.enabled ? "disable" : "enable", node.enabled ? t("tree.action.disable") : t("tree.action.enable"), () => app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? t("tree.doing.disable") : t("tree.doing.enable")), t("tree.action.toggle_title")),
+          button("prune", t("tree.action.prune"), () => app.edit([{ op: "prune", node_id: node.id }], t("tree.doing.prune")), t("tree.action.prune_title")),
+          button("delete", t("tree.action.delete"), () => app.edit([{ op: "delete", node_id: node.id }], t("tree.doing.delete")), t("tree.action.delete_title")),
+          button("graft", t("tree.action.graft"), () => this.startPick("graft", node.id), t("tree.action.graft_title")),
+          button("move", t("tree.action.move"), () => this.startPick("move", node.id), t("tree.action.move_title")),
+          button("copy", t("tree.action.copy"), () => this.startPick("copy", node.id), t("tree.action.copy_title")),
+          node.metadata?.generated ? button("trace", t("tree.action.trace"), () => app.openTrace(node.id), t("tree.action.trace_title")) : null,
         ),
       );
       stateBox = el("div.state-box");
       parts.push(stateBox);
-      if (this.compare) {
-        diffBox = el("div.diff-box");
-        parts.push(diffBox);
-      }
     }
-    parts.push(this.subtreeList("Fragments (pruned)", this.fragments, "fragment"), this.subtreeList("Trash", this.trash, "trash"));
+    parts.push(this.subtreeList(t("tree.fragments", { count: this.fragments.length }), this.fragments, "fragment"), this.subtreeList(t("tree.trash", { count: this.trash.length }), this.trash, "trash"));
     clear(panel).append(...parts.filter(Boolean));
     if (!node) return;
     try {
-      const requests = [app.api.get(app.path(`/state?node_id=${encodeURIComponent(node.id)}`))];
-      if (this.compare) requests.push(app.api.get(app.path(`/diff?from_id=${encodeURIComponent(node.id)}&to_id=${encodeURIComponent(this.compare)}`)));
-      const [state, diff] = await Promise.all(requests);
+      const state = await app.api.get(app.path(`/state?node_id=${encodeURIComponent(node.id)}`));
       if (sid !== app.sid || id !== this.selected) return;
-      renderState(stateBox, state, null, `State after ${short(node.id)}`);
-      if (diffBox) renderDiff(diffBox, diff, node.id, this.compare);
+      renderState(stateBox, state, null, t("tree.state_after", { node: short(node.id) }));
     } catch (error) {
-      app.fail(error, "Reading the node's state");
+      app.fail(error, t("tree.reading_state"));
     }
   }
 
@@ -445,17 +788,17 @@ export class TreeView {
         "li",
         { dataset: { nodeId: item.top.id, kind } },
         el("span.grip", { text: kind === "fragment" ? "⠿" : "" }),
-        el("span.what", { text: `${item.top.role}: ${preview(item.top.content, 40)}` }),
-        el("span.muted", { text: ` (${item.size} node${item.size === 1 ? "" : "s"})` }),
-        kind === "trash" ? el("button", { type: "button", text: "Restore", onclick: () => this.app.edit([{ op: "restore", node_id: item.top.id }], "Restoring") }) : null,
+        el("span.what", { text: `${this.speakerOf(item.top)}: ${preview(item.top.content, 40)}` }),
+        el("span.muted", { text: ` (${item.size === 1 ? t("tree.one_node") : t("tree.nodes", { count: item.size })})` }),
+        kind === "trash" ? el("button", { type: "button", text: t("tree.restore"), onclick: () => this.app.edit([{ op: "restore", node_id: item.top.id }], t("tree.doing.restore")) }) : null,
       );
       if (kind === "fragment") {
-        row.title = "Drag onto a node to graft it there";
+        row.title = t("tree.fragment_title");
         row.addEventListener("pointerdown", (event) => this.pressed(event, item.top.id, "fragment"));
       }
       list.append(row);
     }
-    return el("section.subtree-section", {}, el("h3", { text: `${title} (${items.length})` }), items.length ? list : el("p.muted", { text: "none" }));
+    return el("section.subtree-section", {}, el("h3", { text: title }), items.length ? list : el("p.muted", { text: t("tree.none") }));
   }
 
   leafOf(id) {
@@ -484,35 +827,30 @@ export class TreeView {
       to = siblings[at + (key === "ArrowLeft" ? -1 : 1)]?.id ?? null;
     }
     if (!to) return true;
-    const parent = this.byId.get(to).parent_id;
-    if (!this.positions.has(to) && parent) this.open.add(parent);
-    this.selected = to;
-    this.compare = null;
-    this.draw();
-    this.centerOn(to);
-    this.renderPanel();
+    this.show(to);
     return true;
   }
 
   startPick(op, node) {
     this.pick = { op, node };
+    this.app.setDrawer?.(false); // narrow, the panel is a drawer over the tree: out of the way
     this.updateHint();
   }
 
   async rewrite(node) {
-    const answer = await this.app.ask(`Rewrite ${short(node.id)} in place`, [{ name: "content", label: "Text", value: node.content, multiline: true }], [{ value: "ok", label: "Rewrite" }]);
-    if (answer) await this.app.edit([{ op: "rewrite", node_id: node.id, content: answer.content }], "Rewriting");
+    const answer = await this.app.ask(t("tree.rewrite_title", { node: short(node.id) }), [{ name: "content", label: t("tree.text"), value: node.content, multiline: true }], [{ value: "ok", label: t("tree.rewrite") }]);
+    if (answer) await this.app.edit([{ op: "rewrite", node_id: node.id, content: answer.content }], t("tree.doing.rewrite"));
   }
 
   async inject(node) {
     const answer = await this.app.ask(
-      `Inject a message after ${short(node.id)}`,
+      t("tree.inject_title", { node: short(node.id) }),
       [
-        { name: "role", label: "Role", value: "system", options: ["system", "user", "assistant"] },
-        { name: "content", label: "Text", value: "", multiline: true },
+        { name: "role", label: t("tree.role_field"), value: "system", options: ["system", "user", "assistant"] },
+        { name: "content", label: t("tree.text"), value: "", multiline: true },
       ],
-      [{ value: "ok", label: "Inject" }],
+      [{ value: "ok", label: t("tree.inject") }],
     );
-    if (answer) await this.app.edit([{ op: "inject", parent_id: node.id, role: answer.role, content: answer.content }], "Injecting");
+    if (answer) await this.app.edit([{ op: "inject", parent_id: node.id, role: answer.role, content: answer.content }], t("tree.doing.inject"));
   }
 }
