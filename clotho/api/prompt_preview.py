@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NotePlacementOut", "PreviewBody", "PromptPreviewOut", "router"]
 
-router = APIRouter(tags=["playing"])
+router = APIRouter(tags=["reading"])  # it plays no model: no 503
 
 
 class PreviewBody(BaseModel):
