@@ -253,24 +253,40 @@ async def try_profile(name: Name, context: ContextDep, _: NoParameters) -> Profi
 
 
 def _failure(error: Any, profile: Profile, key: str | None) -> str:
-    """A failed Test in words: what happened first, then what the gateway said."""
+    """A failed Test in words: what happened, then the server's own words if it said any
+    (the gateway's message is written for a turn: it names CLOTHO_API_KEY and --model)."""
     where = profile.api_base or "the provider"
-    said = str(error)
+    said = _server_words(str(error))
+    also = f" ({said})" if said else ""
+    status = f" (HTTP {error.status})" if error.status else ""
     if error.kind == "auth":
         if error.status == 403:
-            return f"{where} refused: the key is not allowed the model {profile.model} ({said})"
+            return f"{where} refused: the key is not allowed the model {profile.model}{also}"
         if key is None:
-            return f"{where} wants an API key and none was sent: give one in the profile ({said})"
-        return f"{where} refused the key (HTTP {error.status or 401}): check it ({said})"
+            return f"{where} wants an API key and none was sent: give one in the profile{also}"
+        return f"{where} refused the key{status}: check it{also}"
     if error.kind == "no_key":
-        return f"no API key for {profile.model}: give one in the profile ({said})"
+        return f"no API key for {profile.model}: give one in the profile (nothing was sent)"
     if error.kind == "not_found":
-        return f"{where} does not know the model {profile.model} ({said})"
+        return f"{where} does not know the model {profile.model}{also}"
     if error.kind == "connection":
-        return f"cannot reach {where} ({said})"
+        return f"cannot reach {where}{also}"
     if error.kind == "timeout":
-        return f"{where} did not answer in time ({said})"
-    return said
+        return f"{where} did not answer within {min(profile.timeout, TEST_TIMEOUT_S):g} s"
+    return str(error)
+
+
+def _server_words(message: str) -> str:
+    """The last parenthesised part of a gateway's message: what the server said."""
+    if not message.endswith(")"):
+        return ""
+    depth = 0
+    for index in range(len(message) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(message[index], 0)
+        if depth == 0:
+            inner = message[index + 1 : -1]
+            return "" if inner.startswith("HTTP ") else inner
+    return ""
 
 
 def _scrubbed(text: str, key: str | None) -> str:

@@ -110,6 +110,8 @@ def test_a_test_says_in_words_what_went_wrong_and_asks_once(
     found = answer.json()
     assert (found["ok"], found["outcome"], found["status"]) == (False, outcome, reply.status)
     assert words in found["message"] and server.url in found["message"]
+    assert reply.error in found["message"]  # the server's own words
+    assert "CLOTHO_API_KEY" not in found["message"]  # the key is the profile's
     assert KEY not in answer.text
     assert len(server.requests) == 1  # not retried
 
@@ -129,7 +131,7 @@ def test_a_test_of_a_server_that_is_not_there_or_too_slow(
     client.put("/api/profiles/Slow", json=_profile(slow, timeout=0.5))
     found = client.post("/api/profiles/Slow/test").json()
     assert (found["ok"], found["outcome"]) == (False, "timeout")
-    assert "did not answer in time" in found["message"]
+    assert found["message"] == f"{slow.url} did not answer within 0.5 s"
 
 
 def test_a_profile_is_checked_and_a_stale_write_changes_nothing(
