@@ -668,8 +668,9 @@ class Engine:
         if request.kind == "reroll":
             assert anchor.sibling_of is not None
             speaker = self.store.node(sid, anchor.sibling_of).name or speaker
-        old = anchor.continues
+        old, content = anchor.continues, completion.content
         if old is not None:  # the whole text, the old reply's delta, then the new one's
+            content = joined(old.content, content)
             delta = [*old.delta, *delta]
             metadata["continues"] = old.id
             if "summary_through" in old.metadata:
@@ -682,7 +683,7 @@ class Engine:
             if request.kind == "reroll" or old is not None:
                 reply = tx.add_sibling(
                     old.id if old is not None else str(anchor.sibling_of),
-                    old.content + completion.content if old is not None else completion.content,
+                    content,
                     name=speaker,
                     metadata=metadata,
                     delta=delta or None,
@@ -756,6 +757,18 @@ def _place_players_message(
         assert anchor.user_text is not None
         return tx.append("user", anchor.user_text, name=player)
     return None
+
+
+def joined(text: str, continuation: str) -> str:
+    """A reply and its continuation as one text, as SillyTavern joins them (as they are),
+    but for one space where a model began a new sentence or word of Latin script right
+    after the last one's end (``dark.`` + ``Water`` is ``dark. Water``)."""
+    if text and continuation and not text[-1].isspace() and not continuation[0].isspace():
+        last, first = text[-1], continuation[0]
+        starts = first.isascii() and (first.isalnum() or first in "\"'*([")
+        if starts and last.isascii() and last in ".!?,;:\"'*)]":
+            return f"{text} {continuation}"
+    return text + continuation
 
 
 def _summary_of(summary: dict[str, Any]) -> str:

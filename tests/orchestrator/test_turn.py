@@ -456,3 +456,14 @@ def test_a_campaign_template_cannot_escape_the_sandbox(tmp_path: Path) -> None:
     (tmp_path / "state.j2").write_text("{% for %}")
     with pytest.raises(TemplateError, match=r"state\.j2, line 1"):
         Templates(tmp_path).render("state", {})
+
+
+def test_a_continuation_is_joined_as_written_but_for_a_new_sentence() -> None:
+    from orchestrator.turn import joined
+
+    assert joined("The dra", "gon wakes.") == "The dragon wakes."  # a word cut in two
+    assert joined("It waits.", " Then it moves.") == "It waits. Then it moves."
+    assert joined("It waits.", "Then it moves.") == "It waits. Then it moves."
+    assert joined("It says:", '"Hello."') == 'It says: "Hello."'
+    assert joined("你好。", "他说。") == "你好。他说。"  # no space in Chinese
+    assert joined("Done", "") == "Done"

@@ -91,9 +91,11 @@ def test_two_turns_reroll_and_flip_back_restore_the_hp(
     screenshot(page, "chat")
 
     fight = page.locator("article.message.assistant").first
-    fight.locator("button.reroll").click()
-    # The new reply replaces the old one and what came after it; nothing is lost.
+    expect(fight.locator("button.reroll")).to_have_count(0)  # reroll: the last reply only
+    fight.locator("button.branch").click()  # go on from here: what followed stays
     expect(page.locator("article.message.assistant")).to_have_count(1)
+    fight.locator("button.next").click()  # `>` on the last reply: a new one
+    # The new reply stands beside the old one, which keeps what came after it.
     expect(fight.locator(".content")).to_contain_text("parry")
     expect(fight.locator(".alternatives .count")).to_have_text("2/2")
     expect(variable(page, "hp")).to_have_text("100")

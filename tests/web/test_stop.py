@@ -68,11 +68,12 @@ def test_stop_keeps_the_reply_so_far_and_continue_goes_on(slow_site: Server, bro
             assert turn["detach"] is True  # leaving would not have stopped it: DELETE did
             assert turn["status"] == "done" and turn["incomplete"] is True
 
-            page.locator("#continue").click()
-            expect(page.locator("article.message.assistant:not(.pending)")).to_have_count(2)
-            expect(page.locator("article.message.assistant").last).to_contain_text(
-                "And the story goes on."
-            )
+            expect(page.locator("#composer-input")).to_have_value("")  # no double send
+            page.locator("#continue").click()  # extends the stopped reply: still one
+            expect(reply.locator(".alternatives .count")).to_have_text("2/2")
+            expect(reply).to_have_count(1)
+            expect(reply.locator(".content")).to_contain_text("And the story goes on.")
+            assert reply.locator(".content").inner_text().startswith(kept)
         finally:
             context.close()
 

@@ -1,6 +1,10 @@
-// The chat view ("immersion"): the story root → HEAD, replies streaming in, `< 2/5 >`
-// on every fork, reroll, edit as a fork, continue, and the world state beside it.
+// The chat view ("immersion"): the story root → HEAD, replies streaming in, and the
+// turns as SillyTavern players expect them: swipes (`<`/`>` on every fork; `>` on the
+// last alternative of the last reply generates a new one), Continue extending the
+// reply, Impersonate filling the input box, a reply edited in place, "delete from here"
+// (to the trash, undoable), "branch from here" on older messages; the world state beside.
 
+import { t } from "./i18n.js";
 import { renderState } from "./panels.js";
 import { clear, el, formatTokens, short } from "./ui.js";
 
@@ -20,6 +24,14 @@ export class ChatView {
     this.running = null; // the AbortController of the turn streaming now
     this.turn = null; // that turn, as its first event told (its id, its events)
     this.stopping = false; // the player asked to stop it
+    this.story_ = null; // the projection shown (its nodes: what Continue and the buttons see)
+    this.keep = null; // where the view stays after the next render: {index, offset}
+    this.buttons = {
+      send: document.querySelector("#composer button[type=submit]"),
+      continue: document.getElementById("continue"),
+      impersonate: document.getElementById("impersonate"),
+      stop: document.getElementById("stop"),
+    };
     document.getElementById("composer").addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();
@@ -49,7 +61,9 @@ export class ChatView {
     ]);
     if (sid !== app.sid) return; // another session was chosen meanwhile
     app.setVersion(story.version);
-    this.render(story);
+    const keep = this.keep;
+    this.keep = null;
+    this.render(story, null, keep);
     renderState(this.side, state, this.state);
     this.state = state;
     if (!this.running) this.resume(sid);
@@ -99,11 +113,12 @@ export class ChatView {
       const first = this.list.querySelector("article.message");
       this.render({ ...data, nodes: [...data.nodes, ...story.nodes], version }, first?.dataset.nodeId);
     } catch (error) {
-      this.app.fail(error, "Loading earlier messages");
+      this.app.fail(error, t("chat.loading_earlier"));
     }
   }
 
-  render(projection, keep = null) {
+  render(projection, keep = null, place = null) {
+    this.story_ = projection;
     // A turn streaming now keeps its bubbles (a reload may land while it streams).
     const pending = this.running ? [...this.list.querySelectorAll(".pending")] : [];
     clear(this.list);
@@ -112,7 +127,7 @@ export class ChatView {
       this.list.append(
         el("button.earlier", {
           type: "button",
-          text: `Show ${Math.min(PAGE, projection.earlier)} earlier messages (${projection.earlier} not shown)`,
+          text: t("chat.earlier", { count: Math.min(PAGE, projection.earlier), hidden: projection.earlier }),
           onclick: (event) => {
             event.currentTarget.disabled = true;
             this.showEarlier(projection);
@@ -121,7 +136,7 @@ export class ChatView {
       );
     }
     if (!nodes.length && !pending.length) {
-      this.list.append(el("p.empty", { text: "The story has not started. Say something below." }));
+      this.list.append(el("p.empty", { text: t("chat.empty") }));
     }
     // Who speaks: a node's own name, else the name its role last had above it in the
     // story (the turns store the session's names on the nodes they make), else the
@@ -143,40 +158,73 @@ export class ChatView {
       last = usage;
     }
     this.app.setUsage(last ? `last reply ${formatTokens(last)} · this story ${formatTokens(spent)}` : "");
-    const kept = keep && [...this.list.querySelectorAll("article.message")].find((m) => m.dataset.nodeId === keep);
+    const shown = [...this.list.querySelectorAll("article.message")];
+    const kept = keep && shown.find((m) => m.dataset.nodeId === keep);
+    const again = place && shown[place.index];
     if (kept) kept.scrollIntoView({ block: "start" });
+    else if (again) this.list.scrollTop = again.offsetTop - place.offset; // a swipe: the view stays
     else this.list.scrollTop = this.list.scrollHeight;
+    this.updateButtons();
+  }
+
+  /** Send, Continue, Impersonate and Stop enabled only when they have something to do. */
+  updateButtons() {
+    const busy = Boolean(this.running);
+    const empty = !this.story_?.nodes?.length;
+    if (this.buttons.send) this.buttons.send.disabled = busy;
+    this.buttons.continue.disabled = busy || empty;
+    this.buttons.impersonate.disabled = busy;
+    this.buttons.stop.disabled = !busy || this.stopping;
+  }
+
+  /** Keep the message shown at `article` where it is through the next render. */
+  stay(article) {
+    const shown = [...this.list.querySelectorAll("article.message")];
+    const index = shown.indexOf(article);
+    if (index >= 0) this.keep = { index, offset: article.offsetTop - this.list.scrollTop };
   }
 
   message(node, isLast) {
     const generated = Boolean(node.metadata?.generated);
+    // SillyTavern's swipes: `>` on the last alternative of the last reply asks for a new one.
+    const lastReply = isLast && node.role === "assistant";
+    const count = node.siblings.length;
     const alternatives =
-      node.siblings.length > 1
+      count > 1 || lastReply
         ? el(
             "span.alternatives",
-            { "aria-label": "alternatives" },
-            el("button.prev", { type: "button", title: "Previous alternative", text: "<", disabled: node.index === 0, onclick: () => this.swipe(node, "prev") }),
-            el("span.count", { text: `${node.index + 1}/${node.siblings.length}` }),
-            el("button.next", { type: "button", title: "Next alternative", text: ">", disabled: node.index === node.siblings.length - 1, onclick: () => this.swipe(node, "next") }),
+            { "aria-label": t("chat.alternatives") },
+            el("button.prev", { type: "button", title: t("chat.previous"), "aria-label": t("chat.previous"), text: "<", disabled: node.index === 0, onclick: (event) => this.swipe(node, "prev", event) }),
+            el("span.count", { text: `${node.index + 1}/${count}` }),
+            el("button.next", {
+              type: "button",
+              title: node.index === count - 1 ? t("chat.swipe_new") : t("chat.next"),
+              "aria-label": node.index === count - 1 ? t("chat.swipe_new") : t("chat.next"),
+              text: ">",
+              disabled: node.index === count - 1 && !lastReply,
+              onclick: (event) => (node.index === count - 1 ? this.play({ kind: "reroll", node_id: node.id }, node) : this.swipe(node, "next", event)),
+            }),
           )
         : null;
     const actions = el(
       "span.actions",
       {},
-      el("button.edit", { type: "button", text: "Edit", title: "Edit as a fork (the original stays)", onclick: () => this.edit(node) }),
-      node.role === "assistant" ? el("button.reroll", { type: "button", text: "Reroll", title: "Another reply beside this one", onclick: () => this.play({ kind: "reroll", node_id: node.id }, node) }) : null,
+      el("button.edit", { type: "button", text: t("chat.edit"), title: node.role === "user" ? t("chat.edit_user_title") : t("chat.edit_reply_title"), onclick: () => this.edit(node) }),
+      lastReply ? el("button.reroll", { type: "button", text: t("chat.reroll"), title: t("chat.reroll_title"), onclick: () => this.play({ kind: "reroll", node_id: node.id }, node) }) : null,
+      isLast ? null : el("button.branch", { type: "button", text: t("chat.branch"), title: t("chat.branch_title"), onclick: () => this.branch(node) }),
       el("button.toggle", {
         type: "button",
-        text: node.enabled ? "Hide" : "Unhide",
-        title: node.enabled ? "Hide from the model (it stays in the story, dimmed)" : "Show to the model again",
-        onclick: () => this.app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? "Hiding" : "Unhiding"),
+        text: node.enabled ? t("chat.hide") : t("chat.unhide"),
+        title: node.enabled ? t("chat.hide_title") : t("chat.unhide_title"),
+        onclick: () => this.app.edit([{ op: "toggle", node_id: node.id }], node.enabled ? t("chat.hiding") : t("chat.unhiding")),
       }),
-      generated ? el("button.trace", { type: "button", text: "Trace", title: "What the model was sent, and why", onclick: () => this.app.openTrace(node.id) }) : null,
+      el("button.delete", { type: "button", text: t("chat.delete"), title: t("chat.delete_title"), onclick: () => this.deleteFrom(node) }),
+      generated ? el("button.trace", { type: "button", text: t("chat.trace"), title: t("chat.trace_title"), onclick: () => this.app.openTrace(node.id) }) : null,
     );
     const meta = [];
     if (node.metadata?.usage) meta.push(formatTokens(node.metadata.usage));
-    if (node.metadata?.incomplete) meta.push(`incomplete (${node.metadata.stopped_by || "stopped"})`);
-    if (!node.enabled) meta.push("hidden from the model");
+    if (node.metadata?.incomplete) meta.push(t("chat.incomplete", { why: node.metadata.stopped_by || t("chat.stopped") }));
+    if (!node.enabled) meta.push(t("chat.hidden"));
     return el(
       `article.message.${node.role}${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
       { dataset: { nodeId: node.id, role: node.role } },
@@ -186,32 +234,65 @@ export class ChatView {
     );
   }
 
-  async swipe(node, direction) {
-    await this.app.write("POST", "/swipe", { direction, node_id: node.id }, "Switching alternatives");
+  /** Another alternative of a node; the view stays on the message. */
+  async swipe(node, direction, event) {
+    const article = event?.target?.closest("article.message");
+    if (article) this.stay(article);
+    await this.app.write("POST", "/swipe", { direction, node_id: node.id }, t("chat.swiping"));
+  }
+
+  /** HEAD to an older message: the story goes on from there (what was below stays, an alternative). */
+  async branch(node) {
+    const article = this.list.querySelector(`article.message[data-node-id="${CSS.escape(node.id)}"]`);
+    if (article) this.stay(article);
+    await this.app.write("PUT", "/head", { node_id: node.id }, t("chat.branching"));
+  }
+
+  /** The message and everything below it to the trash (undoable), after the player says yes. */
+  async deleteFrom(node) {
+    const shown = this.story_?.nodes || [];
+    const at = shown.findIndex((n) => n.id === node.id);
+    const below = at >= 0 ? shown.length - at - 1 : 0;
+    const answer = await this.app.ask(t("chat.delete_confirm", { count: below + 1, below }), [], [{ value: "delete", label: t("chat.delete_yes") }]);
+    if (!answer) return;
+    await this.app.edit([{ op: "delete", node_id: node.id }], t("chat.deleting"));
   }
 
   async edit(node) {
-    const buttons =
-      node.role === "user"
-        ? [
-            { value: "reply", label: "Fork and get a reply" },
-            { value: "fork", label: "Fork only" },
-          ]
-        : [{ value: "fork", label: "Save as a fork" }];
-    const answer = await this.app.ask(`Edit this ${node.role} message (the original stays as an alternative)`, [{ name: "content", label: "Text", value: node.content, multiline: true }], buttons);
-    if (!answer) return;
-    if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content }, node);
-    else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, "Editing as a fork");
+    const field = [{ name: "content", label: t("chat.text"), value: node.content, multiline: true }];
+    if (node.role === "user") {
+      const buttons = [
+        { value: "reply", label: t("chat.fork_reply") },
+        { value: "fork", label: t("chat.fork_only") },
+      ];
+      const answer = await this.app.ask(t("chat.edit_user"), field, buttons);
+      if (!answer) return;
+      if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content }, node);
+      else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
+      return;
+    }
+    // A reply (or a system message) is edited in place: one undo step takes it back.
+    const buttons = [
+      { value: "rewrite", label: t("chat.save") },
+      { value: "fork", label: t("chat.save_fork") },
+    ];
+    const answer = await this.app.ask(t("chat.edit_reply"), field, buttons);
+    if (!answer || answer.content === node.content) return;
+    const article = this.list.querySelector(`article.message[data-node-id="${CSS.escape(node.id)}"]`);
+    if (article) this.stay(article);
+    if (answer.action === "rewrite") await this.app.edit([{ op: "rewrite", node_id: node.id, content: answer.content }], t("chat.saving"));
+    else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
   }
 
   async send() {
     const text = this.input.value;
-    if (!text.trim()) {
+    if (!text.trim() || this.running) {
       this.input.focus();
       return;
     }
+    this.input.value = ""; // sent: Enter again sends nothing (Stop keeps what was stored)
     const done = await this.play({ kind: "say", text });
-    if (done) this.input.value = "";
+    if (!done && !this.stopping && !this.input.value) this.input.value = text; // refused: nothing stored
   }
 
   /** Stream a turn into the view: pending bubbles, tokens as they come, then reload. */
@@ -224,6 +305,7 @@ export class ChatView {
       const at = shown.findIndex((item) => item.dataset.nodeId === replacing.id);
       if (at >= 0) shown.slice(at).forEach((item) => item.remove());
     }
+    this.asked = request;
     this.pending(request);
     // detach: the turn plays on if this page goes (a reload rejoins it); Stop cancels it.
     const path = app.path("/turns?detach=true");
@@ -238,6 +320,16 @@ export class ChatView {
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
   pending(request) {
     this.list.querySelector("p.empty")?.remove();
+    if (request.kind === "impersonate") return; // the player's line streams into the input box
+    const last = this.story_?.nodes?.at(-1);
+    const shown = [...this.list.querySelectorAll("article.message:not(.pending)")].at(-1);
+    if (request.kind === "continue" && last?.role === "assistant" && shown?.dataset.nodeId === last.id) {
+      // Continue extends the reply in place: its text so far, the continuation after it.
+      shown.classList.add("pending", "streaming");
+      const content = shown.querySelector(".content");
+      clear(content).append(last.content);
+      return;
+    }
     if (request.kind === "say" || request.kind === "edit") {
       this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: this.speaker({ role: "user" }) })), el("div.content", { text: request.text })));
     }
@@ -253,13 +345,16 @@ export class ChatView {
    */
   async follow(open, turn = null) {
     const app = this.app;
-    const content = [...this.list.querySelectorAll(".pending.streaming .content")].pop();
+    const drafting = (turn?.request?.kind || this.asked?.kind) === "impersonate";
+    const content = drafting ? null : [...this.list.querySelectorAll(".pending.streaming .content")].pop();
     const warned = new Set();
+    if (drafting) this.input.value = "";
     this.running = new AbortController();
     this.turn = turn;
     this.stopping = false;
     this.root.classList.add("busy");
-    this.setStatus("starting");
+    this.updateButtons();
+    this.setStatus(t("chat.starting"));
     let ok = false;
     try {
       const last = await open({
@@ -269,29 +364,44 @@ export class ChatView {
             this.turn = data;
             if (this.stopping) this.cancel(); // Stop was pressed before the turn had an id
           } else if (kind === "token") {
-            if (!content.childNodes.length) this.setStatus(""); // the reply has begun
+            if (drafting) {
+              if (!this.input.value) this.setStatus("");
+              this.input.value += data.text;
+              return;
+            }
+            if (!content.dataset.begun) {
+              content.dataset.begun = "1";
+              this.setStatus(""); // the reply has begun
+            }
             content.append(data.text);
             this.list.scrollTop = this.list.scrollHeight;
           } else if (kind === "status") this.setStatus(data.text);
-          else if (kind === "reasoning") this.setStatus("thinking");
+          else if (kind === "reasoning") this.setStatus(t("chat.thinking"));
           else if (kind === "warning") this.warn(data.text, warned);
-          else if (kind === "error") app.problem(data, "The turn failed");
+          else if (kind === "error") app.problem(data, t("chat.turn_failed"));
         },
       });
-      ok = last?.kind === "node" || Boolean(last?.kind === "cancelled" && last.data.user_node_id);
-      if (last?.kind === "node" && this.stopping && last.data.incomplete) app.notify("Stopped", "The reply so far is kept, marked incomplete.");
-      else if (last?.kind === "node") for (const warning of last.data.warnings || []) this.warn(warning, warned);
-      if (last?.kind === "cancelled") app.notify("Stopped", "Stopped before the reply began: your message is kept.");
+      ok = last?.kind === "node" || last?.kind === "draft" || Boolean(last?.kind === "cancelled" && last.data.user_node_id);
+      if (last?.kind === "draft") {
+        // Impersonate: the player's line, stored nowhere, to edit and send.
+        this.input.value = last.data.text;
+        this.input.focus();
+      }
+      if (last?.kind === "node" && this.stopping && last.data.incomplete) app.notify(t("chat.stopped_title"), t("chat.stopped_kept"));
+      else if (last?.kind === "node" || last?.kind === "draft") for (const warning of last.data.warnings || []) this.warn(warning, warned);
+      if (last?.kind === "cancelled") app.notify(t("chat.stopped_title"), last.data.user_node_id ? t("chat.stopped_message_kept") : t("chat.stopped_nothing"));
     } catch (error) {
       if (error.name === "AbortError") {
         // Stop could not reach the turn (another server process plays it): it plays on.
-        app.notify("Not stopped", "This server could not stop the turn; its reply is kept when it ends.");
-      } else app.fail(error, "The turn was refused");
+        app.notify(t("chat.not_stopped_title"), t("chat.not_stopped"));
+      } else app.fail(error, t("chat.turn_refused"));
     } finally {
       this.running = null;
       this.turn = null;
+      this.asked = null;
       this.root.classList.remove("busy");
       this.setStatus("");
+      this.updateButtons();
     }
     await app.refresh();
     return ok;
@@ -301,7 +411,7 @@ export class ChatView {
   warn(text, warned) {
     if (warned.has(text) || this.stopping) return;
     warned.add(text);
-    this.app.notify("Warning", text);
+    this.app.notify(t("chat.warning"), text);
   }
 
   /**
@@ -311,7 +421,8 @@ export class ChatView {
   stop() {
     if (!this.running || this.stopping) return;
     this.stopping = true;
-    this.setStatus("stopping");
+    this.updateButtons();
+    this.setStatus(t("chat.stopping"));
     if (this.turn) this.cancel(); // else as soon as its first event names it
   }
 
