@@ -75,8 +75,8 @@ _PICTURE_CHUNKS = frozenset(
 
 
 class StoryError(ClothoError, ValueError):
-    """A new story cannot be made from what was given (a card or a book not found, a
-    picture that is not a PNG); the message names it."""
+    """A new story cannot be made from what was given (a card or a book of another
+    session that is not there, a lorebook given as the card); the message names it."""
 
     code = "invalid_story"
 
@@ -95,8 +95,6 @@ class Avatar:
     """A session's picture."""
 
     png: bytes
-    hash: str
-    """SHA-256 of the stored document (an ETag for the picture)."""
 
 
 def picture_of(png: bytes) -> bytes | None:
@@ -140,7 +138,7 @@ def session_avatar(store: Store, session_id: str) -> Avatar | None:
         data = base64.b64decode(json.loads(document.content)["data"], validate=True)
     except (ValueError, KeyError, TypeError, binascii.Error):
         return None
-    return Avatar(data, document.hash)
+    return Avatar(data)
 
 
 def _kept_by(store: Store, session_ref: str) -> str:

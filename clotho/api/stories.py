@@ -43,6 +43,8 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 held to the server's upload limit too."""
 MAX_BOOKS = 20
 """Lorebooks one new story may bring."""
+AVATAR_MAX_AGE = 3600
+"""How long a browser keeps a session's avatar without asking again (seconds)."""
 
 FileName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255)]
 SessionRef = Annotated[str, StringConstraints(min_length=6, max_length=64)]
@@ -227,17 +229,14 @@ def stored_books(store: StoreDep, _: NoParameters) -> Any:
         }
     },
 )
-def session_avatar(request: Request, session_id: str, store: StoreDep) -> Response:
-    """A PNG; 404 when the session has none. Cached by the browser (its ETag is the
-    picture's hash: `If-None-Match` answers 304)."""
+def session_avatar(session_id: str, store: StoreDep) -> Response:
+    """A PNG; 404 when the session has none. The browser keeps it for an hour
+    (`Cache-Control`)."""
     session = store.session(session_id)
     found = stories.session_avatar(store, session.id)
     if found is None:
         raise NotFoundError(f"session {session.id} has no avatar")
-    tag = f'"{found.hash}"'
-    headers = {"ETag": tag, "Cache-Control": "private, max-age=86400"}
-    if request.headers.get("if-none-match") == tag:
-        return Response(status_code=304, headers=headers)
+    headers = {"Cache-Control": f"private, max-age={AVATAR_MAX_AGE}"}
     return Response(found.png, media_type="image/png", headers=headers)
 
 

@@ -5,6 +5,7 @@ messages named, with avatars, their text formatted. Screenshots at both widths."
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._fixtures import SERAPHINA
 from tests.api._server import Server
 
 from .conftest import screenshot
@@ -65,14 +67,16 @@ def in_view(page: Any, selector: str) -> bool:
 def test_the_page_at_phone_width(
     phone: Callable[[str], Any],
     open_page: Callable[..., Any],
-    new_session: Callable[[str], str],
     api: httpx.Client,
 ) -> None:
-    sid = new_session("On a phone")
+    card = {"filename": SERAPHINA.name, "data": base64.b64encode(SERAPHINA.read_bytes()).decode()}
+    made = api.post("/api/stories", json={"card": card, "persona": {"name": "Aria"}})
+    assert made.status_code == 201, made.text
+    sid = made.json()["session"]["id"]
     add(api, sid, "user", "I enter the tavern.")
     add(api, sid, "assistant", '*The innkeeper looks up.* "Welcome, traveller. **Sit.**"')
     page = phone(sid)
-    expect(page.locator("article.message")).to_have_count(2)
+    expect(page.locator("article.message")).to_have_count(3)
 
     # Nothing wider than the screen: no horizontal scroll.
     page.evaluate("clotho.notify('Saved', 'An info toast fades by itself.')")
@@ -84,10 +88,16 @@ def test_the_page_at_phone_width(
         assert target["right"] <= PHONE["width"] + 0.5, target
     assert in_view(page, "#send") and in_view(page, "#composer-input")
     # The reply formatted, its speaker named and shown by an avatar; no node id in sight.
-    reply = page.locator("article.message.assistant")
+    reply = page.locator("article.message.assistant").last
     expect(reply.locator(".content em.action")).to_have_text("The innkeeper looks up.")
     expect(reply.locator(".content q.speech strong")).to_have_text("Sit.")
-    expect(page.locator("article.message .avatar")).to_have_count(2)
+    # Named: the card's character, the persona; the card's picture on the character's
+    # messages, the persona's initial on the player's.
+    expect(page.locator("article.message .who")).to_have_text(["Seraphina", "Aria", "Seraphina"])
+    pictures = page.locator("article.message.assistant .avatar img")
+    expect(pictures).to_have_count(2)
+    assert (pictures.first.get_attribute("src") or "").startswith("data:image/png;base64,")
+    expect(page.locator("article.message.user .avatar")).to_have_text("A")
     expect(reply.locator("details.node-id code")).not_to_be_visible()
     screenshot(page, "web-chat-phone")
 
@@ -127,16 +137,17 @@ def test_the_page_at_phone_width(
     # Send is tapped: the turn plays, the reply comes, the input is emptied.
     page.fill("#composer-input", "I order a drink.")
     page.tap("#send")
-    expect(page.locator("article.message.assistant:not(.pending)")).to_have_count(2)
+    expect(page.locator("article.message.assistant:not(.pending)")).to_have_count(3)
     expect(page.locator("#composer-input")).to_have_value("")
     assert page.evaluate(wide) <= PHONE["width"], page.evaluate(wide)
     expect(page.locator(".toast.info")).to_have_count(0)  # it faded by itself
     usage = page.locator("#usage").text_content() or ""
-    assert re.fullmatch(r"last reply \d+ in · \d+ out · this story \d+ in · \d+ out", usage)
+    spent = r"[\d,]+ in · [\d,]+ out"
+    assert re.fullmatch(f"last reply {spent} · this story {spent}", usage), usage
 
     # The same story at desktop width, for the guide.
     desktop = open_page(sid)
-    expect(desktop.locator("article.message.assistant:not(.pending)")).to_have_count(2)
+    expect(desktop.locator("article.message.assistant:not(.pending)")).to_have_count(3)
     expect(desktop.locator("#side-toggle")).not_to_be_visible()
     expect(desktop.locator("#chat-state dd[data-var=hp]")).to_be_visible()
     screenshot(desktop, "web-chat-desktop")
