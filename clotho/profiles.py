@@ -379,9 +379,16 @@ class Profiles:
                     for other, kept in profiles.items()
                 }
             profiles[name] = profile
-            _ProfilesFile(profiles=profiles)  # the limits hold for what is written
+            if len(profiles) > MAX_PROFILES:
+                raise ProfilesFileError(
+                    f"{self.profiles_path}: it holds {MAX_PROFILES} profiles, the most it may: "
+                    "delete one first"
+                )
             if key is not None:
-                keys[name] = _SecretsFile(keys={name: key}).keys[name]
+                key = key.strip()
+                if not key or len(key) > MAX_KEY_LENGTH:
+                    raise ValueError(f"a key is 1 to {MAX_KEY_LENGTH} characters")
+                keys[name] = key
             elif forget_key:
                 keys.pop(name, None)
             self._write(profiles, keys)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Response
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from clotho.profiles import (
@@ -78,6 +78,13 @@ class ProfileIn(Profile):
         None, min_length=1, max_length=MAX_KEY_LENGTH, description="Write-only."
     )
     forget_key: bool = False
+
+    @field_validator("key")
+    @classmethod
+    def _not_blank(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is not None and not key.get_secret_value().strip():
+            raise ValueError("a key is not only spaces (leave it out to keep the one kept)")
+        return key
 
     def profile(self) -> Profile:
         return Profile.model_validate(self.model_dump(exclude={"key", "forget_key"}))

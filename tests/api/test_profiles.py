@@ -160,6 +160,8 @@ def test_a_profile_is_checked_and_a_stale_write_changes_nothing(
         "body.params.temperature",
         "body.colour",
     }
+    blank = client.put("/api/profiles/A", json={**_profile("http://127.0.0.1:9/v1"), "key": "  "})
+    assert blank.status_code == 422 and blank.json()["errors"][0]["field"] == "body.key"
     assert (tmp_path / "config" / "profiles.toml").read_bytes() == written
     assert client.post("/api/profiles/Nobody/test").json()["code"] == "unknown_profile"
     assert client.delete("/api/profiles/Nobody").status_code == 404
