@@ -15,7 +15,6 @@ from clotho.lore import (
     lore_index,
     lorebooks_document,
     read_upload,
-    session_books,
 )
 from clotho.sessions import card_session
 from clotho.wiring import preview_lore
@@ -130,15 +129,22 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
 
 @command(lore_app, "list")
 def lore_list(cli: Cli) -> None:
-    """The session's lorebooks and their entries."""
-    books = session_books(cli.store, cli.session_id())
-    document = lorebooks_document(books)
+    """The session's lorebooks and their entries (a book switched off in the page's lore
+    manager says so: it does not play)."""
+    from clotho.lore_edits import books_listed
+
+    listed = books_listed(cli.store, cli.session_id())
+    document = lorebooks_document([view.book for view in listed])
+    for row, view in zip(document, listed, strict=True):
+        row["enabled"] = view.enabled
 
     def text() -> None:
-        if not books:
+        if not listed:
             out(paint("(no lorebooks: clotho import lorebook FILE)", "dim"))
-        for book in books:
-            out(paint(f"{book.name} ({len(book.entries)} entries)", "bold"))
+        for view in listed:
+            book = view.book
+            off = "" if view.enabled else paint("  switched off", "dim")
+            out(paint(f"{book.name} ({len(book.entries)} entries)", "bold") + off)
             for entry in book.entries:
                 label = entry.comment or ", ".join(entry.keys) or "(no keys)"
                 flags = [
