@@ -17,6 +17,8 @@ const FENCE = /^\s{0,3}(```|~~~)/;
 const QUOTE = /^\s{0,3}> ?/;
 const BULLET = /^\s{0,3}[-+*]\s+/;
 const NUMBERED = /^\s{0,3}(\d{1,9})[.)]\s+/;
+/** A character that may begin something to format inside a span (else it is plain text). */
+const MARKER = /[\\`*_"“\[!\n]/;
 const ESCAPABLE = new Set("\\`*_[]()#+-.!>\"~".split(""));
 
 /** The text of a message as formatted nodes (a DocumentFragment). */
@@ -129,8 +131,9 @@ function walk(text, start, end, parent, closing, depth) {
     flush();
     const node = make(tag, className);
     if (open) node.append(open);
-    if (depth < MAX_DEPTH) walk(text, from, to, node, closing, depth + 1);
-    else node.append(text.slice(from, to));
+    const inner = text.slice(from, to);
+    if (depth < MAX_DEPTH && MARKER.test(inner)) walk(text, from, to, node, closing, depth + 1);
+    else node.append(inner); // nothing inside to format (or nested too deep): its text
     if (close) node.append(close);
     parent.append(node);
   };
