@@ -9,7 +9,9 @@ state panel shows bounds as bars and hides the built-ins."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +22,7 @@ from .test_page import HURT, LANTERN, PAID, add, drag, expect, node
 
 pytestmark = pytest.mark.slow
 
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 LONG = "The innkeeper leans over the counter and whispers about the ruins beyond the river."
@@ -54,6 +57,11 @@ def pages(site: Any, browser: Any) -> Iterator[Callable[..., Any]]:
     for context in contexts:
         context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def guide(page: Any, name: str) -> None:
+    """A screenshot for the user guide (docs/images) as well as for CI."""
+    shutil.copyfile(screenshot(page, name), DOCS_IMAGES / f"{name}.png")
 
 
 def inside(box: dict[str, float] | None, area: dict[str, float]) -> bool:
@@ -132,7 +140,7 @@ def test_first_open_shows_the_start_roles_labels_tips_and_speakers(
     reply_node.locator("circle").click()
     expect(page.locator("#node-panel h2 .speaker")).to_have_text("Seraphina")
     expect(page.locator("#node-panel h2 .role-chip")).to_have_text("reply")
-    screenshot(page, "tree-first-open")
+    guide(page, "web-tree")
 
 
 def fork_story(api: httpx.Client, sid: str) -> dict[str, str]:
@@ -193,13 +201,13 @@ def test_the_diff_is_in_view_at_desktop_and_phone_width(
     expect(svg).to_have_attribute("data-visible", "6")
     page.locator(f'g.node[data-node-id="{ids["daylight"]}"] circle').click(modifiers=["Shift"])
     check_diff_in_view(page, DESKTOP)
-    screenshot(page, "tree-diff-desktop")
+    guide(page, "web-tree-diff")
     page.keyboard.press("Escape")
     expect(page.locator("#state-diff")).to_be_hidden()
 
     phone = pages(sid, PHONE, touch=True)
     assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    screenshot(phone, "tree-phone")
+    guide(phone, "web-tree-phone")
     phone.locator(f'g.node[data-node-id="{ids["torch"]}"] circle').tap()
     # A tap opens the node panel (a drawer at this width) with the whole text.
     expect(phone.locator("#node-panel .node-content")).to_have_text("I light a torch.")
@@ -214,7 +222,7 @@ def test_the_diff_is_in_view_at_desktop_and_phone_width(
     expect(phone.locator(f'g.node[data-node-id="{ids["river"]}"]')).to_have_count(0)
     phone.locator(f'g.node[data-node-id="{ids["daylight"]}"] circle').tap()
     check_diff_in_view(phone, PHONE)
-    screenshot(phone, "tree-diff-phone")
+    guide(phone, "web-tree-diff-phone")
 
 
 def test_the_state_panel_bounds_and_built_ins(
