@@ -4,9 +4,10 @@
 // reply, Impersonate filling the input box, a reply edited in place, "delete from here"
 // (to the trash, undoable), "branch from here" on older messages; the world state beside.
 
+import { renderFormatted } from "./format.js";
 import { t } from "./i18n.js";
 import { renderState } from "./panels.js";
-import { clear, el, formatTokens, short } from "./ui.js";
+import { avatar, clear, el, formatTokens } from "./ui.js";
 
 const PAGE = 200; // messages read at a time, newest first; "Show earlier" reads the window before
 const ATTEMPTS = 3; // reads of a story that changes while it is read window by window
@@ -140,9 +141,11 @@ export class ChatView {
     }
     // Who speaks: a node's own name, else the name its role last had above it in the
     // story (the turns store the session's names on the nodes they make), else the
-    // name the session was given (an imported chat's player and character), else its role.
-    const given = this.app.sessions.find((s) => s.id === this.app.sid)?.metadata?.names || {};
-    this.names = { user: given.player, assistant: given.character };
+    // name the session was given (the player's persona, an imported chat's player and
+    // character, the character of its card), else its role.
+    const session = this.app.sessions.find((s) => s.id === this.app.sid);
+    const given = session?.metadata?.names || {};
+    this.names = { user: session?.metadata?.settings?.persona?.name || given.player, assistant: given.character || session?.character };
     nodes.forEach((node, i) => {
       this.list.append(this.message(node, i === nodes.length - 1));
       if (node.name) this.names[node.role] = node.name;
@@ -157,7 +160,7 @@ export class ChatView {
       spent.completion_tokens += usage.completion_tokens || 0;
       last = usage;
     }
-    this.app.setUsage(last ? `last reply ${formatTokens(last)} · this story ${formatTokens(spent)}` : "");
+    this.app.setUsage(last, last ? spent : null);
     const shown = [...this.list.querySelectorAll("article.message")];
     const kept = keep && shown.find((m) => m.dataset.nodeId === keep);
     const again = place && shown[place.index];
@@ -228,8 +231,8 @@ export class ChatView {
     return el(
       `article.message.${node.role}${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
       { dataset: { nodeId: node.id, role: node.role } },
-      el("header", {}, el("span.who", { text: this.speaker(node) }), alternatives, el("span.id", { text: short(node.id) }), actions),
-      el("div.content", { text: node.content }),
+      el("header", {}, this.face(node), el("span.who", { text: this.speaker(node) }), alternatives, el("details.node-id", {}, el("summary", { text: t("app.node_id"), title: t("app.node_id_title") }), el("code", { text: node.id })), actions),
+      renderFormatted(el("div.content"), node.content),
       meta.length ? el("footer", { text: meta.join(" · ") }) : null,
     );
   }
@@ -314,7 +317,13 @@ export class ChatView {
 
   /** The name shown for who speaks a node (or a role, for a bubble still streaming). */
   speaker(node) {
-    return node.name || this.names?.[node.role] || node.role;
+    const roles = { user: t("app.role_user"), assistant: t("app.role_assistant"), system: t("app.role_system") };
+    return node.name || this.names?.[node.role] || roles[node.role] || node.role;
+  }
+
+  /** The speaker's avatar: the character's card image on its replies, else an initial. */
+  face(node) {
+    return avatar(this.speaker(node), node.role === "assistant" ? this.app.avatarImage(this.app.sid) : null);
   }
 
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
@@ -331,10 +340,10 @@ export class ChatView {
       return;
     }
     if (request.kind === "say" || request.kind === "edit") {
-      this.list.append(el("article.message.user.pending", {}, el("header", {}, el("span.who", { text: this.speaker({ role: "user" }) })), el("div.content", { text: request.text })));
+      this.list.append(el("article.message.user.pending", {}, el("header", {}, this.face({ role: "user" }), el("span.who", { text: this.speaker({ role: "user" }) })), el("div.content", { text: request.text })));
     }
     const role = request.kind === "impersonate" ? "user" : "assistant";
-    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, el("span.who", { text: this.speaker({ role }) })), el("div.content"));
+    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, this.face({ role }), el("span.who", { text: this.speaker({ role }) })), el("div.content"));
     this.list.append(bubble);
     this.list.scrollTop = this.list.scrollHeight;
   }
