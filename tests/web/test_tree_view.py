@@ -48,9 +48,10 @@ def pages(site: Any, browser: Any) -> Iterator[Callable[..., Any]]:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.set_default_timeout(20_000)
         page.goto(f"{site.url}/#view={view}&token={site.token}&session={session_id}")
-        expect(
-            page.locator("#tree-svg" if view == "tree" else "#chat-state dl.state[data-node-id]")
-        ).to_be_visible()
+        drawn = (
+            ".tree-legend .item.user" if view == "tree" else "#chat-state dl.state[data-node-id]"
+        )
+        expect(page.locator(drawn)).to_be_visible()
         return page
 
     yield make

@@ -358,16 +358,16 @@ export class TreeView {
           this.toggleFold(d.data.id, event.timeStamp);
         });
         const alts = g.append("g").attr("class", "alts").attr("transform", "translate(12,-24)");
-        for (const [side, x, glyph] of [["prev", 0, "‹"], ["next", 44, "›"]]) {
+        for (const [side, x, glyph] of [["prev", 0, "‹"], ["next", 50, "›"]]) {
           const button = alts.append("g").attr("class", `flip ${side}`);
-          button.append("rect").attr("x", x).attr("y", -8).attr("width", 20).attr("height", 16).attr("rx", 4);
-          button.append("text").attr("x", x + 10).attr("dy", "0.32em").attr("text-anchor", "middle").text(glyph);
+          button.append("rect").attr("x", x).attr("y", -10).attr("width", 24).attr("height", 20).attr("rx", 5);
+          button.append("text").attr("x", x + 12).attr("dy", "0.32em").attr("text-anchor", "middle").text(glyph);
           button.on("click", (event, d) => {
             event.stopPropagation();
             this.flip(d.data.id, side === "prev" ? -1 : 1);
           });
         }
-        alts.append("text").attr("class", "count").attr("x", 32).attr("dy", "0.32em").attr("text-anchor", "middle");
+        alts.append("text").attr("class", "count").attr("x", 37).attr("dy", "0.32em").attr("text-anchor", "middle");
         g.on("click", (event, d) => this.clicked(event, d.data.id));
         g.on("pointerdown", (event, d) => this.pressed(event, d.data.id, "node"));
         g.on("pointerenter", (event, d) => event.pointerType === "mouse" && this.showTip(d.data.id, event));
