@@ -284,8 +284,10 @@ def add_entry(tx: SessionTransaction, name: str, fields: EntryFields) -> Entry:
     document = _document(tx, name)
     entries = document.get("entries")
     items = entries.items() if isinstance(entries, dict) else enumerate(entries or [])
-    uids = [uid for key, raw in items if (uid := _uid_of(key, raw)) is not None]
-    uid = max(uids, default=-1) + 1
+    taken: list[int] = []  # every uid and every numeric key (a file may key an entry apart)
+    for key, raw in items:
+        taken.extend(n for n in (_uid_of(key, raw), _uid_of(key, None)) if n is not None)
+    uid = max(taken, default=-1) + 1
     raw = _written(new_world_info_entry(uid), fields)
     raw["displayIndex"] = uid
     entry = _check(raw, name, uid)

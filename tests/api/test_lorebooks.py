@@ -229,3 +229,15 @@ def test_the_next_turn_plays_the_entry_as_changed(
     assert client.patch(f"/api/sessions/{sid}/lore/books/Eldoria/entries/1", json=change)
     sent = turn("Another shadowfang!")
     assert "made of smoke and teeth" in sent and "What are Shadowfangs?" not in sent
+
+
+def test_a_new_entry_takes_neither_a_uid_nor_a_key_in_use(client: TestClient) -> None:
+    sid = new_session(client)["id"]
+    keyed_apart = {"entries": {"2": {"uid": 1, "key": ["well"], "content": "A deep well."}}}
+    _book(client, sid, json.dumps(keyed_apart).encode(), "Well")
+    url = f"/api/sessions/{sid}/lore/books/Well"
+    added = client.post(f"{url}/entries", json={"keys": ["bucket"]})
+    assert added.json()["results"][0]["count"] == 3
+    document = client.get(f"{url}/export").json()
+    assert document["entries"]["2"]["key"] == ["well"]  # still there, under its own key
+    assert document["entries"]["3"]["key"] == ["bucket"]
