@@ -241,3 +241,17 @@ def test_a_new_entry_takes_neither_a_uid_nor_a_key_in_use(client: TestClient) ->
     document = client.get(f"{url}/export").json()
     assert document["entries"]["2"]["key"] == ["well"]  # still there, under its own key
     assert document["entries"]["3"]["key"] == ["bucket"]
+
+
+def test_an_older_book_of_entries_in_a_list_keeps_its_shape_and_uids(client: TestClient) -> None:
+    sid = new_session(client)["id"]
+    older = {"entries": [{"key": ["ash"], "content": "Ash."}, {"key": ["oak"], "content": "Oak."}]}
+    _book(client, sid, json.dumps(older).encode(), "Trees")
+    url = f"/api/sessions/{sid}/lore/books/Trees"
+    assert client.patch(f"{url}/entries/1", json={"keys": ["oak", "acorn"]}).status_code == 200
+    assert client.delete(f"{url}/entries/0").status_code == 200
+    assert client.post(f"{url}/entries", json={"keys": ["elm"]}).json()["results"][0]["count"] == 2
+    entries = client.get(f"{url}/export").json()["entries"]
+    assert isinstance(entries, list)
+    assert [(e["uid"], e["key"]) for e in entries] == [(1, ["oak", "acorn"]), (2, ["elm"])]
+    assert [hit["uid"] for hit in _fired(client, sid, "An acorn falls.")["fired"]] == [1]
