@@ -79,7 +79,9 @@ class App {
     const { view, session, node } = this.route();
     const token = localStorage.getItem(TOKEN_KEY) || "";
     if (this.api && this.api.token !== token) this.api = new Api(token); // a new #token=
-    const known = session && this.sessions.some((s) => s.id === session);
+    const listed = () => this.sessions.some((s) => s.id === session);
+    if (session && !listed()) await this.stories.load().catch(() => null); // made since the list was read?
+    const known = session && listed();
     if (known && session !== this.sid) {
       this.sid = session;
       this.version = null;
