@@ -256,7 +256,8 @@ def _patch(
                     responses[str(status)] = _problem_response(status, by_status.get(status, []))
             for success, response in _successes(operation):
                 if _carries_etag(success, response, schemas, found.conditional):
-                    response.setdefault("headers", {})["ETag"] = ETAG_HEADER
+                    # a route's own ETag (not a session's version) is kept as declared
+                    response.setdefault("headers", {}).setdefault("ETag", ETAG_HEADER)
             for declared, response in responses.items():
                 if declared[0] in "45" and "content" not in response:  # declared by the route
                     response["content"] = {MEDIA_TYPE: {"schema": PROBLEM_REF}}

@@ -138,6 +138,16 @@ def _if_match(
 IfMatch = Annotated[str | None, Depends(_if_match)]
 
 
+#: The profiles' ETag as the OpenAPI document declares it.
+PROFILES_ETAG = {
+    "ETag": {
+        "description": "The profiles' version (a hash of the files): send it back as "
+        "`If-Match` to write on top of what you read.",
+        "schema": {"type": "string", "pattern": '^"[0-9a-f]{16}"$'},
+    }
+}
+
+
 def _tagged(response: Response, profiles: Profiles) -> None:
     response.headers["ETag"] = f'"{profiles.version()}"'
 
@@ -147,7 +157,12 @@ def _shown(profiles: Profiles, name: str, profile: Profile, environment_key: str
     return ProfileOut(name=name, key=state, **profile.model_dump())
 
 
-@router.get("/profiles", summary="The connection profiles", response_model=ProfilesOut)
+@router.get(
+    "/profiles",
+    summary="The connection profiles",
+    response_model=ProfilesOut,
+    responses={200: {"headers": PROFILES_ETAG}},
+)
 def list_profiles(context: ContextDep, response: Response, _: NoParameters) -> Any:
     """Every profile, each with where its key comes from (never the key). A file that
     cannot be read is said in `problem` (naming the file and the field)."""
@@ -174,7 +189,10 @@ def list_profiles(context: ContextDep, response: Response, _: NoParameters) -> A
     "/profiles/{name}",
     summary="Add or replace a connection profile",
     response_model=ProfileOut,
-    responses={201: {"description": "A new profile.", "model": ProfileOut}},
+    responses={
+        200: {"headers": PROFILES_ETAG},
+        201: {"description": "A new profile.", "model": ProfileOut, "headers": PROFILES_ETAG},
+    },
 )
 def put_profile(
     name: Name,
