@@ -1,5 +1,6 @@
 """The lore manager in the page: open Lore from the header, find an entry by its key, change
-its keys, save, test a text and see the entry fire by its new key (and why); the same at
+its keys, save, test a text and see the entry fire by its new key (and why), a change not
+saved kept when another entry is asked for (the player is asked first); the same at
 phone width (390×844, touch), the editor in place of the lists and nothing wider than the
 screen. Screenshots at both widths."""
 
@@ -67,6 +68,13 @@ def test_open_lore_edit_a_key_and_see_it_fire(
     screenshot(page, "lore-manager")
     entry = api.get(f"/api/sessions/{sid}/lore/books/Eldoria").json()["entries"][1]
     assert entry["keys"] == ["moonbeast", "shadowfang"]
+    # a change not saved is not lost by opening another entry without a word
+    dialog = page.locator("#lore-dialog")
+    dialog.locator(".lore-search input").fill("")
+    dialog.locator(".lore-form input[name=comment]").fill("The Shadowfangs")
+    dialog.locator('.lore-list li[data-uid="0"] button').click()
+    page.locator("#ask button[value=cancel]").click()
+    expect(dialog.locator(".lore-form input[name=comment]")).to_have_value("The Shadowfangs")
 
     # at phone width, by touch: the menu, the lists, then the editor in their place
     phone_sid = _session_with_book(api, new_session)

@@ -40,6 +40,11 @@ export class LoreManager {
     this.uid = null; // the entry in the editor
     this.dialog = el("dialog.wide.lore", { id: "lore-dialog", "aria-labelledby": "lore-title" });
     document.body.append(this.dialog);
+    this.dialog.addEventListener("cancel", async (event) => {
+      if (!this.dirty()) return; // Escape closes it
+      event.preventDefault();
+      if (await this.leave()) this.dialog.close();
+    });
     const button = el("button", { type: "button", id: "lore-open", text: t("lore.open"), title: t("lore.open_title"), onclick: () => this.open() });
     document.getElementById("menu")?.append(button);
   }
@@ -104,7 +109,7 @@ export class LoreManager {
         "div.lore-head",
         {},
         el("h3#lore-title", { text: t("lore.title") }),
-        el("button", { type: "button", text: t("lore.close"), onclick: () => this.dialog.close() }),
+        el("button", { type: "button", text: t("lore.close"), onclick: async () => (await this.leave()) && this.dialog.close() }),
       ),
       el("div.lore-body", { dataset: { editing: this.uid != null ? "yes" : "no" } }, this.drawBooks(), this.drawEntries(query), this.drawEditor(), this.drawTest(testText, results)),
     );
@@ -119,7 +124,8 @@ export class LoreManager {
           type: "button",
           "aria-pressed": String(book.book === this.book),
           text: `${book.book} (${book.entries.length})`,
-          onclick: () => {
+          onclick: async () => {
+            if (book.book !== this.book && !(await this.leave())) return;
             this.book = book.book;
             this.uid = null;
             this.load();
@@ -232,6 +238,25 @@ export class LoreManager {
       ),
       field(t("lore.field_condition"), el("input", { type: "text", name: "condition", value: entry.condition ?? "", placeholder: "hp < 10 and 'met_marla' in flags" })),
       el(
+        "details.lore-more",
+        {},
+        el("summary", { text: t("lore.more") }),
+        el(
+          "div.lore-grid",
+          {},
+          field(t("lore.field_outlet_name"), text("outlet_name", entry.outlet_name)),
+          field(t("lore.field_group"), text("group", entry.group)),
+          field(t("lore.field_scan_depth"), number("scan_depth", entry.scan_depth, 0)),
+        ),
+        el(
+          "div.lore-checks",
+          {},
+          check("exclude_recursion", entry.exclude_recursion, t("lore.exclude_recursion")),
+          check("prevent_recursion", entry.prevent_recursion, t("lore.prevent_recursion")),
+          check("ignore_budget", entry.ignore_budget, t("lore.ignore_budget")),
+        ),
+      ),
+      el(
         "div.lore-row.lore-actions",
         {},
         el("button.primary", { type: "submit", text: t("lore.save") }),
@@ -264,6 +289,12 @@ export class LoreManager {
       cooldown: count("cooldown"),
       delay: count("delay"),
       condition: value("condition").trim() || null,
+      outlet_name: value("outlet_name"),
+      group: value("group"),
+      scan_depth: count("scan_depth"),
+      exclude_recursion: form.elements.exclude_recursion.checked,
+      prevent_recursion: form.elements.prevent_recursion.checked,
+      ignore_budget: form.elements.ignore_budget.checked,
     };
     if (entry.role == null && wanted.role === 0) delete wanted.role;
     return Object.fromEntries(Object.entries(wanted).filter(([name, v]) => JSON.stringify(v) !== JSON.stringify(entry[name] ?? null)));
@@ -277,13 +308,31 @@ export class LoreManager {
     if (done) await this.load();
   }
 
-  edit(uid) {
+  /** Whether the entry in the editor has changes not saved. */
+  dirty() {
+    const form = this.dialog.querySelector(".lore-form");
+    const entry = this.detail?.entries.find((e) => e.uid === this.uid);
+    return Boolean(form && entry && Object.keys(this.changes(form, entry)).length);
+  }
+
+  /** Whether the entry being edited may be left: nothing unsaved, or the player lets it go. */
+  async leave() {
+    if (!this.dirty()) return true;
+    const entry = this.detail.entries.find((e) => e.uid === this.uid);
+    const answer = await this.app.ask(t("lore.unsaved", { title: entryTitle(entry) }), [], [{ value: "discard", label: t("lore.discard") }]);
+    if (!this.dialog.open) this.dialog.showModal();
+    return Boolean(answer);
+  }
+
+  async edit(uid) {
+    if (uid !== this.uid && !(await this.leave())) return;
     this.uid = uid;
     this.draw();
     if (uid != null && matchMedia("(max-width: 760px)").matches) this.dialog.querySelector(".lore-editor")?.scrollIntoView({ block: "start" });
   }
 
   async addEntry() {
+    if (!(await this.leave())) return;
     const done = await this.write("POST", this.bookPath("/entries"), { comment: t("lore.new_entry_title") }, t("lore.new_entry"));
     if (!done) return;
     this.uid = done.results[0].count;
