@@ -19,6 +19,7 @@ from mnemosyne.edits import (
     Graft,
     Inject,
     Move,
+    Note,
     Prune,
     Restore,
     Rewrite,
@@ -99,6 +100,36 @@ def rewrite(
 ) -> None:
     """Change NODE's text in place."""
     _edit(cli, Rewrite.checked(node_id=node, content=text), expect_version)
+
+
+@command(app, "note")
+def note(
+    cli: Cli,
+    text: Annotated[
+        str | None,
+        typer.Argument(help="The author's note ({{char}}, {{user}}); leave out with --clear."),
+    ] = None,
+    node: Annotated[
+        str, typer.Option("--node", metavar="NODE", help="Set it from this node on.")
+    ] = "HEAD",
+    position: Annotated[
+        str,
+        typer.Option(help="in_chat (at --depth), after_story or before_story."),
+    ] = "in_chat",
+    depth: Annotated[int, typer.Option(help="In the chat: messages above the end.")] = 4,
+    every: Annotated[
+        int, typer.Option("--every", help="Every N player messages (1: always; 0: never).")
+    ] = 1,
+    role: Annotated[str, typer.Option(help="system, user or assistant.")] = "system",
+    clear: Annotated[bool, typer.Option("--clear", help="No note from NODE on.")] = False,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Set the author's note from NODE (HEAD) on: world state, so it rolls back with the
+    story (docs/state.md); `--clear` removes it. `clotho state --json` shows it."""
+    if clear == (text is not None):
+        raise typer.BadParameter("give the note's TEXT, or --clear (not both)")
+    fields = {"text": text, "depth": depth, "position": position, "interval": every, "role": role}
+    _edit(cli, Note.checked(node_id=node, note=None if clear else fields), expect_version)
 
 
 @command(app, "toggle")

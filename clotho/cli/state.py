@@ -31,7 +31,7 @@ def _show(value: Any) -> str:
 
 @command(app, "state")
 def state(cli: Cli, node: NodeArgument = None) -> None:
-    """The world state after NODE: variables, active lore, summary."""
+    """The world state after NODE: variables, active lore, summary, author's note."""
     world = cli.store.state(cli.session_id(), node)
 
     def text() -> None:
@@ -44,6 +44,17 @@ def state(cli: Cli, node: NodeArgument = None) -> None:
         lines.append(f"{paint('active lore', 'dim')}  {_show(world.active_lore_ids)}")
         if world.summary:
             lines.append(f"{paint('summary', 'dim')}  {world.summary}")
+        note = world.author_note
+        if note:
+            where = {
+                "after_story": "after the story string",
+                "before_story": "before the story string",
+            }.get(note["position"], f"in the chat at depth {note['depth']}")
+            every = "never" if note["interval"] == 0 else f"every {note['interval']} message(s)"
+            lines.append(
+                f"{paint('author note', 'dim')}  {note['text']}  "
+                + paint(f"({where}, {every}, as {note['role']})", "dim")
+            )
         out(*lines)
 
     cli.emit(world.as_dict(), text)

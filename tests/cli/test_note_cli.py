@@ -1,0 +1,39 @@
+"""`clotho note`: the author's note set from the command line, shown by `clotho state`,
+rolled back by `checkout`, taken back by `undo`; a bad note is refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .test_cli import Run
+
+
+@pytest.fixture
+def run_sqlite(tmp_path: Path) -> Run:
+    return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+
+
+def test_note_is_state_at_head(run_sqlite: Run) -> None:
+    run = run_sqlite
+    run.json("session", "new", "--title", "Rain")
+    first = run.json("add", "assistant", "The road is long.")
+    run.json("add", "user", "I walk on.")
+    run.json("note", "{{user}} is tired.", "--every", "2", "--depth", "1", "--role", "user")
+    note = run.json("state")["author_note"]
+    assert note == {
+        "text": "{{user}} is tired.",
+        "depth": 1,
+        "position": "in_chat",
+        "interval": 2,
+        "role": "user",
+    }
+    shown = run("state").stdout
+    assert "author note  {{user}} is tired.  (in the chat at depth 1, every 2" in shown
+    assert run.json("state", first["id"])["author_note"] is None  # earlier: none
+    run.json("undo")
+    assert run.json("state")["author_note"] is None
+    message = run.fails("note", "x", "--position", "top")
+    assert "note.position" in message
+    assert "--clear" in run("note", code=2).stderr
