@@ -345,6 +345,7 @@ export class Connections {
         idempotencyKey: newKey(),
       });
       app.setVersion(version);
+      app.notes?.changed(); // the context meter: the window may be another model's now
       toast(name ? t("connections.now_used", { name }) : t("connections.not_used"));
     } catch (error) {
       app.fail(error, t("connections.choosing"));
