@@ -253,8 +253,11 @@ def _store(tx: SessionTransaction, name: str, document: dict[str, Any]) -> Loreb
     return book
 
 
-def change_entry(tx: SessionTransaction, name: str, uid: int, fields: EntryFields) -> Entry:
-    """Write ``fields`` into entry ``uid`` of book ``name``; the entry as it is now.
+def change_entry(
+    tx: SessionTransaction, name: str, uid: int, fields: EntryFields
+) -> tuple[Entry, bool]:
+    """Write ``fields`` into entry ``uid`` of book ``name``; the entry as it is now, and
+    whether its JSON changed (if not, nothing is written: the version stays).
 
     Raises:
         NotFoundError: no such book or entry.
@@ -266,9 +269,11 @@ def change_entry(tx: SessionTransaction, name: str, uid: int, fields: EntryField
     key = _slot(entries, uid, name)
     changed = _written(dict(entries[key]), fields)  # type: ignore[index]
     entry = _check({**changed, "uid": uid}, name, uid)  # a uid its key gives stays so
+    if changed == entries[key]:  # type: ignore[index]
+        return entry, False
     entries[key] = changed  # type: ignore[index]
     _store(tx, name, document)
-    return entry
+    return entry, True
 
 
 def add_entry(tx: SessionTransaction, name: str, fields: EntryFields) -> Entry:

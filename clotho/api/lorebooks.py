@@ -241,11 +241,12 @@ def change_lore_entry(
 ) -> WriteOut:
     """Only the fields given change; the entry as changed is checked as an imported one
     is (and its condition parsed), else nothing changes (422 naming the field). The
-    entry's sticky, cooldown and delay timers in force end (it is another entry now)."""
+    entry's sticky, cooldown and delay timers in force end (it is another entry now).
+    Fields given as they already are change nothing: the version stays, `note` is empty."""
 
     def act(tx: SessionTransaction) -> Outcome:
-        change_entry(tx, book, uid, body)
-        note = f"entry {uid} of {book!r} changed"
+        _, changed = change_entry(tx, book, uid, body)
+        note = f"entry {uid} of {book!r} changed" if changed else ""
         return Outcome([result("lore_change", None, tx.head_id, note=note, count=uid)])
 
     return write(session_id, act, body)

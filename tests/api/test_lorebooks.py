@@ -255,3 +255,14 @@ def test_an_older_book_of_entries_in_a_list_keeps_its_shape_and_uids(client: Tes
     assert isinstance(entries, list)
     assert [(e["uid"], e["key"]) for e in entries] == [(1, ["oak", "acorn"]), (2, ["elm"])]
     assert [hit["uid"] for hit in _fired(client, sid, "An acorn falls.")["fired"]] == [1]
+
+
+def test_a_change_to_what_an_entry_already_is_writes_nothing(client: TestClient) -> None:
+    sid = new_session(client)["id"]
+    _book(client, sid, ELDORIA.read_bytes(), "Eldoria")
+    version = _version(client, sid)
+    url = f"/api/sessions/{sid}/lore/books/Eldoria/entries/2"
+    same = client.patch(url, json={"keys": ["glade", "safe haven", "refuge"], "constant": False})
+    assert same.status_code == 200, same.text
+    assert same.json()["session"]["version"] == version and same.json()["results"][0]["note"] == ""
+    assert client.patch(url, json={}).json()["session"]["version"] == version
