@@ -27,7 +27,7 @@ import stat
 import tempfile
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -557,9 +557,11 @@ class ChosenProfile:
     key: str | None
     """Its key from the secrets file, else ``CLOTHO_API_KEY``; ``None``: litellm's
     variables for the provider."""
+    key_source: str = "CLOTHO_API_KEY"
+    """Where the key came from, as an error says it."""
 
     def config(self) -> ModelConfig:
-        return self.profile.config(self.key)
+        return replace(self.profile.config(self.key), key_source=self.key_source)
 
 
 def chosen_profile(
@@ -592,4 +594,8 @@ def chosen_profile(
         if found is None:
             return None
         name, profile = found
-    return ChosenProfile(name, profile, profiles.key(name) or environment_key)
+    kept = profiles.key(name)
+    if kept:
+        source = f"{profiles.secrets_path} (profile {name!r})"
+        return ChosenProfile(name, profile, kept, source)
+    return ChosenProfile(name, profile, environment_key)

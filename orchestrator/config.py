@@ -53,6 +53,8 @@ class ModelConfig:
     """A litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``, ...)."""
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    key_source: str = "CLOTHO_API_KEY"
+    """Where ``api_key`` came from, as an error names it (``refused the API key in ...``)."""
     params: dict[str, Any] = field(default_factory=dict)
     """Sampling parameters sent as they are (temperature, top_p, max_tokens...)."""
     timeout: float = _DEFAULT.timeout

@@ -453,11 +453,12 @@ def _provider(config: ModelConfig) -> str:
 
 
 def _key_variables(config: ModelConfig) -> str:
-    """Where the key of ``config``'s call came from, for a message: ``CLOTHO_API_KEY``
-    when one was given, else the provider's variables that are set (those litellm read:
-    their names start with the provider's); empty when there is none."""
+    """Where the key of ``config``'s call came from, for a message: its ``key_source``
+    (``CLOTHO_API_KEY``, a connection profile's file) when one was given, else the
+    provider's variables that are set (those litellm read: their names start with the
+    provider's); empty when there is none."""
     if config.api_key:
-        return "CLOTHO_API_KEY"
+        return config.key_source
     provider = re.sub(r"[^A-Z0-9]", "", _provider(config).upper())
     named = sorted(
         name

@@ -206,3 +206,19 @@ def test_the_sessions_profile_plays_and_a_change_plays_on_the_next_turn(
     client.delete("/api/profiles/Table")
     gone = client.post(f"/api/sessions/{sid}/turns", json={"kind": "say", "text": "Hi"})
     assert gone.status_code == 404 and "'Table'" in gone.json()["detail"]
+
+
+def test_a_turn_whose_profile_key_is_refused_says_which_key(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer], tmp_path: Path
+) -> None:
+    refused = Reply(status=401, error="Incorrect API key provided")
+    server = serve([refused, refused, refused])
+    client = make_client()
+    client.put("/api/profiles/Remote", json={**_profile(server), "key": KEY})
+    sid = session(client)
+    _use(client, sid, "Remote")
+    kind, problem, _ = events(play(client, sid, {"kind": "say", "text": "Hello?"}))[-1]
+    assert (kind, problem["kind"]) == ("error", "auth")
+    secrets = tmp_path / "config" / "secrets.toml"
+    assert f"refused the API key in {secrets} (profile 'Remote')" in problem["detail"]
+    assert KEY not in problem["detail"] and len(server.requests) == 1
