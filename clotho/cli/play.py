@@ -331,6 +331,11 @@ def _print_trace(cli: Cli, trace: dict[str, Any]) -> None:
         lines.append(f"  lore {hit['id']}: {hit['reason']}")
     for miss in trace.get("lore_skipped") or []:
         lines.append(f"  not {miss['id']}: {miss['reason']}")
+    if trace.get("system_prompt"):
+        lines.append("  system prompt: the session's own, in place of system.j2")
+    note = trace.get("author_note")
+    if note:
+        lines.append(f"  author's note: {note['reason']}")
     trimmed = trace.get("trimmed") or {}
     if trimmed.get("dropped"):
         summary = trimmed.get("summary") or {}
