@@ -282,7 +282,7 @@ def test_an_edit_batch_is_atomic_and_one_undo_step(client: TestClient) -> None:
     assert [r["action"] for r in result["results"]] == ["rewrite", "toggle", "prune", "inject"]
     assert result["session"]["version"] == before["version"] + 1
     history = client.get(f"/api/sessions/{sid}/history").json()["entries"]
-    assert [e["action"] for e in history] == ["batch"]
+    assert [e["action"] for e in history] == ["append"] * 4 + ["batch"]  # the messages too
     assert len(client.get(f"/api/sessions/{sid}/fragments").json()) == 1
     assert client.get(f"/api/sessions/{sid}/state").json()["variables"] == {}
 
@@ -312,12 +312,14 @@ def test_a_refused_operation_in_a_batch_leaves_everything_as_it_was(client: Test
     assert body["operation"] == 1
     assert body["detail"].startswith("operations[1]") and "cycle" in body["detail"]
     assert client.get(f"/api/sessions/{sid}/tree").json() == before
-    assert client.get(f"/api/sessions/{sid}/history").json()["entries"] == []
+    history = client.get(f"/api/sessions/{sid}/history").json()["entries"]
+    assert [e["action"] for e in history] == ["append"] * 4  # the story's messages, no more
     missing = client.post(
         f"/api/sessions/{sid}/edits", json={"operations": [{"op": "graft", "node_id": a["id"]}]}
     )
     assert "parent_id" in problem(missing, 422, "invalid_request")["detail"]
-    problem(client.post(f"/api/sessions/{sid}/undo"), 422, "invalid_operation")
+    undone = client.post(f"/api/sessions/{sid}/undo").json()["results"][0]
+    assert undone["action"] == "undo append"  # the last message, not a refused batch
 
 
 def test_a_malformed_operation_in_a_batch_is_named_by_its_field(client: TestClient) -> None:
