@@ -79,7 +79,6 @@ def test_the_page_at_phone_width(
     expect(page.locator("article.message")).to_have_count(3)
 
     # Nothing wider than the screen: no horizontal scroll.
-    page.evaluate("clotho.notify('Saved', 'An info toast fades by itself.')")
     wide = "Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
     assert page.evaluate(wide) <= PHONE["width"], page.evaluate(wide)
     # Every control in sight a touch target, none past the right edge.
@@ -100,6 +99,16 @@ def test_the_page_at_phone_width(
     expect(page.locator("article.message.user .avatar")).to_have_text("A")
     expect(reply.locator("details.node-id code")).not_to_be_visible()
     screenshot(page, "web-chat-phone")
+    page.evaluate("clotho.notify('Saved', 'An info toast fades by itself.')")
+    # A message's actions: on the last one; on another once it is tapped.
+    first = page.locator("article.message").first
+    expect(reply.locator(".actions button").first).to_be_visible()
+    expect(first.locator(".actions")).to_be_hidden()
+    first.locator(".content").tap()
+    expect(first.locator(".actions button").first).to_be_visible()
+    assert (first.locator(".actions button").first.bounding_box() or {}).get("height", 0) >= 40
+    first.locator(".content").tap()
+    expect(first.locator(".actions")).to_be_hidden()
 
     # The world state is a drawer: out of sight, then in it, then gone again.
     assert not in_view(page, "#chat-state") or not page.locator("#chat-state").is_visible()

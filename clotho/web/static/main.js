@@ -165,6 +165,15 @@ class App {
     });
     document.getElementById("side-toggle").addEventListener("click", () => this.setDrawer(!document.body.classList.contains("side-open")));
     document.getElementById("side-backdrop").addEventListener("click", () => this.setDrawer(false));
+    // Narrow, a message's actions show on the last message and on the one tapped.
+    document.getElementById("messages").addEventListener("click", (event) => {
+      if (event.target.closest("button, a, summary, input, textarea, select")) return;
+      const message = event.target.closest("article.message");
+      if (!message) return;
+      const open = !message.classList.contains("open");
+      for (const other of document.querySelectorAll("#messages article.message.open")) other.classList.remove("open");
+      message.classList.toggle("open", open);
+    });
     // Narrow, the node panel is a drawer: a node tapped in the tree opens it.
     document.getElementById("tree-svg").addEventListener("click", (event) => {
       if (event.target.closest?.(".node") && matchMedia("(max-width: 760px)").matches) this.setDrawer(true);
