@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -266,3 +267,17 @@ def test_a_change_to_what_an_entry_already_is_writes_nothing(client: TestClient)
     assert same.status_code == 200, same.text
     assert same.json()["session"]["version"] == version and same.json()["results"][0]["note"] == ""
     assert client.patch(url, json={}).json()["session"]["version"] == version
+
+
+def test_the_command_line_lists_a_book_switched_off_as_such(
+    client: TestClient, database_url: str, tmp_path: Path
+) -> None:
+    from tests.cli.test_cli import Run
+
+    sid = new_session(client)["id"]
+    _book(client, sid, ELDORIA.read_bytes(), "Eldoria")
+    assert client.patch(f"/api/sessions/{sid}/lore/books/Eldoria", json={"enabled": False})
+    run = Run(database_url, tmp_path / "home")
+    run.env["CLOTHO_SESSION"] = sid
+    assert [(b["book"], b["enabled"]) for b in run.json("lore", "list")] == [("Eldoria", False)]
+    assert "Eldoria (4 entries)  switched off" in run("lore", "list").stdout
