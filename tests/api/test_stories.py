@@ -9,9 +9,20 @@ import json
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
-from tests._fixtures import CHAT, ELDORIA, REAL_BOOK_ZH, REAL_CARD_V1, SERAPHINA
+from tests._fixtures import CHAT, ELDORIA, FIXTURES, REAL_BOOK_ZH, REAL_CARD_V1, SERAPHINA
 
 PNG = b"\x89PNG\r\n\x1a\n"
+CHATS = FIXTURES / "chats"
+MINIMAL_CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Bram",
+        "description": "A ferryman.",
+        "first_mes": "The river is high tonight.",
+        "alternate_greetings": ["You again?", "Fare first."],
+    },
+}
 
 
 def upload(path_or_bytes: object, filename: str | None = None) -> dict[str, str]:
@@ -61,17 +72,7 @@ def test_a_story_from_a_png_card_is_made_whole(client: TestClient, store: Store)
 
 
 def test_a_story_from_a_json_card_with_no_campaign(client: TestClient, store: Store) -> None:
-    card = {
-        "spec": "chara_card_v2",
-        "spec_version": "2.0",
-        "data": {
-            "name": "Bram",
-            "description": "A ferryman.",
-            "first_mes": "The river is high tonight.",
-            "alternate_greetings": ["You again?", "Fare first."],
-        },
-    }
-    data = json.dumps(card).encode()
+    data = json.dumps(MINIMAL_CARD).encode()
     made = client.post(
         "/api/stories",
         json={"card": upload(data, "bram.json"), "campaign": "none", "title": "The crossing"},
@@ -158,6 +159,10 @@ def test_import_tells_each_kind_by_its_content(client: TestClient) -> None:
         "lorebook": (ELDORIA.read_bytes(), "lorebook"),
         "chat": (CHAT.read_bytes(), "chat"),
         "tree": (tree, "tree"),
+        "group chat without a header": ((CHATS / "group_no_header.jsonl").read_bytes(), "chat"),
+        "empty group chat": (b"\n \n", "chat"),
+        "chat with a byte-order mark": (b"\xef\xbb\xbf" + CHAT.read_bytes(), "chat"),
+        "card on one line": (json.dumps(MINIMAL_CARD).encode(), "card"),
     }
     for label, (data, kind) in files.items():
         # a misleading name changes nothing: the content says what the file is
