@@ -169,12 +169,12 @@ def check_diff_in_view(page: Any, viewport: dict[str, int]) -> None:
     table = dialog.locator("table.diff").first
     expect(table.locator("tbody tr")).to_have_count(3)
     rows = table.locator("tbody tr")
-    assert [rows.nth(i).get_attribute("data-path") for i in range(3)] == ["gold", "hp", "inventory"]
+    assert [rows.nth(i).get_attribute("data-path") for i in range(3)] == ["hp", "gold", "inventory"]
     view = screen(viewport)
     assert inside(table.bounding_box(), view), (table.bounding_box(), view)
     for heading in table.locator("thead th").all():
         assert inside(heading.bounding_box(), view)
-    for cell in rows.nth(1).locator("td").all():  # hp: 90 after A, 100 after B
+    for cell in rows.nth(0).locator("td").all():  # hp: 100 after A, 90 after B
         assert inside(cell.bounding_box(), view)
     # The engine's own parts are folded away under Details, and there when opened.
     hidden = dialog.locator("details.internals")

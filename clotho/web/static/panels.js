@@ -8,7 +8,7 @@ const NOT_BUILT_IN = new Set(["node_id", "variables", "declared"]);
 
 /** The engine's built-ins a state document holds (active lore, lore timers, the summary,
  * the author's note...): whatever it holds besides the variables. */
-export function builtIns(state) {
+function builtIns(state) {
   return Object.keys(state || {}).filter((key) => !NOT_BUILT_IN.has(key));
 }
 
@@ -16,7 +16,7 @@ export function builtIns(state) {
  * The variables in the order a player reads them: those the schema declares first, in
  * its order, then any other (a session without a schema holds variables all the same).
  */
-function variableOrder(state) {
+export function variableOrder(state) {
   const variables = state.variables || {};
   const declared = Object.keys(state.declared || {}).filter((key) => key in variables);
   const rest = Object.keys(variables).filter((key) => !(key in (state.declared || {})));
@@ -78,14 +78,15 @@ function internals(state) {
  * The difference of the state after two nodes, as a table of two columns (after ``a``,
  * after ``b``): the variables first, the engine's built-ins behind a "details" toggle.
  * ``diff``: {path: [after a, after b]}; ``variables``: the names of the variables of
- * either state (a path whose name is none of them is a built-in); ``labels``: the
- * columns' headings.
+ * either state in the order they are shown (a path whose name is none of them is a
+ * built-in); ``labels``: the columns' headings.
  */
 export function renderDiff(container, diff, variables, labels) {
   clear(container);
   const entries = Object.entries(diff || {});
-  const isVariable = ([path]) => variables.has(path.split(".")[0]);
-  const shown = entries.filter(isVariable);
+  const rank = new Map(variables.map((name, i) => [name, i]));
+  const isVariable = ([path]) => rank.has(path.split(".")[0]);
+  const shown = entries.filter(isVariable).sort(([a], [b]) => rank.get(a.split(".")[0]) - rank.get(b.split(".")[0]));
   const hidden = entries.filter((entry) => !isVariable(entry));
   const table = (rows) =>
     el(

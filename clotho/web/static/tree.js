@@ -12,7 +12,7 @@
 // the hook a bookmark feature fills.
 
 import { t } from "./i18n.js";
-import { builtIns, renderDiff, renderState } from "./panels.js";
+import { renderDiff, renderState, variableOrder } from "./panels.js";
 import { clear, el, formatTokens, preview, short, toast } from "./ui.js";
 
 const d3 = globalThis.d3;
@@ -686,8 +686,7 @@ export class TreeView {
         app.api.get(app.path(`/state?node_id=${q(b)}`)),
       ]);
       if (sid !== app.sid || this.compare !== b) return;
-      const variables = new Set([...Object.keys(stateA.variables || {}), ...Object.keys(stateB.variables || {})]);
-      for (const name of [...builtIns(stateA), ...builtIns(stateB)]) variables.delete(name);
+      const variables = [...new Set([...variableOrder(stateA), ...variableOrder(stateB)])];
       this.openDiff(diff, variables, a, b);
     } catch (error) {
       app.fail(error, t("tree.reading_diff"));
