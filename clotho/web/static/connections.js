@@ -267,7 +267,6 @@ export class Connections {
       params,
       default: fields.default.checked,
     };
-    if (given.params?.stop) body.params.stop = given.params.stop;
     if (fields.key.value.trim()) body.key = fields.key.value.trim();
     else if (fields.forget_key?.checked) body.forget_key = true;
     return body;
