@@ -99,6 +99,8 @@ class KeptBook:
     """The name it came with."""
     same_as: str | None = None
     """The session's book that already holds the same lore: nothing was stored."""
+    same_switched_off: bool = False
+    """That book is switched off (:data:`LOREBOOK_OFF`): the lore does not play."""
 
     @property
     def renamed(self) -> bool:
@@ -109,8 +111,10 @@ class KeptBook:
         """A line for people: what was kept, if it is not what they would expect."""
         if self.same_as is not None:
             again = "the same book" if self.same_as == self.asked else f"the book {self.same_as!r}"
+            off = " (switched off: switch it on to play it)" if self.same_switched_off else ""
             return (
-                f"{self.asked!r} holds the same lore as {again} already in the session: kept once"
+                f"{self.asked!r} holds the same lore as {again} already in the session: "
+                f"kept once{off}"
             )
         if self.renamed:
             return f"a different book is already named {self.asked!r}: kept as {self.book.name!r}"
@@ -129,9 +133,10 @@ def keep_book(tx: SessionTransaction, book: Lorebook, *, replace: bool = False) 
     if replace and book.name in stored:
         tx.put_document(LOREBOOK, book.name, _book_document(book))
         return KeptBook(book, book.name)
+    off = {d.name for d in tx.documents(LOREBOOK_OFF)}
     for name, other in stored.items():
         if other.same_lore(book):
-            return KeptBook(other, book.name, same_as=name)
+            return KeptBook(other, book.name, same_as=name, same_switched_off=name in off)
     kept = book
     if book.name in stored:
         number = 2

@@ -200,6 +200,13 @@ def test_entries_added_and_deleted_books_switched_off_and_removed(client: TestCl
     assert [hit["uid"] for hit in _fired(client, sid, "The lighthouse.")["fired"]] == [8]
 
     client.patch(url, json={"enabled": False})
+    again = client.post(  # the same lore again: kept once, and said to be switched off
+        f"/api/sessions/{sid}/imports/lorebook",
+        content=client.get(f"{url}/export").content,
+        params={"name": "Harbour.json"},
+    )
+    assert again.json()["imported"]["same_as"] == "Harbour"
+    assert "switched off" in again.json()["results"][0]["note"]
     removed = client.delete(url)
     assert removed.status_code == 200 and removed.json()["results"][0]["count"] == 2
     assert client.get(f"/api/sessions/{sid}/lore").json() == []
