@@ -108,7 +108,7 @@ export class LoreManager {
       el(
         "div.lore-head",
         {},
-        el("h3#lore-title", { text: t("lore.title") }),
+        el("h3", { id: "lore-title", text: t("lore.title") }),
         el("button", { type: "button", text: t("lore.close"), onclick: async () => (await this.leave()) && this.dialog.close() }),
       ),
       el("div.lore-body", { dataset: { editing: this.uid != null ? "yes" : "no" } }, this.drawBooks(), this.drawEntries(query), this.drawEditor(), this.drawTest(testText, results)),
