@@ -64,6 +64,7 @@ def test_open_lore_edit_a_key_and_see_it_fire(
     sid = _session_with_book(api, new_session)
     page = open_page(sid)
     page.locator("#lore-open").click()
+    expect(page.get_by_role("dialog", name="Lore")).to_be_visible()  # named by its title
     _edit_and_test(page, "moonbeast")
     screenshot(page, "lore-manager")
     entry = api.get(f"/api/sessions/{sid}/lore/books/Eldoria").json()["entries"][1]
