@@ -26,6 +26,7 @@ is the result's (:attr:`TurnResult.text`), for the player to edit and send.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
@@ -49,6 +50,7 @@ from prompts import (
 
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
+from .preview import PromptPreview, measure
 from .setup import TurnSetup
 from .trace import TraceBuilder
 
@@ -163,8 +165,13 @@ class TurnState(TypedDict, total=False):
     completion: Completion
     extraction: Extraction | None
     summary: dict[str, Any] | None
+    summary_text: str
     trace: TraceBuilder
     result: TurnResult
+    planner: Planner
+    """A planner in place of the engine's (the preview's, which makes no model call)."""
+    preview: bool
+    """Build the prompt only: a summary that would be written is not (no model call)."""
 
 
 class Engine:
@@ -275,6 +282,48 @@ class Engine:
         }
         planned = await self._plan(state)
         return planned["plan"], await self.planner.retrieve(planned["plan"], planned["context"])
+
+    async def preview_prompt(self, session_id: str, text: str = "") -> PromptPreview:
+        """The prompt the next turn would send if ``text`` (the player's draft; may be
+        empty) were the player's message at HEAD, measured (:mod:`orchestrator.preview`).
+        No model call (the lore planned by rules, a summary a turn would write not
+        written), nothing stored.
+
+        Raises:
+            mnemosyne.MnemosyneError: unknown session.
+            prompts.PromptError: a campaign template is broken.
+        """
+        session = self.store.session(session_id)
+        anchor = _anchor(self.store, session, session.head_id, user_text=text)
+        planner = self.planner
+        if getattr(planner, "plan_call", None) is not None:
+            planner = copy.copy(planner)  # the same lore, planned by its rules
+            planner.plan_call = None  # type: ignore[attr-defined]
+        state: TurnState = {
+            "request": TurnRequest("say", text),
+            "session_id": session_id,
+            "anchor": anchor,
+            "trace": TraceBuilder("say", self.setup),
+            "planner": planner,
+            "preview": True,
+        }
+        state.update(await self._plan(state))  # type: ignore[typeddict-item]
+        state.update(await self._retrieve(state))  # type: ignore[typeddict-item]
+        built = await self._build(state)
+        model = self.setup.model
+        count = self.gateway.counter(model)
+        return measure(
+            built["prompt"],
+            anchor.history,
+            state["retrieval"],
+            window=self.gateway.context_window(model),
+            reply_tokens=int(model.params.get("max_tokens") or model.reply_tokens),
+            count=count,
+            count_message=TOKEN_COUNTS.counter(model.model, count),
+            summary=built["summary"],
+            summary_text=built["summary_text"],
+            note=state["trace"].author_note,
+        )
 
     async def aclose(self) -> None:
         """Release what the engine holds (call it before the event loop ends): the model
@@ -401,16 +450,15 @@ class Engine:
             count_tokens=self.gateway.counter(model),
             tokenizer=self.gateway.tokenizer(model),
         )
-        plan = await self._guarded(running, self.planner.plan(context))
+        plan = await self._guarded(running, state.get("planner", self.planner).plan(context))
         if plan.call is not None and "trace" in state:
             state["trace"].template("plan")
         return {"context": context, "plan": plan}
 
     async def _retrieve(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "retrieve")
-        retrieval = await self._guarded(
-            running, self.planner.retrieve(state["plan"], state["context"])
-        )
+        planner = state.get("planner", self.planner)
+        retrieval = await self._guarded(running, planner.retrieve(state["plan"], state["context"]))
         return {"retrieval": retrieval}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
@@ -457,7 +505,16 @@ class Engine:
         fixed = [*tail, *({"content": item.content} for item in injections)]
         first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
-        if first_kept > 0:
+        if first_kept > 0 and state.get("preview"):
+            summary_text, first_kept, summary_info = await asyncio.to_thread(
+                self._standing_summary, anchor, first_kept
+            )
+            context["summary"] = summary_text
+            parts = with_note(
+                note, render_parts(templates, context, system_prompt=system_prompt), ()
+            )[0]
+            first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
+        elif first_kept > 0:
             self._emit(state, "status", "summarising the oldest messages, which no longer fit")
             summary_text, first_kept, summary_info = await self._guarded(
                 running, self._summary(anchor, first_kept, window, count, trace)
@@ -482,7 +539,17 @@ class Engine:
             else None,
             "summary": summary_info,
         }
-        return {"prompt": prompt, "summary": summary_info}
+        return {"prompt": prompt, "summary": summary_info, "summary_text": context["summary"]}
+
+    def _standing_summary(self, anchor: Anchor, first_kept: int) -> tuple[str, int, dict[str, Any]]:
+        """For a preview: the summary the story has, if it covers what must be trimmed
+        (``reused``), else the one there is and ``reused: False`` (a turn would write a
+        new one; the preview does not)."""
+        covered, summary = self._covered(anchor)
+        if summary and covered >= first_kept:
+            through = anchor.history[covered - 1].id
+            return summary, covered, {"reused": True, "covers_through": through}
+        return summary, first_kept, {"reused": False, "covers_through": None}
 
     def _fit(
         self, anchor: Anchor, parts: list[tuple[str, str]], tail: list[dict[str, Any]]
