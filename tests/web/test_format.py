@@ -48,6 +48,7 @@ FRIENDLY = {
     "link": "See [the wiki](https://example.org/wiki).",
     "snake": "the variable max_hp_value stays",
     "arithmetic": "5 * 3 * 2 = 30",
+    "corner_brackets": "她笑了。「欢迎，旅人。」",
 }
 
 BIG = 100_000
@@ -110,6 +111,7 @@ def test_roleplay_formatting_and_hostile_text(open_page: Callable[..., Any]) -> 
     )
     assert html["snake"] == "<p>the variable max_hp_value stays</p>"
     assert html["arithmetic"] == "<p>5 * 3 * 2 = 30</p>"
+    assert html["corner_brackets"] == '<p>她笑了。<q class="speech">「欢迎，旅人。」</q></p>'
 
     # Hostile text is shown as the characters it is: nothing of it became an element.
     assert out["img"]["tags"] == ["p", "q"]  # its quoted "alert(1)" is speech, as text

@@ -18,7 +18,9 @@ const QUOTE = /^\s{0,3}> ?/;
 const BULLET = /^\s{0,3}[-+*]\s+/;
 const NUMBERED = /^\s{0,3}(\d{1,9})[.)]\s+/;
 /** A character that may begin something to format inside a span (else it is plain text). */
-const MARKER = /[\\`*_"“\[!\n]/;
+const MARKER = /[\\`*_"“「『\[!\n]/;
+/** Speech: each opening quote and its closing one (straight, curly, CJK corner brackets). */
+const QUOTES = { '"': '"', "“": "”", "「": "」", "『": "』" };
 const ESCAPABLE = new Set("\\`*_[]()#+-.!>\"~".split(""));
 
 /** The text of a message as formatted nodes (a DocumentFragment). */
@@ -98,7 +100,7 @@ function blocks(lines, parent, depth) {
 
 /**
  * The inline markers of `text` into `parent`: `code`, **bold**, *italic* or _italic_,
- * "speech" (straight or curly quotes), [links](https://...), backslash escapes;
+ * "speech" (straight or curly quotes, 「」 and 『』), [links](https://...), backslash escapes;
  * newlines become <br>. A marker without its closing one is a literal character.
  */
 function inline(text, parent) {
@@ -163,7 +165,7 @@ function walk(text, start, end, parent, closing, depth) {
     } else if ((c === "*" || (c === "_" && !isWord(text[i - 1]))) && next && !/\s/.test(next) && (close = closing(c, i + 1, (from) => emphasisEnd(text, from, c))) > i + 1 && close < end) {
       wrap("em", c === "*" ? "action" : "", i + 1, close);
       i = close + 1;
-    } else if ((c === '"' || c === "“") && (close = closing(c, i + 1, (from) => text.indexOf(c === '"' ? '"' : "”", from))) > i + 1 && close < end) {
+    } else if (Object.hasOwn(QUOTES, c) && (close = closing(c, i + 1, (from) => text.indexOf(QUOTES[c], from))) > i + 1 && close < end) {
       wrap("q", "speech", i + 1, close, c, text[close]);
       i = close + 1;
     } else if (c === "[" || (c === "!" && next === "[")) {
