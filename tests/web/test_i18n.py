@@ -133,16 +133,17 @@ def test_a_chinese_browser_gets_the_page_in_chinese_and_can_switch(
     chinese_page: Callable[[str], Any], new_session: Callable[[str], str], api: Any
 ) -> None:
     sid = new_session("语言")
-    add(api, sid, "user", "I wave.")
+    add(api, sid, "user", "我挥了挥手。")
+    add(api, sid, "assistant", "*她抬起头。*「欢迎，旅人。」")
     page = chinese_page(sid)
-    expect(page.locator("article.message")).to_have_count(1)
+    expect(page.locator("article.message")).to_have_count(2)
     assert page.evaluate("document.documentElement.lang") == "zh-Hans"
     expect(page.locator("#send")).to_have_text("发送")
     expect(page.locator("#views button[data-view=tree]")).to_have_text("树")
     expect(page.locator("#composer-input")).to_have_attribute(
         "placeholder", re.compile("你要做什么")
     )
-    expect(page.locator("article.message .who")).to_have_text(["玩家"])
+    expect(page.locator("article.message .who")).to_have_text(["玩家", "叙述者"])
     expect(page.locator("#language")).to_have_value("zh")
     # The switch: English from now on, in this browser.
     page.select_option("#language", "en")
