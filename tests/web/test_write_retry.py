@@ -48,5 +48,5 @@ def test_a_write_whose_answer_is_lost_is_applied_once(
     # A toggle applied twice would have enabled the node again.
     assert api.get(f"/api/sessions/{sid}/nodes/{first}").json()["enabled"] is False
     history = api.get(f"/api/sessions/{sid}/history").json()["entries"]
-    assert [entry["action"] for entry in history] == ["toggle"]
+    assert [entry["action"] for entry in history] == ["append", "toggle"]  # one toggle
     expect(page.locator(".toast.error")).to_have_count(0)
