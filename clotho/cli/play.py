@@ -235,6 +235,15 @@ def _report(
     out(paint(footer, "dim") if not changes else footer)
 
 
+def _last_alternative_of_a_reply(cli: Cli, session_id: str) -> bool:
+    """Whether HEAD is a reply with no alternative after it (where `>` writes one)."""
+    head = cli.store.session(session_id).head_id
+    if head is None:
+        return False
+    view = cli.store.turn(session_id, head)
+    return view.node.role == "assistant" and view.index == len(view.siblings) - 1
+
+
 def _report_draft(cli: Cli, result: TurnResult, *, end_line: bool) -> None:
     """An impersonation: the line the model wrote for the player, which nothing stored."""
     if cli.json:
@@ -249,7 +258,7 @@ def _report_draft(cli: Cli, result: TurnResult, *, end_line: bool) -> None:
         return
     if end_line:
         sys.stdout.write("\n")
-    out(paint("(your line, not sent: edit it and send it, e.g. `clotho say TEXT`)", "dim"))
+    out(paint("(your line, not stored: edit it and send it)", "dim"))
 
 
 TextArgument = Annotated[str, typer.Argument(help="The player's message.", show_default=False)]
@@ -369,7 +378,8 @@ def _print_trace(cli: Cli, trace: dict[str, Any]) -> None:
 
 PLAY_HELP = (
     "Type to speak. /reroll, /swipe < or >, /edit TEXT (your last message, as a fork), "
-    "/continue, /impersonate, /undo, /state, /trace, /tree, /quit"
+    "/continue (extends the reply), /impersonate (drafts your line), /undo, /redo, /state, "
+    "/trace, /tree, /quit"
 )
 
 
@@ -390,7 +400,8 @@ class LineReader:
     own handling of keys), else lines of stdin (piped input, tests).
 
     :meth:`read` raises ``EOFError`` at the end (Ctrl+D) and ``KeyboardInterrupt`` for
-    Ctrl+C while typing, with either.
+    Ctrl+C while typing, with either. ``draft`` (an impersonation's line) is the next
+    line's text to edit, on a terminal.
     """
 
     def __init__(self, session: PromptSession[str] | None = None) -> None:
@@ -399,6 +410,7 @@ class LineReader:
 
             session = PromptSession()
         self.session = session
+        self.draft = ""
 
     def read(self, prompt: str) -> str:
         """One line, cleaned (:func:`clean_line`).
@@ -410,7 +422,8 @@ class LineReader:
         if self.session is not None:
             from prompt_toolkit.formatted_text import ANSI
 
-            return clean_line(self.session.prompt(ANSI(prompt)))
+            draft, self.draft = self.draft, ""
+            return clean_line(self.session.prompt(ANSI(prompt), default=draft))
         line = input(prompt)
         if sys.stdin.isatty() and len(line.encode()) >= CANONICAL_LIMIT - 1:
             raise UsageError(
@@ -461,7 +474,7 @@ def _play_loop(
         if not line:
             continue
         try:
-            if not _play_line(cli, session_id, engine, runner, line):
+            if not _play_line(cli, session_id, engine, runner, line, lines):
                 return
         except typer.Exit as stop:
             if stop.exit_code not in (EXIT_FAILED, 130):
@@ -471,10 +484,15 @@ def _play_loop(
 
 
 def _play_line(
-    cli: Cli, session_id: str, engine: Engine, runner: asyncio.Runner, line: str
+    cli: Cli,
+    session_id: str,
+    engine: Engine,
+    runner: asyncio.Runner,
+    line: str,
+    lines: LineReader | None = None,
 ) -> bool:
-    def turn(kind: str, **kwargs: Any) -> None:
-        run_turn(
+    def turn(kind: str, **kwargs: Any) -> TurnResult:
+        return run_turn(
             cli,
             session_id,
             kind,
@@ -493,8 +511,12 @@ def _play_line(
         return False
     if word == "reroll":
         turn("reroll")
-    elif word in ("continue", "impersonate"):
+    elif word == "continue":
         turn(word)
+    elif word == "impersonate":
+        drafted = turn(word)  # the player's line, stored nowhere: the next prompt's text
+        if lines is not None and drafted.node is None:
+            lines.draft = drafted.text
     elif word == "edit":
         last = next((m for m in reversed(cli.store.messages(session_id)) if m.role == "user"), None)
         if last is None or not rest:
@@ -503,12 +525,15 @@ def _play_line(
             turn("edit", node=last.id, text=rest)
     elif word == "swipe":
         direction: Literal["prev", "next"] = "prev" if rest in ("<", "prev", "left") else "next"
+        if direction == "next" and _last_alternative_of_a_reply(cli, session_id):
+            turn("reroll")  # SillyTavern's swipe right on the last one: a new reply
+            return True
         node, _ = cli.store.switch_sibling(session_id, direction)
         turn_view = cli.store.turn(session_id, node.id)
         out(render.node_line(node, head_id=node.id, alternatives=render.alternatives(turn_view)))
         out(node.content)
-    elif word == "undo":
-        result, _ = cli.store.undo(session_id)
+    elif word in ("undo", "redo"):  # a turn too: its messages to the trash and back
+        result, _ = cli.store.undo(session_id) if word == "undo" else cli.store.redo(session_id)
         out(paint(result.action, "dim"))
     elif word == "state":
         out(json.dumps(cli.store.state(session_id).as_dict(), ensure_ascii=False, indent=2))

@@ -1,0 +1,46 @@
+"""`clotho play`'s turns as the page has them: `/swipe >` on the last alternative of
+the last reply writes a new one, `/undo` takes a turn back and `/redo` brings it,
+`/impersonate` drafts the player's line as the next prompt's text (stored nowhere)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from clotho.cli.play import LineReader
+
+from .test_cli import CLOTHO, Run
+from .test_play import model, play  # noqa: F401  (fixtures)
+
+
+def test_a_drafted_line_is_the_next_prompts_text_to_edit() -> None:
+    with create_pipe_input() as keys:
+        keys.send_text(" now\r\r")
+        reader = LineReader(PromptSession(input=keys, output=DummyOutput()))
+        reader.draft = "I raise my shield."
+        assert reader.read("> ") == "I raise my shield. now"
+        assert reader.read("> ") == ""  # the draft is used once
+
+
+def test_swipe_right_on_the_last_reply_writes_one_and_undo_redo_take_turns(
+    play: Run,  # noqa: F811
+) -> None:
+    lines = ["I attack the guard.", "/swipe >", "/undo", "/undo", "/redo", "/impersonate"]
+    done = subprocess.run(
+        [CLOTHO, "play"],
+        env=play.env,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "undo reroll" in done.stdout and "undo say" in done.stdout
+    assert "redo say" in done.stdout and "I raise my shield." in done.stdout
+    user, reply = play.json("log")  # the say is back, the reroll in the trash
+    assert user["content"] == "I attack the guard." and reply["content"]
+    assert len(play.json("trash")) == 1
+    assert [entry["undone"] for entry in play.json("history")] == [False, True]
