@@ -50,6 +50,7 @@ from mnemosyne import IdempotencyKeyReusedError, Session
 from .context import ApiContext, check_version
 from .deps import ContextDep, IdempotencyKey, IfMatch, SessionDep
 from .problems import ApiError, problem_of
+from .reads import _declared
 from .schemas import TurnBody
 from .turn_registry import Asked, Turn, TurnRegistry, TurnStatus
 from .turn_schemas import EVENT_STREAM, TurnOut, TurnsOut
@@ -147,12 +148,14 @@ def _draft(result: TurnResult) -> dict[str, Any]:
 
 def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
     assert result.node is not None  # a stored turn's
-    state = ctx.store.state(result.session.id, result.node.id)
+    sid = result.session.id
+    state = ctx.store.state(sid, result.node.id)
+    declared = _declared(ctx.store.schema(sid), state.variables)  # as GET .../state says
     return {
         "node": result.node.as_dict(),
         "user_node": result.user_node.as_dict() if result.user_node else None,
         "session": result.session.as_dict(),
-        "state": {"node_id": result.node.id, **state.as_dict()},
+        "state": {"node_id": result.node.id, **state.as_dict(), "declared": declared},
         "incomplete": result.completion.incomplete,
         "warnings": result.warnings,
         "usage": result.completion.usage or {},
