@@ -258,6 +258,18 @@ def _edits() -> st.SearchStrategy[dict[str, Any]]:
             "parent_id": st.just("000000"),
             "role": st.sampled_from(["user", "assistant", "system"]),
             "content": TEXTS,
+            "note": st.one_of(  # the author's note: some out of bounds, refused (422)
+                st.none(),
+                st.fixed_dictionaries(
+                    {"text": TEXTS},
+                    optional={
+                        "depth": st.integers(-2, 1002),
+                        "position": st.sampled_from(["in_chat", "after_story", "top"]),
+                        "interval": st.integers(-1, 5),
+                        "role": st.sampled_from(["system", "user", "assistant", "narrator"]),
+                    },
+                ),
+            ),
         }
         fields = EDITS[op].model_fields
         needed = [name for name, field in fields.items() if field.is_required()]
