@@ -93,3 +93,34 @@ def test_swipe_continue_impersonate_undo_and_delete(
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide at phone width"
     keep(page, "web-chat-turns-phone")
+
+
+def test_a_swipe_keeps_the_view_on_the_message(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("swipe view")
+    base = f"/api/sessions/{sid}"
+    ids = []
+    for i in range(12):
+        role = "user" if i % 2 == 0 else "assistant"
+        body = {"role": role, "content": f"Message {i}. " + "Words fill the line. " * 12}
+        ids.append(api.post(f"{base}/messages", json=body).json()["nodes"][0]["id"])
+    api.post(f"{base}/nodes/{ids[3]}/fork", json={"content": "Another reply, shorter."})
+    for i in range(8):  # the other timeline goes on as long
+        role = "user" if i % 2 == 0 else "assistant"
+        body = {"role": role, "content": f"Other {i}. " + "Words fill the line. " * 12}
+        api.post(f"{base}/messages", json=body)
+    api.put(f"{base}/head", json={"node_id": ids[-1]})  # back on the first timeline's end
+    page = open_page(sid)
+    page.set_viewport_size({"width": 1000, "height": 500})
+    older = page.locator(f'article.message[data-node-id="{ids[3]}"]')
+    expect(older.locator(".alternatives .count")).to_have_text("1/2")
+    expect(older.locator("button.reroll")).to_have_count(0)  # not the last reply
+    older.scroll_into_view_if_needed()
+    top = older.evaluate("(node) => node.getBoundingClientRect().top")
+    older.locator("button.next").click()
+    swapped = page.locator("article.message.assistant").nth(1)
+    expect(swapped.locator(".alternatives .count")).to_have_text("2/2")
+    after = swapped.evaluate("(node) => node.getBoundingClientRect().top")
+    assert abs(after - top) < 2, (top, after)  # no jump to the bottom
+    expect(page.locator("article.message")).to_have_count(12)
