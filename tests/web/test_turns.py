@@ -69,12 +69,12 @@ def test_swipe_continue_impersonate_undo_and_delete(
     keep(page, "web-chat-turns")
 
     # Undo after a turn: the continuation to the trash, the reply as it was.
-    page.locator("#composer-input").fill("")
-    page.evaluate("document.activeElement.blur()")
-    page.keyboard.press("Control+z")
+    page.locator("#composer-input").fill("")  # the input empty and focused: the story's undo
+    page.locator("#composer-input").press("Control+z")
     expect(count).to_have_text("1/2")
     trash = api.get(f"/api/sessions/{sid}/trash").json()
     assert len(trash) == 1 and "Water drips" in trash[0]["top"]["content"]
+    page.evaluate("document.activeElement.blur()")
     page.keyboard.press("Control+Shift+Z")
     expect(count).to_have_text("3/3")
     expect(page.locator("#redo")).to_be_disabled()

@@ -41,6 +41,14 @@ export class ChatView {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         this.send();
+        return;
+      }
+      // Ctrl+Z right after a turn, the input empty: nothing to take back in it, so the
+      // story's last step is (the turn); with text in it, the text's own undo.
+      const key = event.key.toLowerCase();
+      if ((event.ctrlKey || event.metaKey) && !event.altKey && (key === "z" || key === "y") && !this.input.value) {
+        event.preventDefault();
+        this.app.undo(key === "y" || event.shiftKey ? "redo" : "undo");
       }
     });
     document.getElementById("continue").addEventListener("click", () => this.play({ kind: "continue" }));
