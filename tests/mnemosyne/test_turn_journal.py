@@ -112,3 +112,19 @@ def test_a_turn_after_an_undo_drops_what_could_be_redone(store: Store, sid: str)
     store.undo(sid)
     store.undo(sid)
     assert contents(store, sid) == []
+
+
+def test_an_edit_turn_undone_puts_the_old_message_back(store: Store, sid: str) -> None:
+    user, reply = say(store, sid, "I fight.", "You are hit.", HIT)
+    with store.transaction(sid) as tx, tx.journaled("edit"):  # the player's message forked
+        fork = tx.add_sibling(user, "I run.")
+        answer = tx.append("assistant", "You get away.")
+    assert store.state(sid).variables["hp"] == 100
+    assert contents(store, sid) == ["I run.", "You get away."]
+    store.undo(sid)
+    assert store.session(sid).head_id == reply and store.state(sid).variables["hp"] == 90
+    assert contents(store, sid) == ["I fight.", "You are hit."]
+    assert trashed(store, sid) == [fork.id]  # the fork and its reply, together
+    store.redo(sid)
+    assert store.session(sid).head_id == answer.id
+    assert store.turn(sid, fork.id).siblings == [user, fork.id]
