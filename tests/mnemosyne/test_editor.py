@@ -186,9 +186,9 @@ def test_the_journal_keeps_fifty_entries_and_snapshots(store: Store, sid: str) -
 
 
 class EditorMachine(RuleBasedStateMachine):
-    """Random edits, undos and redos on a random tree, against the list of states the
-    journal should lead back and forth through; then undo all (the start, also from a
-    reopened store) and redo all (the end)."""
+    """Random edits, turns, undos and redos on a random tree, against the list of states
+    the journal should lead back and forth through; then undo all (the start, also from
+    a reopened store) and redo all (the end)."""
 
     store: Store
     url: str
@@ -200,6 +200,7 @@ class EditorMachine(RuleBasedStateMachine):
             delta = [{"op": "inc", "path": "hp", "value": -i}] if i % 2 else None
             self.store.append(self.sid, "user", f"n{i}", delta=delta)
         self.store.add_sibling(self.sid, self.ids()[2], "alt")
+        self.turned: set[str] = set()  # the nodes turns made: undone, they lie in the trash
         self.states = [self.snapshot()]  # the state after each journal entry
         self.position = 0
 
@@ -212,6 +213,7 @@ class EditorMachine(RuleBasedStateMachine):
         parked = sorted(
             [n.id for n in part]
             for part in self.store.fragments(self.sid) + self.store.trash(self.sid)
+            if part[0].id not in self.turned  # an undone turn's nodes stay in the trash
         )
         shape = [(n.id, n.parent_id, n.content, n.enabled) for n in tree.nodes]
         return tree.head_id, shape, states, parked
@@ -264,6 +266,23 @@ class EditorMachine(RuleBasedStateMachine):
         trashed = [part[0].id for part in self.store.trash(self.sid)]
         if trashed:
             self._edit("restore", node_id=data.draw(st.sampled_from(trashed)))
+
+    @rule(data=st.data(), kind=st.sampled_from(["say", "reroll"]))
+    def turn(self, data: st.DataObject, kind: str) -> None:
+        """A turn as the engine commits one: one journal entry, not a breakpoint."""
+        ids = self.ids()
+        with self.store.transaction(self.sid) as tx, tx.journaled(kind):
+            if kind == "say" or not ids:
+                tx.append("user", "said")
+                tx.append("assistant", "reply", delta=[{"op": "inc", "path": "hp", "value": -1}])
+            else:
+                tx.add_sibling(data.draw(st.sampled_from(ids)), "rerolled")
+        self.turned |= set(self.ids()) - set(ids)
+        del self.states[self.position + 1 :]
+        self.states.append(self.snapshot())
+        if len(self.states) > 51:  # the journal keeps 50 entries
+            del self.states[0]
+        self.position = len(self.states) - 1
 
     @rule()
     def undo(self) -> None:
