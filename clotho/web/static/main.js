@@ -342,7 +342,11 @@ class App {
     const done = await this.write("POST", `/${which}`, undefined, which === "undo" ? t("app.undo") : t("app.redo"));
     if (done && typeof done === "object") {
       const result = done.results?.[0] || {};
-      const what = [result.action, result.note].filter(Boolean).join(": ");
+      // "undo say": what was taken back (or done again), in words when the page knows it.
+      const action = (result.action || "").replace(/^(undo|redo) /, "");
+      const key = `app.journal_${action}`;
+      const words = /^[a-z_]+$/.test(action) && t(key) !== key ? t(key) : action;
+      const what = [words, result.note].filter(Boolean).join(": ");
       toast(which === "undo" ? t("app.undone") : t("app.redone"), preview(what, 120));
     }
   }
