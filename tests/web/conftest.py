@@ -7,6 +7,8 @@ Without Playwright or Chromium these tests are skipped with the reason; under
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from ..conftest import _in_ci
 from ._browser import chromium, missing
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "screenshots"
+GUIDE_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 CAMPAIGN = """\
 title = "The Goblin Cave"
@@ -115,4 +118,17 @@ def screenshot(page: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
+    return path
+
+
+def guide_screenshot(page: Any, name: str, *, toasts: bool = True) -> Path:
+    """A screenshot kept for CI (:func:`screenshot`) and, when ``CLOTHO_GUIDE_IMAGES=1``,
+    as the user guide's picture ``docs/images/NAME.png``: the guide's pictures change
+    when someone means them to, not at every run of the tests. ``toasts=False``: the
+    toasts of the steps before it are taken away first."""
+    if not toasts:
+        page.evaluate("document.querySelectorAll('.toast').forEach((toast) => toast.remove())")
+    path = screenshot(page, name)
+    if os.environ.get("CLOTHO_GUIDE_IMAGES") == "1":
+        shutil.copyfile(path, GUIDE_IMAGES / f"{name}.png")
     return path

@@ -5,7 +5,6 @@ reaches that server with that key. Then the dialog at phone width."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,14 @@ from clotho.cli.gamemaster import serve_game_master
 from orchestrator.loopback import ModelServer, Reply
 from tests.api._server import Server, running
 
-from .conftest import screenshot
+from .conftest import guide_screenshot, screenshot
 from .test_page import expect
 
 pytestmark = pytest.mark.slow
 
 KEY = "sk-browser-secret-51c7"
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
-def keep(page: Any, name: str) -> None:
-    """A screenshot for the user guide (docs/images) as well as for CI."""
-    shutil.copyfile(screenshot(page, name), DOCS_IMAGES / f"{name}.png")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +92,7 @@ def test_add_test_and_play_with_a_profile(
     expect(dialog.locator(".connections-story")).to_have_text("This story plays with “Loopback”.")
     expect(mine.locator(".badge.in-use")).to_be_visible()
     assert KEY not in page.content()  # typed once, never shown again
-    keep(page, "web-connections")
+    guide_screenshot(page, "web-connections")
     dialog.get_by_role("button", name="Close").click()
 
     asked = len(game_master.requests)
@@ -126,7 +121,7 @@ def test_add_test_and_play_with_a_profile(
         for button in phone.locator("#connections-dialog button").all():
             box = button.bounding_box()
             assert box is not None and box["height"] >= 40, button.text_content()
-        keep(phone, "web-connections-phone")
+        guide_screenshot(phone, "web-connections-phone")
         phone.locator("#connections-dialog").get_by_role("button", name="Edit").first.tap()
         expect(phone.locator("form.connections-form")).to_be_visible()
         assert phone.evaluate("() => document.documentElement.scrollWidth") <= 390

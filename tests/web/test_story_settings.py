@@ -6,26 +6,20 @@ width the dialog fits the screen. Screenshots at both widths (docs/images)."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import screenshot
+from .conftest import guide_screenshot
 from .test_page import add, expect
 
 pytestmark = pytest.mark.slow
 
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 PHONE = {"width": 390, "height": 844}
 
 
-def keep(page: Any, name: str) -> None:
-    """A screenshot for the user guide (docs/images) as well as for CI."""
-    shutil.copyfile(screenshot(page, name), DOCS_IMAGES / f"{name}.png")
 
 
 def test_settings_dialog_and_meter(
@@ -55,7 +49,7 @@ def test_settings_dialog_and_meter(
     page.select_option("[name=note_position]", "in_chat")
     page.fill("[name=note_depth]", "2")
     page.fill("[name=system_prompt]", "You narrate a grim tale for {{user}}.")
-    keep(page, "web-story-settings")
+    guide_screenshot(page, "web-story-settings")
     page.click("#notes-dialog button.primary")
     expect(dialog).to_be_hidden()
 
@@ -86,9 +80,9 @@ def test_settings_dialog_and_meter(
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
         save = phone.locator("#notes-dialog button.primary").bounding_box()
         assert save is not None and save["height"] >= 40
-        keep(phone, "web-story-settings-phone")
+        guide_screenshot(phone, "web-story-settings-phone")
         phone.locator("#notes-dialog button", has_text="Cancel").tap()
         expect(shown).to_be_hidden()
-        keep(phone, "web-context-meter-phone")
+        guide_screenshot(phone, "web-context-meter-phone")
     finally:
         context.close()

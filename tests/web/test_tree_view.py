@@ -9,20 +9,17 @@ state panel shows bounds as bars and hides the built-ins."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import screenshot
+from .conftest import guide_screenshot
 from .test_page import HURT, LANTERN, PAID, add, drag, expect, node
 
 pytestmark = pytest.mark.slow
 
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 LONG = "The innkeeper leans over the counter and whispers about the ruins beyond the river."
@@ -60,9 +57,6 @@ def pages(site: Any, browser: Any) -> Iterator[Callable[..., Any]]:
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
-def guide(page: Any, name: str) -> None:
-    """A screenshot for the user guide (docs/images) as well as for CI."""
-    shutil.copyfile(screenshot(page, name), DOCS_IMAGES / f"{name}.png")
 
 
 def inside(box: dict[str, float] | None, area: dict[str, float]) -> bool:
@@ -141,7 +135,7 @@ def test_first_open_shows_the_start_roles_labels_tips_and_speakers(
     reply_node.locator("circle").click()
     expect(page.locator("#node-panel h2 .speaker")).to_have_text("Seraphina")
     expect(page.locator("#node-panel h2 .role-chip")).to_have_text("reply")
-    guide(page, "web-tree")
+    guide_screenshot(page, "web-tree")
 
 
 def fork_story(api: httpx.Client, sid: str) -> dict[str, str]:
@@ -202,13 +196,13 @@ def test_the_diff_is_in_view_at_desktop_and_phone_width(
     expect(svg).to_have_attribute("data-visible", "6")
     page.locator(f'g.node[data-node-id="{ids["daylight"]}"] circle').click(modifiers=["Shift"])
     check_diff_in_view(page, DESKTOP)
-    guide(page, "web-tree-diff")
+    guide_screenshot(page, "web-tree-diff")
     page.keyboard.press("Escape")
     expect(page.locator("#state-diff")).to_be_hidden()
 
     phone = pages(sid, PHONE, touch=True)
     assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    guide(phone, "web-tree-phone")
+    guide_screenshot(phone, "web-tree-phone")
     phone.locator(f'g.node[data-node-id="{ids["torch"]}"] circle').tap()
     # A tap opens the node panel (a drawer at this width) with the whole text.
     expect(phone.locator("#node-panel .node-content")).to_have_text("I light a torch.")
@@ -223,7 +217,7 @@ def test_the_diff_is_in_view_at_desktop_and_phone_width(
     expect(phone.locator(f'g.node[data-node-id="{ids["river"]}"]')).to_have_count(0)
     phone.locator(f'g.node[data-node-id="{ids["daylight"]}"] circle').tap()
     check_diff_in_view(phone, PHONE)
-    guide(phone, "web-tree-diff-phone")
+    guide_screenshot(phone, "web-tree-diff-phone")
 
 
 def test_the_state_panel_bounds_and_built_ins(
