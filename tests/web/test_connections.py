@@ -23,8 +23,6 @@ pytestmark = pytest.mark.slow
 KEY = "sk-browser-secret-51c7"
 
 
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`clotho serve` with no model of its own: the profiles choose it."""

@@ -20,8 +20,6 @@ pytestmark = pytest.mark.slow
 PHONE = {"width": 390, "height": 844}
 
 
-
-
 def test_settings_dialog_and_meter(
     api: httpx.Client,
     new_session: Callable[[str], str],

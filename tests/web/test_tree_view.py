@@ -57,8 +57,6 @@ def pages(site: Any, browser: Any) -> Iterator[Callable[..., Any]]:
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
-
-
 def inside(box: dict[str, float] | None, area: dict[str, float]) -> bool:
     """Whether ``box`` (a bounding box) lies within ``area`` (x, y, width, height)."""
     return (
