@@ -45,6 +45,7 @@ from sqlalchemy import delete, func, insert, select, update
 from mnemosyne import InvalidOperationError, Store
 from mnemosyne import _queries as q
 from mnemosyne._schema import journal, nodes, sessions
+from mnemosyne.edits import Copy, Delete, Graft, Inject, Move, Prune, Restore, Rewrite, Toggle
 
 EDITS = 200
 LIMIT = 50
@@ -78,22 +79,22 @@ def apply_edit(store: Store, sid: str, ids: list[str], kind: str, a: float, b: f
     node, target = ids[int(a * len(ids))], ids[int(b * len(ids))]
     try:
         if kind == "rewrite":
-            store.edit(sid, "rewrite", node, f"rewritten {a:.5f}")
+            store.edit(sid, Rewrite(node_id=node, content=f"rewritten {a:.5f}"))
         elif kind == "toggle":
-            store.edit(sid, "toggle", node)
+            store.edit(sid, Toggle(node_id=node))
         elif kind == "inject":
-            store.edit(sid, "inject", node, "system", "an injected note")
+            store.edit(sid, Inject(parent_id=node, role="system", content="an injected note"))
         elif kind == "prune":
-            store.edit(sid, "prune", node)
-            store.edit(sid, "graft", node, ids[0] if node != ids[0] else target)
+            store.edit(sid, Prune(node_id=node))
+            store.edit(sid, Graft(node_id=node, parent_id=ids[0] if node != ids[0] else target))
         elif kind == "move":
-            store.edit(sid, "move", node, target)
+            store.edit(sid, Move(node_id=node, parent_id=target))
         elif kind == "copy":
             leafish = ids[-1 - int(a * min(5, len(ids) - 1))]
-            store.edit(sid, "copy", leafish, target)
+            store.edit(sid, Copy(node_id=leafish, parent_id=target))
         else:
-            store.edit(sid, "delete", node)
-            store.edit(sid, "restore", node)
+            store.edit(sid, Delete(node_id=node))
+            store.edit(sid, Restore(node_id=node))
     except InvalidOperationError:
         pass  # a refused edit (a cycle...): nothing changed, as for the peer
 
