@@ -5,6 +5,7 @@ the last reply writes a new one, `/undo` takes a turn back and `/redo` brings it
 from __future__ import annotations
 
 import subprocess
+import threading
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
@@ -17,12 +18,19 @@ from .test_play import model, play  # noqa: F401  (fixtures)
 
 
 def test_a_drafted_line_is_the_next_prompts_text_to_edit() -> None:
-    with create_pipe_input() as keys:
-        keys.send_text(" now\r\r")
-        reader = LineReader(PromptSession(input=keys, output=DummyOutput()))
-        reader.draft = "I raise my shield."
-        assert reader.read("> ") == "I raise my shield. now"
-        assert reader.read("> ") == ""  # the draft is used once
+    read: list[str] = []
+
+    def player() -> None:  # a thread of its own: prompt_toolkit runs its own event loop
+        with create_pipe_input() as keys:
+            keys.send_text(" now\r\r")
+            reader = LineReader(PromptSession(input=keys, output=DummyOutput()))
+            reader.draft = "I raise my shield."
+            read.extend([reader.read("> "), reader.read("> ")])
+
+    thread = threading.Thread(target=player)
+    thread.start()
+    thread.join(timeout=30)
+    assert read == ["I raise my shield. now", ""]  # the draft is used once
 
 
 def test_swipe_right_on_the_last_reply_writes_one_and_undo_redo_take_turns(
