@@ -6,27 +6,16 @@ disabled. At desktop width, then the same page at phone width."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import screenshot
+from .conftest import guide_screenshot
 from .test_page import FIGHT, expect, say
 
 pytestmark = pytest.mark.slow
-
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-def keep(page: Any, name: str) -> None:
-    """A screenshot for the user guide (docs/images) as well as for CI; the toasts of
-    the steps before it (undone, redone) are taken away first."""
-    page.evaluate("document.querySelectorAll('.toast').forEach((toast) => toast.remove())")
-    shutil.copyfile(screenshot(page, name), DOCS_IMAGES / f"{name}.png")
 
 
 def test_swipe_continue_impersonate_undo_and_delete(
@@ -66,7 +55,7 @@ def test_swipe_continue_impersonate_undo_and_delete(
     expect(page.locator("#chat-view")).not_to_have_class("busy")
     assert api.get(f"/api/sessions/{sid}").headers["etag"] == version
     expect(page.locator("article.message.user")).to_have_count(1)
-    keep(page, "web-chat-turns")
+    guide_screenshot(page, "web-chat-turns", toasts=False)
 
     # Undo after a turn: the continuation to the trash, the reply as it was.
     page.locator("#composer-input").fill("")  # the input empty and focused: the story's undo
@@ -83,7 +72,7 @@ def test_swipe_continue_impersonate_undo_and_delete(
     page.locator("article.message.user").first.locator("button.delete").click()
     expect(page.locator("#ask")).to_contain_text("Delete 2 message(s)")
     page.set_viewport_size({"width": 390, "height": 844})
-    keep(page, "web-chat-delete-phone")
+    guide_screenshot(page, "web-chat-delete-phone", toasts=False)
     page.locator("#ask button", has_text="Delete").click()
     expect(page.locator("article.message")).to_have_count(0)
     expect(page.locator("#continue")).to_be_disabled()
@@ -92,7 +81,7 @@ def test_swipe_continue_impersonate_undo_and_delete(
     expect(count).to_have_text("3/3")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide at phone width"
-    keep(page, "web-chat-turns-phone")
+    guide_screenshot(page, "web-chat-turns-phone", toasts=False)
 
 
 def test_a_swipe_keeps_the_view_on_the_message(
