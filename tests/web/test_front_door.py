@@ -112,7 +112,7 @@ def test_a_new_player_sets_up_and_plays_a_story_on_a_phone(
         expect(page.locator("#context-meter")).to_contain_text("author's note")
 
         # Play: two turns, each reply under the persona's and the character's names.
-        for line in ("I sit up and look around.", "I ask who she is."):
+        for line in ("I sit up and look around.", "I ask who she is, and what this forest is."):
             page.fill("#composer-input", line)
             page.locator("#send").tap()
             played(page)
@@ -121,6 +121,15 @@ def test_a_new_player_sets_up_and_plays_a_story_on_a_phone(
         asked = len(game_master.requests)
         assert asked >= 2, "the turns did not reach the profile's model"
         fits(page, "after two turns")
+
+        # Its trace: the note placed and why, the lore that fired and by what.
+        messages.last.locator("button.trace").tap()
+        trace = page.locator("#trace-dialog")
+        expect(trace.locator("dl.facts")).to_contain_text("author's note")
+        expect(trace.locator("ul.lore-hits .via", has_text="key").first).to_be_visible()
+        fits(page, "the trace")
+        screenshot(page, "web-front-door-trace-phone")
+        trace.locator("button", has_text="Close").tap()
 
         # Swipe right on the last reply: a new alternative written, the old one kept.
         last = messages.last

@@ -129,6 +129,8 @@ export function renderTrace(container, trace) {
     [t("state.trace.latency"), trace.latency_ms != null ? t("state.trace.latency_value", { ms: ms(trace.latency_ms), first: ms(trace.first_token_ms) }) : null],
     [t("state.trace.finish"), trace.finish_reason + (trace.incomplete ? ` ${t("state.trace.incomplete", { by: trace.stopped_by })}` : "")],
     [t("state.trace.verified"), trace.verified ? t("state.trace.verified_yes") : t("state.trace.verified_no", { problems: (trace.problems || []).join("; ") })],
+    [t("state.trace.system_prompt"), trace.system_prompt ? t("state.trace.system_prompt_story") : null],
+    [t("state.trace.author_note"), trace.author_note ? trace.author_note.reason : null],
   ].filter(([, value]) => value);
   container.append(
     el("h2", { text: t("state.trace.title", { id: short(trace.node_id) }) }),
@@ -140,7 +142,7 @@ export function renderTrace(container, trace) {
     section(
       t("state.trace.lore", { count: lore.length }),
       lore.length
-        ? el("ul.lore-hits", {}, lore.map((hit) => el("li", {}, el("strong", { text: hit.comment || hit.id }), el("span.muted", { text: ` ${hit.id} · ${hit.position}` }), el("div.why", { text: t("state.trace.why", { reason: hit.reason }) }))))
+        ? el("ul.lore-hits", {}, lore.map((hit) => el("li", {}, el("strong", { text: hit.comment || hit.id }), el("span.muted", { text: ` ${hit.id} · ${hit.position}` }), hit.via ? el("span.via", { text: ` ${t(`lore.via_${hit.via}`)}${hit.similarity != null ? ` ${hit.similarity.toFixed(2)}` : ""}` }) : null, el("div.why", { text: t("state.trace.why", { reason: hit.reason }) }))))
         : el("p.muted", { text: t("state.trace.no_lore") }),
       (trace.lore_skipped || []).length
         ? el("details", {}, el("summary", { text: t("state.trace.not_chosen", { count: trace.lore_skipped.length }) }), el("ul", {}, trace.lore_skipped.map((s) => el("li", { text: `${s.id}: ${s.reason}` }))))
