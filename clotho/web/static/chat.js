@@ -145,7 +145,15 @@ export class ChatView {
       );
     }
     if (!nodes.length && !pending.length) {
-      this.list.append(el("p.empty", { text: t("chat.empty") }));
+      // An empty story: say something, or start one from a character card instead.
+      this.list.append(
+        el(
+          "div.empty",
+          {},
+          el("p", { text: t("chat.empty") }),
+          el("button.primary", { type: "button", text: t("chat.empty_new_story"), onclick: () => this.app.stories.startNew() }),
+        ),
+      );
     }
     // Who speaks: a node's own name, else the name its role last had above it in the
     // story (the turns store the session's names on the nodes they make), else the
@@ -336,7 +344,7 @@ export class ChatView {
 
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
   pending(request) {
-    this.list.querySelector("p.empty")?.remove();
+    this.list.querySelector(".empty")?.remove();
     if (request.kind === "impersonate") return; // the player's line streams into the input box
     const last = this.story_?.nodes?.at(-1);
     const shown = [...this.list.querySelectorAll("article.message:not(.pending)")].at(-1);
