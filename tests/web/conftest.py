@@ -17,13 +17,16 @@ import httpx
 import pytest
 
 from clotho.cli.gamemaster import serve_game_master
-from tests.api._server import Server, running_with_model
+from orchestrator.loopback import ModelServer
+from tests.api._server import Server, running, running_with_model
 
 from ..conftest import _in_ci
 from ._browser import chromium, missing
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "screenshots"
 GUIDE_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DESKTOP = {"width": 1400, "height": 900}
+PHONE = {"width": 390, "height": 844}
 
 CAMPAIGN = """\
 title = "The Goblin Cave"
@@ -85,15 +88,45 @@ def new_session(site: Server, api: httpx.Client) -> Callable[[str], str]:
     return make
 
 
+@pytest.fixture(scope="module")
+def game_master() -> Iterator[ModelServer]:
+    """The scripted game master on loopback, for a server that has no model of its own
+    (:func:`model_free_site`): the page's connection profiles point at it."""
+    with serve_game_master() as server:
+        yield server
+
+
+def model_free_site(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Server]:
+    """`clotho serve` as a new player starts it: no model, no story (a module's ``site``
+    fixture: ``yield from model_free_site(tmp_path_factory, "web-...")``)."""
+    folder = tmp_path_factory.mktemp(name)
+    with running(f"sqlite:///{folder / 'clotho.db'}", folder / "data") as up:
+        yield up
+
+
 @pytest.fixture
 def open_page(site: Server, browser: Any) -> Iterator[Callable[..., Any]]:
-    """``open_page(session_id, view="chat", token=<the server's>)``: a new browser
-    context on the page; JavaScript errors on the page fail the test."""
+    """``open_page(session_id, view="chat", token=<the server's>, *, phone=False,
+    viewport=None, locale=None)``: a new browser context on the page (1400x900; ``phone``:
+    390x844 with touch, taps as touches; ``locale``: the browser's language);
+    JavaScript errors on the page fail the test."""
     contexts: list[Any] = []
     errors: list[str] = []
 
-    def make(session_id: str | None = None, view: str = "chat", token: str | None = "") -> Any:
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
+    def make(
+        session_id: str | None = None,
+        view: str = "chat",
+        token: str | None = "",
+        *,
+        phone: bool = False,
+        viewport: dict[str, int] | None = None,
+        locale: str | None = None,
+    ) -> Any:
+        size = viewport or (PHONE if phone else DESKTOP)
+        options: dict[str, Any] = {"viewport": size, "has_touch": phone, "is_mobile": phone}
+        if locale:
+            options["locale"] = locale
+        context = browser.new_context(**options)
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(str(error)))

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from clotho.cli.gamemaster import serve_game_master
 from orchestrator.loopback import ModelServer, Reply
-from tests.api._server import Server, running
+from tests.api._server import Server
 
-from .conftest import guide_screenshot, screenshot
+from .conftest import guide_screenshot, model_free_site, screenshot
 from .test_page import expect
 
 pytestmark = pytest.mark.slow
@@ -26,15 +25,7 @@ KEY = "sk-browser-secret-51c7"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`clotho serve` with no model of its own: the profiles choose it."""
-    folder = tmp_path_factory.mktemp("web-connections")
-    with running(f"sqlite:///{folder / 'clotho.db'}", folder / "data") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
-def game_master() -> Iterator[ModelServer]:
-    with serve_game_master() as server:
-        yield server
+    yield from model_free_site(tmp_path_factory, "web-connections")
 
 
 @pytest.fixture(scope="module")

@@ -13,32 +13,22 @@ from typing import Any
 
 import pytest
 
-from clotho.cli.gamemaster import serve_game_master
 from orchestrator.loopback import ModelServer
 from tests._fixtures import ELDORIA, SERAPHINA
-from tests.api._server import Server, running
+from tests.api._server import Server
 
-from .conftest import screenshot
+from .conftest import PHONE, model_free_site, screenshot
 from .test_page import expect
 
 pytestmark = pytest.mark.slow
 
-PHONE = {"width": 390, "height": 844}
 EDITED = "She smiles, and the lanterns brighten."
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`clotho serve` as a new player starts it: no model, no story."""
-    folder = tmp_path_factory.mktemp("web-front-door")
-    with running(f"sqlite:///{folder / 'clotho.db'}", folder / "data") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
-def game_master() -> Iterator[ModelServer]:
-    with serve_game_master() as server:
-        yield server
+    """`clotho serve` with no model of its own: the profiles choose it."""
+    yield from model_free_site(tmp_path_factory, "web-front-door")
 
 
 def fits(page: Any, step: str) -> None:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from clotho.web import STATIC
-from tests.api._server import Server
 
 from .test_page import add, expect
 
@@ -107,35 +106,14 @@ def test_no_key_is_unused() -> None:
     assert not unused, f"keys no module and not index.html names: {unused}"
 
 
-@pytest.fixture
-def chinese_page(site: Server, browser: Any) -> Iterator[Callable[[str], Any]]:
-    """``chinese_page(session_id)``: the page in a browser whose language is zh-CN."""
-    contexts: list[Any] = []
-    errors: list[str] = []
-
-    def make(session_id: str) -> Any:
-        context = browser.new_context(locale="zh-CN", viewport={"width": 1280, "height": 800})
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.set_default_timeout(20_000)
-        page.goto(f"{site.url}/#view=chat&token={site.token}&session={session_id}")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
-
-
 @pytest.mark.slow
 def test_a_chinese_browser_gets_the_page_in_chinese_and_can_switch(
-    chinese_page: Callable[[str], Any], new_session: Callable[[str], str], api: Any
+    open_page: Callable[..., Any], new_session: Callable[[str], str], api: Any
 ) -> None:
     sid = new_session("语言")
     add(api, sid, "user", "我挥了挥手。")
     add(api, sid, "assistant", "*她抬起头。*「欢迎，旅人。」")
-    page = chinese_page(sid)
+    page = open_page(sid, viewport={"width": 1280, "height": 800}, locale="zh-CN")
     expect(page.locator("article.message")).to_have_count(2)
     assert page.evaluate("document.documentElement.lang") == "zh-Hans"
     expect(page.locator("#send")).to_have_text("发送")

@@ -14,12 +14,10 @@ import pytest
 
 from tests._fixtures import ELDORIA
 
-from .conftest import screenshot
+from .conftest import PHONE, screenshot
 from .test_page import expect
 
 pytestmark = pytest.mark.slow
-
-PHONE = {"width": 390, "height": 844}
 
 
 def _session_with_book(api: httpx.Client, new_session: Callable[[str], str]) -> str:

@@ -7,46 +7,22 @@ renamed and listed under its character. The dialog at phone width. Screenshots."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from tests._fixtures import ELDORIA, SERAPHINA
-from tests.api._server import Server
 
-from .conftest import screenshot
+from .conftest import PHONE, screenshot
 from .test_page import expect, say
 
 pytestmark = pytest.mark.slow
 
-PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def phone(site: Server, browser: Any) -> Iterator[Callable[[str], Any]]:
-    contexts: list[Any] = []
-    errors: list[str] = []
-
-    def make(session_id: str) -> Any:
-        context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.set_default_timeout(20_000)
-        page.goto(f"{site.url}/#view=chat&token={site.token}&session={session_id}")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
-
 
 def test_a_new_story_from_a_card(
     open_page: Callable[..., Any],
-    phone: Callable[[str], Any],
     api: httpx.Client,
     tmp_path: Any,
 ) -> None:
@@ -113,7 +89,7 @@ def test_a_new_story_from_a_card(
     assert api.get(f"/api/sessions/{sid}").json()["title"] == "The glade"
 
     # At phone width: the dialog fits the screen, its controls are large enough to tap.
-    small = phone(sid)
+    small = open_page(sid, phone=True)
     expect(small.locator("article.message").first).to_be_visible()
     small.locator("#menu-toggle").click()
     small.locator("#new-session").click()

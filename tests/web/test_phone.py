@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from tests._fixtures import SERAPHINA
-from tests.api._server import Server
 
-from .conftest import screenshot
+from .conftest import PHONE, screenshot
 from .test_page import add, expect
 
 pytestmark = pytest.mark.slow
 
-PHONE = {"width": 390, "height": 844}
 
 # Every control of the header and the composer a player can see, and its size.
 TARGETS = """() => [...document.querySelectorAll(
@@ -30,27 +28,6 @@ TARGETS = """() => [...document.querySelectorAll(
   const box = e.getBoundingClientRect();
   return { id: e.id || e.textContent, width: box.width, height: box.height, right: box.right };
 })"""
-
-
-@pytest.fixture
-def phone(site: Server, browser: Any) -> Iterator[Callable[[str], Any]]:
-    """``phone(session_id)``: the page in a phone-sized touch context."""
-    contexts: list[Any] = []
-    errors: list[str] = []
-
-    def make(session_id: str) -> Any:
-        context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.set_default_timeout(20_000)
-        page.goto(f"{site.url}/#view=chat&token={site.token}&session={session_id}")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 def in_view(page: Any, selector: str) -> bool:
@@ -65,7 +42,6 @@ def in_view(page: Any, selector: str) -> bool:
 
 
 def test_the_page_at_phone_width(
-    phone: Callable[[str], Any],
     open_page: Callable[..., Any],
     api: httpx.Client,
 ) -> None:
@@ -75,7 +51,7 @@ def test_the_page_at_phone_width(
     sid = made.json()["session"]["id"]
     add(api, sid, "user", "I enter the tavern.")
     add(api, sid, "assistant", '*The innkeeper looks up.* "Welcome, traveller. **Sit.**"')
-    page = phone(sid)
+    page = open_page(sid, phone=True)
     expect(page.locator("article.message")).to_have_count(3)
 
     # Nothing wider than the screen: no horizontal scroll.

@@ -12,12 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import guide_screenshot
+from .conftest import PHONE, guide_screenshot
 from .test_page import add, expect
 
 pytestmark = pytest.mark.slow
-
-PHONE = {"width": 390, "height": 844}
 
 
 def test_settings_dialog_and_meter(
