@@ -59,7 +59,8 @@ def nothing_listens() -> str:
 @pytest.mark.parametrize("command", [["say", "Hello?"], ["reroll"], ["play"]])
 def test_no_model_names_the_variable_to_set(run: Run, command: list[str]) -> None:
     line = run.fails(*command)
-    assert line.startswith("error: no model to play with: set CLOTHO_MODEL to a litellm model")
+    assert line.startswith("error: no model to play with: pick a connection profile")
+    assert "set CLOTHO_MODEL to a litellm model" in line
     assert "CLOTHO_MODEL=openai/gpt-4o-mini" in line and "campaign.toml's [model]" in line
 
 
