@@ -47,8 +47,8 @@ def test_a_new_story_from_a_card(
     expect(dialog).to_be_hidden()
 
     # The story: the greeting first, its alternate greetings as swipes; HP with its bounds.
+    expect(page.locator("#session-select")).not_to_have_value(first)  # the new one, shown
     sid = page.locator("#session-select").input_value()
-    assert sid != first
     expect(page.locator("article.message")).to_have_count(1)
     expect(page.locator("article.message .who")).to_have_text(["Seraphina"])
     expect(page.locator("#chat-state dd[data-var=hp]")).to_contain_text("100")
