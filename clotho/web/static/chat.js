@@ -54,6 +54,10 @@ export class ChatView {
     document.getElementById("continue").addEventListener("click", () => this.play({ kind: "continue" }));
     document.getElementById("impersonate").addEventListener("click", () => this.play({ kind: "impersonate" }));
     document.getElementById("stop").addEventListener("click", () => this.stop());
+    // The input and Send come disabled in the page until here: a line typed while the
+    // page loads is not lost to a newline, nor sent as a form the page never sees.
+    this.input.disabled = false;
+    this.buttons.send.disabled = false;
   }
 
   reset() {
