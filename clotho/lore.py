@@ -309,12 +309,12 @@ def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:
     return documents
 
 
-def session_books(store: Store, session_id: str, *, switched_off: bool = False) -> list[Lorebook]:
-    """The session's lorebooks that play, in the order they were added (``switched_off``:
-    with the books switched off too, :data:`LOREBOOK_OFF`)."""
+def session_books(store: Store, session_id: str) -> list[Lorebook]:
+    """The session's lorebooks that play (not switched off, :data:`LOREBOOK_OFF`), in the
+    order they were added."""
     from planner.lorebook import load_world_info
 
-    off = set() if switched_off else {d.name for d in store.documents(session_id, LOREBOOK_OFF)}
+    off = {d.name for d in store.documents(session_id, LOREBOOK_OFF)}
     return [
         load_world_info(document.content, document.name)
         for document in store.documents(session_id, LOREBOOK)

@@ -416,8 +416,7 @@ class Profiles:
         return FileLock(self.folder / _LOCK_FILE, timeout=10)
 
     def _folder(self) -> None:
-        if not self.folder.exists():
-            self.folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+        self.folder.mkdir(parents=True, mode=0o700, exist_ok=True)
 
     def _checked(self, expected: str | None) -> tuple[dict[str, Profile], dict[str, str]]:
         read = self._read()

@@ -77,6 +77,7 @@ IMAGE_COLUMNS = (
     "detached_from_pk",
     "detached_at",
 )
+_DETACHED = IMAGE_COLUMNS.index("detached")
 Place = Literal["fragment", "trash"]
 
 
@@ -734,7 +735,9 @@ class Editor:
             # A node leaving the tree (a turn undone) keeps the state it had where it
             # hung, as a detached top always does: a keyframe of it.
             now, then, where = current[pk], pair[write], before.get(pk)
-            leaves = now is not None and now[12] is None and then is not None and then[12]
+            leaves = (
+                now is not None and now[_DETACHED] is None and then is not None and then[_DETACHED]
+            )
             if leaves and where is not None:
                 ws.replace_keyframe(conn, pk, where)
         repair_active_pointers(conn, session_pk, changed)

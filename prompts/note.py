@@ -15,7 +15,7 @@ the character, their lore and the persona: ``after_story``) or before it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .build import Injection
@@ -43,15 +43,7 @@ class PlacedNote:
     reason: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "position": self.position,
-            "depth": self.depth,
-            "role": self.role,
-            "interval": self.interval,
-            "inserted": self.inserted,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def place_note(

@@ -167,10 +167,6 @@ def listed(session: Session) -> dict[str, Any]:
     }
 
 
-def _listed(store: Store) -> list[Session]:
-    return store.sessions()
-
-
 @router.get(
     "/cards", summary="The character cards kept with sessions", response_model=list[StoredCardOut]
 )
@@ -178,7 +174,7 @@ def stored_cards(store: StoreDep, _: NoParameters) -> Any:
     """One per character name (the session that changed last keeps it), for the new-story
     dialog's picker; the sessions in the trash are left out."""
     found: dict[str, dict[str, Any]] = {}
-    for session in _listed(store):
+    for session in store.sessions():
         named = session.metadata.get(NAMES)
         hint = named.get("character") if isinstance(named, dict) else None
         if isinstance(hint, str) and hint in found:
@@ -205,7 +201,7 @@ def stored_books(store: StoreDep, _: NoParameters) -> Any:
     from planner.lorebook import load_world_info
 
     found: dict[str, dict[str, Any]] = {}
-    for session in _listed(store):
+    for session in store.sessions():
         for document in store.documents(session.id, lore.LOREBOOK):
             if document.hash in found:
                 continue

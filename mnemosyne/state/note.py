@@ -15,15 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["NOTE_POSITIONS", "NOTE_ROLES", "AuthorNote", "check_note"]
-
-#: Where the note goes: inside the history at ``depth`` (SillyTavern's "In-chat @
-#: Depth"), or after / before the story string ("After/Before Main Prompt / Story
-#: String").
-NOTE_POSITIONS = ("in_chat", "after_story", "before_story")
-NOTE_ROLES = ("system", "user", "assistant")
+__all__ = ["AuthorNote", "check_note"]
 
 
+# Where the note goes: inside the history at ``depth`` (SillyTavern's "In-chat @ Depth"),
+# or after / before the story string ("After/Before Main Prompt / Story String").
 class AuthorNote(BaseModel):
     """An author's note and where it goes."""
 

@@ -21,7 +21,7 @@ const positions = () => ({
   after_story: t("notes.position_after_story"),
   before_story: t("notes.position_before_story"),
 });
-const roles = () => ({ system: t("notes.role_system"), user: t("notes.role_user"), assistant: t("notes.role_assistant") });
+const roles = () => ({ system: t("app.role_system"), user: t("app.role_user"), assistant: t("app.role_assistant") });
 /** SillyTavern's defaults for a new note. */
 const DEFAULT_NOTE = { text: "", depth: 4, position: "in_chat", interval: 1, role: "system" };
 /** How long typing pauses before the meter measures the draft (ms). */
