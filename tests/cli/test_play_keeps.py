@@ -25,7 +25,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from clotho.cli.play import LineReader, clean_line
+from clotho.cli.playinput import LineReader, clean_line
 from orchestrator.loopback import ModelServer, Reply
 
 from .test_cli import CLOTHO, Run

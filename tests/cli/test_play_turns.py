@@ -11,7 +11,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from clotho.cli.play import LineReader
+from clotho.cli.playinput import LineReader
 
 from .test_cli import CLOTHO, Run
 from .test_play import model, play  # noqa: F401  (fixtures)
