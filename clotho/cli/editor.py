@@ -39,11 +39,44 @@ OntoOption = Annotated[
 ]
 
 
+#: What an undo or a redo took back or brought back, in words (the page's
+#: ``app.journal_*`` strings say the same in its languages).
+JOURNAL_WORDS = {
+    "say": "the turn (your message and its reply)",
+    "reroll": "the reroll",
+    "edit": "the edited message and its reply",
+    "continue": "the continuation",
+    "append": "the message",
+    "fork": "the alternative",
+    "prune": "the prune",
+    "delete": "the deletion (to the trash)",
+    "restore": "the restore from the trash",
+    "graft": "the graft",
+    "move": "the move",
+    "copy": "the copy",
+    "inject": "the inserted message",
+    "rewrite": "the edit in place",
+    "note": "the author's note",
+    "toggle": "hiding or showing a message",
+    "checkout": "the move of HEAD",
+}
+
+
+def journal_line(action: str) -> str:
+    """``undo say`` as the player reads it: ``undone: the turn (your message and its
+    reply)``; an action with no words (several in one batch) as it is."""
+    verb, _, what = action.partition(" ")
+    if verb not in ("undo", "redo"):
+        return action
+    done = "undone" if verb == "undo" else "redone"
+    return f"{done}: {JOURNAL_WORDS.get(what, what)}"
+
+
 def _report(cli: Cli, result: EditResult, session: Session) -> None:
     document = {**result.as_dict(), "version": session.version}
 
     def text() -> None:
-        line = f"{paint(result.action, 'bold')}"
+        line = f"{paint(journal_line(result.action), 'bold')}"
         if result.node_id:
             line += f" {render.short(result.node_id)}"
         if result.created:

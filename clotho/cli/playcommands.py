@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import render
 from ._app import Cli
+from .editor import journal_line
 from .playinput import LineReader
 from .style import out, paint
 from .traceview import print_trace
@@ -84,7 +85,7 @@ def dispatch(play: Play, line: str) -> bool:
         out(node.content)
     elif word in ("undo", "redo"):  # a turn too: its messages to the trash and back
         result, _ = cli.store.undo(session_id) if word == "undo" else cli.store.redo(session_id)
-        out(paint(result.action, "dim"))
+        out(paint(journal_line(result.action), "dim"))
     elif word == "state":
         out(json.dumps(cli.store.state(session_id).as_dict(), ensure_ascii=False, indent=2))
     elif word == "trace":

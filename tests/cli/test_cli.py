@@ -404,11 +404,12 @@ def test_the_tree_editor_with_undo(run: Run) -> None:
         "delete",
     ]
     assert history[-1]["current"] and {"action", "at", "current"} <= set(history[-1])
-    for _ in range(6):
+    assert run("undo").stdout.startswith("undone: the deletion (to the trash); HEAD ")
+    for _ in range(5):
         run.json("undo")
     assert "nothing to undo" in run.fails("undo")
     assert [n["content"] for n in run.json("log")] == ["a", "b", "c"]
-    run.json("redo")
+    assert run("redo").stdout.startswith("redone: the prune; HEAD ")
     assert run.json("fragments")[0]["top"]["id"] == b
     assert "in a fragment" in run.fails("graft", a, "--onto", b)
     run.json("redo")

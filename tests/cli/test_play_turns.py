@@ -46,8 +46,8 @@ def test_swipe_right_on_the_last_reply_writes_one_and_undo_redo_take_turns(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "undo reroll" in done.stdout and "undo say" in done.stdout
-    assert "redo say" in done.stdout and "I raise my shield." in done.stdout
+    assert "undone: the reroll" in done.stdout and "undone: the turn" in done.stdout
+    assert "redone: the turn" in done.stdout and "I raise my shield." in done.stdout
     user, reply = play.json("log")  # the say is back, the reroll in the trash
     assert user["content"] == "I attack the guard." and reply["content"]
     assert len(play.json("trash")) == 1
