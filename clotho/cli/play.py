@@ -1,14 +1,15 @@
 """Commands that generate: say, reroll, edit, continue, impersonate, play, and trace.
 
-Replies stream to the terminal as the model writes them. Ctrl+C during a turn keeps
-what the player typed or saw: while a reply streams, the text so far is kept, marked
-incomplete, with no state change; while the world state is being updated, the reply is
-kept with no delta, marked; before the reply's first word, the player's message alone
-is kept (HEAD on it, so /continue or `clotho continue` asks for the reply), and the
-screen says so.
+Replies stream to the terminal as the model writes them (:class:`ChatScreen`: wrapped
+to the width, the speaker's name first, a spinner until the first word, a footer after
+the turn). Ctrl+C during a turn keeps what the player typed or saw: while a reply
+streams, the text so far is kept, marked incomplete, with no state change; while the
+world state is being updated, the reply is kept with no delta, marked; before the
+reply's first word, the player's message alone is kept (HEAD on it, so /continue or
+`clotho continue` asks for the reply), and the screen says so.
 
-``play`` reads the player's lines with :mod:`clotho.cli.playinput` and acts on them
-with :mod:`clotho.cli.playcommands`.
+``play`` shows the story's last messages, then reads the player's lines with
+:mod:`clotho.cli.playinput` and acts on them with :mod:`clotho.cli.playcommands`.
 """
 
 from __future__ import annotations
@@ -28,16 +29,20 @@ from clotho.wiring import session_engine
 
 from . import render
 from ._app import EXIT_FAILED, Cli, app, command
-from .logs import clear_progress, said_once, show_progress
-from .playcommands import PLAY_HELP, Play, dispatch
+from .logs import said_once
+from .playcommands import Play, dispatch
 from .playinput import LineReader
+from .playscreen import RECAP, ChatScreen, footer_text, state_changes
 from .style import out, paint
 from .traceview import print_trace
 
 if TYPE_CHECKING:
     from orchestrator import Engine, TurnInterrupted, TurnResult
 
-__all__ = ["run_turn"]
+__all__ = ["PLAY_HINT", "run_turn"]
+
+#: The line under the recap when ``clotho play`` opens.
+PLAY_HINT = "/help for commands · Alt+Enter for a new line · Ctrl+D to quit"
 
 
 def _engine(cli: Cli, session_id: str) -> Engine:
@@ -45,58 +50,6 @@ def _engine(cli: Cli, session_id: str) -> Engine:
     only) is not said again before every turn (:func:`clotho.cli.logs.said_once`)."""
     with said_once(cli.settings.data_dir):
         return session_engine(cli.settings, cli.store, session_id)
-
-
-class _Stream:
-    """Writes a turn's events to the terminal (nothing but the result with --json).
-
-    Until the reply begins, a line on a terminal's stderr says what the turn is doing
-    (``progress``: starting the model client, reading the story, waiting for the
-    model...), each replacing the one before; the reply or any other line erases it.
-    Off a terminal (a pipe, a file) it is not written."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.thinking = False
-        self.midline = False  # the text so far (reply or reasoning) does not end a line
-        self.live = not quiet and sys.stderr.isatty()
-
-    def clear(self) -> None:
-        """Erase the progress line, if one is shown."""
-        clear_progress()
-
-    def __call__(self, kind: str, text: str) -> None:
-        if self.quiet:
-            return
-        if kind == "progress":
-            if self.live:
-                show_progress(text)  # a warning meanwhile erases it first
-            return
-        self.clear()
-        if kind == "token":
-            if self.thinking:
-                sys.stdout.write("\n")
-                self.thinking = False
-            sys.stdout.write(text)
-            self.midline = not text.endswith("\n")
-        elif kind == "reasoning":
-            if not self.thinking:
-                sys.stdout.write(paint("(thinking) ", "dim", "italic"))
-                self.thinking = True
-            sys.stdout.write(paint(text, "dim", "italic"))
-            self.midline = not text.endswith("\n")
-        elif kind == "status":
-            if self.midline:  # after the reply, on a line of its own
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-                self.midline = False
-            sys.stderr.write(paint(f"… {text}\n", "dim"))
-        elif kind == "warning":
-            sys.stdout.write("\n")  # also past a ^C the terminal echoed
-            sys.stdout.flush()
-            self.midline = False
-            sys.stderr.write(paint(f"warning: {text}\n", "yellow"))
-        sys.stdout.flush()
 
 
 async def _interruptible(
@@ -136,11 +89,14 @@ def run_turn(
     engine: Engine | None = None,
     runner: Callable[[Coroutine[Any, Any, TurnResult]], TurnResult] | None = None,
     continue_hint: str = "`clotho continue`",
+    screen: ChatScreen | None = None,
 ) -> TurnResult:
-    """Play one turn from the command line and report it."""
-    stream = _Stream(cli.json)
+    """Play one turn from the command line and show it (``screen``: where; default a
+    new one on stdout) with its footer."""
+    if screen is None:
+        screen = ChatScreen(quiet=cli.json)
     if engine is None:
-        stream("progress", "starting the model client")  # the model side loads in seconds
+        screen.waiting("starting the model client")  # the model side loads in seconds
     from orchestrator import ModelError, OrchestratorError, TurnInterrupted, TurnRequest
     from prompts import PromptError
 
@@ -149,17 +105,23 @@ def run_turn(
             engine = _engine(cli, session_id)
             from orchestrator.gateway import litellm_module
 
-            litellm_module()  # the seconds it takes are spent under the line above
+            litellm_module()  # the seconds it takes are spent under the spinner
         finally:
-            stream.clear()  # an error is one line of its own
+            screen.done_waiting()  # an error is one line of its own
     before = cli.store.state(session_id).variables if not cli.json else None
+    if kind == "impersonate":
+        screen.expect_reply(engine.setup.player, player=True)
+    else:
+        screen.expect_reply(engine.setup.character.name)
     request = TurnRequest(kind, text=text, node=node)  # type: ignore[arg-type]
-    work = _interruptible(engine, engine.run(session_id, request, stream), keep_open=bool(runner))
+    work = _interruptible(
+        engine, engine.run(session_id, request, screen.on_event), keep_open=bool(runner)
+    )
     try:
         try:
             result = (runner or asyncio.run)(work)
         finally:
-            stream.clear()  # before an error's or an interrupt's own line
+            screen.end_turn()  # before an error's or an interrupt's own line
     except asyncio.CancelledError:
         sys.stderr.write("\ninterrupted: the turn was abandoned, nothing was stored\n")
         raise typer.Exit(130) from None
@@ -175,7 +137,7 @@ def run_turn(
     except (OrchestratorError, PromptError) as error:
         cli.fail(error)
     cli.remember(session_id)
-    _report(cli, session_id, result, before, end_line=stream.midline)
+    _report(cli, session_id, result, before, engine, screen)
     return result
 
 
@@ -195,14 +157,14 @@ def _report(
     session_id: str,
     result: TurnResult,
     before: dict[str, Any] | None,
-    *,
-    end_line: bool = True,
+    engine: Engine,
+    screen: ChatScreen,
 ) -> None:
     if result.node is None:  # impersonate: the player's line, not stored
-        _report_draft(cli, result, end_line=end_line)
+        _report_draft(cli, result, screen)
         return
-    state = cli.store.state(session_id, result.node.id)
     if cli.json:
+        state = cli.store.state(session_id, result.node.id)
         out(
             json.dumps(
                 {
@@ -219,21 +181,20 @@ def _report(
             )
         )
         return
-    if end_line:  # the reply's last line
-        sys.stdout.write("\n")
-    changes = []
-    for name, value in state.variables.items():
-        old = (before or {}).get(name)
-        if old != value:
-            changes.append(f"{name} {json.dumps(old)} → {json.dumps(value)}")
-    turn = cli.store.turn(session_id, result.node.id)
-    footer = f"{render.short(result.node.id)} {render.alternatives(turn)}".rstrip()
-    if changes:
-        footer += "  " + paint("[" + ", ".join(changes) + "]", "yellow")
-    out(paint(footer, "dim") if not changes else footer)
+    after = cli.store.state(session_id, result.node.id).variables
+    prompt_tokens = (result.completion.usage or {}).get("prompt_tokens")
+    screen.footer(
+        footer_text(
+            cli.store.turn(session_id, result.node.id),
+            state_changes(before or {}, after),
+            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+            window=engine.gateway.context_window(engine.setup.model),
+            incomplete=result.completion.incomplete,
+        )
+    )
 
 
-def _report_draft(cli: Cli, result: TurnResult, *, end_line: bool) -> None:
+def _report_draft(cli: Cli, result: TurnResult, screen: ChatScreen) -> None:
     """An impersonation: the line the model wrote for the player, which nothing stored."""
     if cli.json:
         document = {
@@ -245,9 +206,7 @@ def _report_draft(cli: Cli, result: TurnResult, *, end_line: bool) -> None:
         }
         out(json.dumps(document, ensure_ascii=False, indent=2))
         return
-    if end_line:
-        sys.stdout.write("\n")
-    out(paint("(your line, not stored: edit it and send it)", "dim"))
+    screen.line("(your line, not stored: edit it and send it)", "dim")
 
 
 TextArgument = Annotated[str, typer.Argument(help="The player's message.", show_default=False)]
@@ -324,7 +283,8 @@ def play(cli: Cli) -> None:
     engine = _engine(cli, session_id)
     # the model client loads while the player types the first line, not after it
     threading.Thread(target=_load_model_client, name="model-client", daemon=True).start()
-    out(paint(PLAY_HELP, "dim"))
+    screen = ChatScreen()
+    screen.recap(cli.store.projection_page(session_id, limit=RECAP), hint=PLAY_HINT)
     with asyncio.Runner() as runner:
 
         def turn(kind: str, **kwargs: Any) -> TurnResult:
@@ -335,11 +295,12 @@ def play(cli: Cli) -> None:
                 engine=engine,
                 runner=runner.run,
                 continue_hint="/continue",
+                screen=screen,
                 **kwargs,
             )
 
         try:
-            _play_loop(Play(cli, session_id, engine, LineReader(), turn))
+            _play_loop(Play(cli, session_id, engine, LineReader(), turn, screen))
         finally:
             runner.run(engine.aclose())
 

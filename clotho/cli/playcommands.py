@@ -17,6 +17,8 @@ from .traceview import print_trace
 if TYPE_CHECKING:
     from orchestrator import Engine, TurnResult
 
+    from .playscreen import ChatScreen
+
 __all__ = ["PLAY_HELP", "Play", "dispatch"]
 
 
@@ -38,6 +40,9 @@ class Play:
     #: Play one turn of a kind (``say``, ``reroll``...) with the session's engine,
     #: streamed and reported: :func:`clotho.cli.play.run_turn`, bound.
     turn: Callable[..., TurnResult]
+    #: What the player reads: ``screen.message(view)`` shows one message (its speaker,
+    #: its text wrapped, ``reply 2/3`` and its id), ``screen.line(text)`` a line.
+    screen: ChatScreen
 
 
 def _last_alternative_of_a_reply(cli: Cli, session_id: str) -> bool:

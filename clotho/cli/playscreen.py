@@ -1,0 +1,601 @@
+"""What the player reads while playing: replies streamed word-wrapped, a spinner while
+the model works, a footer after each turn, messages and the story's last messages.
+
+:class:`ChatScreen` is the one home of it, used by ``clotho play`` and by the playing
+commands (``say``, ``reroll``, ``edit``, ``continue``, ``impersonate``).
+
+On a terminal, text is wrapped to the terminal's width as it comes (the width is read
+again before every word, so a resize changes what follows), measured in cells (CJK and
+emoji take two, and may break between characters); a word is never cut unless it is
+wider than the line. A reply starts with its speaker's name in a colour, ``*actions*``
+are in italics (a ``*`` may come in one token and its closing one later), and the
+model's reasoning shows dim under a "thinking" label before the reply. Colours follow
+:data:`clotho.cli.style.COLOR` (off with ``NO_COLOR``).
+
+Off a terminal (a pipe, a file), a reply's text is written exactly as the model wrote
+it, with no name, no wrapping and no styles: scripts get the text as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich.cells import cell_len, split_graphemes
+from rich.style import Style
+
+from . import render, style
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+    from mnemosyne import Node, NodeAmongSiblings, ProjectionPage
+
+__all__ = ["RECAP", "ChatScreen", "TextWrapper", "footer_text", "state_changes"]
+
+#: How many of the story's last messages ``clotho play`` shows on start and resume.
+RECAP = 6
+#: The most lines a message takes in a recap; a longer one ends with a note.
+RECAP_LINES = 8
+#: The player's colour; characters get one of :data:`_CHARACTER_COLORS` by their name.
+_PLAYER_COLOR = "green"
+_CHARACTER_COLORS = ("cyan", "magenta", "yellow", "blue", "bright_cyan", "bright_magenta")
+#: CJK punctuation that never starts a line: it stays with the character before it.
+_NO_BREAK_BEFORE = frozenset("，。、！？；：」』）》〉】”’…・ー～,.!?;:)")
+_ZERO_WIDTH_JOINER = "\u200d"
+
+
+def _terminal_width(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
+def speaker_color(name: str, *, player: bool) -> str:
+    """The colour of a speaker's name: the player's, or one per character name
+    (stable across runs)."""
+    if player:
+        return _PLAYER_COLOR
+    return _CHARACTER_COLORS[zlib.crc32(name.encode()) % len(_CHARACTER_COLORS)]
+
+
+class TextWrapper:
+    """Writes text word-wrapped to a width read before each word, as it comes.
+
+    ``feed`` takes text in chunks of any size (a word may span chunks: it is held until
+    the whitespace after it, or :meth:`flush`); ``styles`` are applied to all of it
+    (Rich style names: ``"dim"``, ``"italic"``...) when ``color``; with ``actions``,
+    text between ``*`` is in italics as well (the stars kept). A newline in the text
+    ends the line (and any open ``*action*``).
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], object],
+        width: Callable[[], int],
+        *,
+        color: bool,
+        styles: Sequence[str] = (),
+        actions: bool = False,
+        column: int = 0,
+    ) -> None:
+        self._write = write
+        self._width = width
+        self.color = color
+        self.styles = tuple(styles)
+        self.actions = actions
+        #: The cells written on the current line.
+        self.column = column
+        self._word: list[tuple[str, bool]] = []  # (grapheme or piece, in an action)
+        self._spaces = 0
+        self._italic = False
+        self._joined = False  # the last character was a zero width joiner
+        self._soft = False  # the current line began by wrapping (no indent kept)
+
+    @property
+    def midline(self) -> bool:
+        """Whether something is written on the current line (or held to be)."""
+        return self.column > 0 or bool(self._word)
+
+    def feed(self, text: str) -> None:
+        for char in text:
+            if char == "\n":
+                self._place()
+                self._newline(soft=False)
+                self._italic = False
+            elif char in " \t\r":
+                self._place()
+                if char != "\r":
+                    self._spaces += 1
+            elif self.actions and char == "*":
+                if not self._italic:
+                    self._italic = True
+                    self._add(char)
+                else:
+                    self._add(char)
+                    self._italic = False
+            else:
+                self._add(char)
+
+    def flush(self) -> None:
+        """Write the word held back (the end of the text)."""
+        self._place()
+
+    def end_line(self) -> None:
+        """Flush, and end the current line if anything is on it."""
+        self._place()
+        if self.column > 0:
+            self._newline(soft=False)
+        self._spaces = 0
+
+    def _add(self, char: str) -> None:
+        size = cell_len(char)
+        if size == 0 or self._joined or char in _NO_BREAK_BEFORE:
+            # joins what is held: a combining mark, a joined emoji, closing punctuation
+            if self._word:
+                text, italic = self._word[-1]
+                self._word[-1] = (text + char, italic)
+            else:
+                self._word.append((char, self._italic))
+        else:
+            wide = size > 1
+            last_wide = bool(self._word) and cell_len(self._word[-1][0]) > 1
+            if self._word and (wide or last_wide):
+                self._place()  # a break between CJK characters (or around one)
+            self._word.append((char, self._italic))
+        self._joined = char == _ZERO_WIDTH_JOINER
+
+    def _newline(self, *, soft: bool) -> None:
+        self._write("\n")
+        self.column = 0
+        self._soft = soft
+
+    def _place(self) -> None:
+        """Write the word held, on this line if it fits, else on the next one."""
+        word, self._word = self._word, []
+        if not word:
+            return
+        spaces = self._spaces
+        self._spaces = 0
+        if self.column == 0 and self._soft:
+            spaces = 0  # a wrapped line starts with the word
+        width = max(self._width(), 1)
+        size = sum(cell_len(piece) for piece, _ in word)
+        if self.column + spaces + size > width and self.column > 0:
+            self._newline(soft=True)
+            spaces = 0
+        if spaces and self.column + spaces + size <= width:
+            self._write(" " * spaces)
+            self.column += spaces
+        if self.column + size <= width:
+            self._styled(word)
+            self.column += size
+            return
+        # wider than the line: cut it by cells, a grapheme at a time
+        for piece, italic in word:
+            spans, _ = split_graphemes(piece)
+            for start, end, cells in spans:
+                if self.column + cells > width and self.column > 0:
+                    self._newline(soft=True)
+                self._styled([(piece[start:end], italic)])
+                self.column += cells
+
+    def _styled(self, pieces: Iterable[tuple[str, bool]]) -> None:
+        if not self.color:
+            self._write("".join(piece for piece, _ in pieces))
+            return
+        run: list[str] = []
+        current: bool | None = None
+        for piece, italic in pieces:
+            if current is not None and italic != current:
+                self._write(self._paint("".join(run), current))
+                run = []
+            current = italic
+            run.append(piece)
+        if current is not None:
+            self._write(self._paint("".join(run), current))
+
+    def _paint(self, text: str, italic: bool) -> str:
+        names = [*self.styles, *(["italic"] if italic else [])]
+        if not names:
+            return text
+        return Style.parse(" ".join(names)).render(text)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A variable that a turn changed: its name, its value before and after."""
+
+    name: str
+    before: Any
+    after: Any
+
+    def text(self) -> str:
+        if isinstance(self.before, list) and isinstance(self.after, list):
+            added = [item for item in self.after if item not in self.before]
+            removed = [item for item in self.before if item not in self.after]
+            parts = [f"+{_value(item)}" for item in added]
+            parts += [f"-{_value(item)}" for item in removed]
+            return f"{self.name} {' '.join(parts)}" if parts else f"{self.name} reordered"
+        return f"{self.name} {_value(self.before)} → {_value(self.after)}"
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[Change]:
+    """The variables whose value differs (a mapping's keys one by one: ``affinity.marla``)."""
+    changes = []
+    for name in sorted(set(before) | set(after), key=lambda n: (n not in after, n)):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes.extend(state_changes(old, new, f"{prefix}{name}."))
+        else:
+            changes.append(Change(prefix + name, old, new))
+    return changes
+
+
+def footer_text(
+    view: NodeAmongSiblings | None,
+    changes: Sequence[Change] = (),
+    *,
+    prompt_tokens: int | None = None,
+    window: int | None = None,
+    incomplete: bool = False,
+) -> list[tuple[str, str]]:
+    """A turn's footer as (text, style) parts: ``reply 2/2``, the changes, the prompt's
+    tokens over the context window, marks, and the node's short id last."""
+    parts: list[tuple[str, str]] = []
+    if view is not None:
+        what = {"assistant": "reply", "user": "message"}.get(view.node.role, view.node.role)
+        parts.append((f"{what} {view.index + 1}/{len(view.siblings)}", "dim"))
+    parts.extend((change.text(), "yellow") for change in changes)
+    if prompt_tokens is not None and window:
+        parts.append((f"{prompt_tokens:,}/{window:,} tokens", "dim"))
+    if incomplete:
+        parts.append(("incomplete", "yellow"))
+    if view is not None:
+        parts.append((render.short(view.node.id), "dim"))
+    return parts
+
+
+class _Spinner:
+    """A spinner and a line of text on stderr (Rich), while the model works."""
+
+    def __init__(self) -> None:
+        self._live: Live | None = None
+        self.text = ""
+
+    @property
+    def shown(self) -> bool:
+        return self._live is not None
+
+    def show(self, text: str) -> None:
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        self.text = text
+        renderable = Spinner("dots", text=Text(text, style="dim"), style="cyan")
+        if self._live is not None:
+            self._live.update(renderable, refresh=True)
+            return
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=sys.stderr, highlight=False, soft_wrap=False)
+        self._live = Live(
+            renderable,
+            console=console,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=True,  # a warning logged meanwhile lands above it
+            refresh_per_second=12.5,
+        )
+        self._live.start()
+
+    def hide(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+
+
+class ChatScreen:
+    """The screen of a playing session: a turn's events (:meth:`on_event`), its footer
+    (:meth:`footer`), one message (:meth:`message`) and the story so far (:meth:`recap`).
+
+    ``terminal`` (default: whether stdout is one) decides wrapping, names and the
+    spinner; ``color`` (default: :data:`clotho.cli.style.COLOR` on a terminal) the
+    styles; ``width`` how wide a line is (default: the terminal's, read each time).
+    """
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        terminal: bool | None = None,
+        color: bool | None = None,
+        width: Callable[[], int] | None = None,
+        quiet: bool = False,
+    ) -> None:
+        self.out = out if out is not None else sys.stdout
+        self.err = err if err is not None else sys.stderr
+        self.terminal = self.out.isatty() if terminal is None else terminal
+        self.color = (style.COLOR and self.terminal) if color is None else color
+        self.width = width or (lambda: _terminal_width(self.out))
+        self.quiet = quiet
+        #: A spinner only where a person watches: stderr a terminal, stdout too.
+        self.live = not quiet and self.terminal and _isatty(self.err)
+        self._spinner = _Spinner()
+        self._text: TextWrapper | None = None  # the reply or reasoning being written
+        self._thinking = False
+        self._speaker: tuple[str, bool] | None = None  # the next reply's (name, player)
+        self._raw_midline = False
+
+    # -- painting ------------------------------------------------------------------
+
+    def paint(self, text: str, *styles: str) -> str:
+        """``text`` in Rich styles (``"bold cyan"``...) when colour is on."""
+        if not self.color or not styles or not text:
+            return text
+        return Style.parse(" ".join(styles)).render(text)
+
+    def line(self, text: str = "", *styles: str) -> None:
+        """A whole line of plain text (wrapped by words on a terminal)."""
+        self._wrapped(text, styles)
+        self.out.flush()
+
+    def _wrapped(self, text: str, styles: Sequence[str] = (), *, actions: bool = False) -> None:
+        if not self.terminal:
+            self.out.write(text + "\n")
+            return
+        wrapper = self._wrapper(styles=styles, actions=actions)
+        wrapper.feed(text)
+        wrapper.end_line()
+        if not text:
+            self.out.write("\n")
+
+    def _wrapper(
+        self, *, styles: Sequence[str] = (), actions: bool = False, column: int = 0
+    ) -> TextWrapper:
+        return TextWrapper(
+            self.out.write,
+            self.width,
+            color=self.color,
+            styles=styles,
+            actions=actions,
+            column=column,
+        )
+
+    def _name(self, name: str, *, player: bool) -> str:
+        return self.paint(name, "bold", speaker_color(name, player=player))
+
+    # -- a turn --------------------------------------------------------------------
+
+    def expect_reply(self, speaker: str | None, *, player: bool = False) -> None:
+        """Who the next streamed text is from (a reply's header names them)."""
+        self._speaker = (speaker, player) if speaker else None
+
+    def waiting(self, text: str) -> None:
+        """What the turn is doing, beside a spinner (on a terminal; else nothing)."""
+        if self.live:
+            self._end_text()
+            self._spinner.show(text)
+
+    def done_waiting(self) -> None:
+        """Erase the spinner, if one is shown."""
+        self._spinner.hide()
+
+    def on_event(self, kind: str, text: str) -> None:
+        """A turn's event (:meth:`orchestrator.Engine.run`'s ``on_event``)."""
+        if self.quiet:
+            return
+        if kind == "progress":
+            self.waiting(text)
+            return
+        if kind == "status" and self.live and not self._started():
+            self.waiting(text)  # before the reply: what it waits for
+            return
+        self.done_waiting()
+        if kind == "token":
+            self._token(text)
+        elif kind == "reasoning":
+            self._reasoning(text)
+        elif kind == "status":
+            self._end_text()
+            if self.live:
+                self._spinner.show(text)  # on its own line, under the reply
+            else:
+                self.err.write(self.paint(f"… {text}", "dim") + "\n")
+        elif kind == "warning":
+            self._end_text(always=True)  # also past a ^C the terminal echoed
+            self.err.write(self.paint(f"warning: {text}", "yellow") + "\n")
+            self.err.flush()
+        self.out.flush()
+
+    def _started(self) -> bool:
+        return self._text is not None or self._raw_midline
+
+    def _token(self, text: str) -> None:
+        if not self.terminal:
+            if self._thinking:
+                self.out.write("\n")
+                self._thinking = False
+            self.out.write(text)
+            self._raw_midline = not text.endswith("\n")
+            return
+        if self._thinking or self._text is None:
+            self._end_text()
+            self._thinking = False
+            column = 0
+            if self._speaker is not None:
+                name, player = self._speaker
+                self.out.write(self._name(name + ":", player=player) + " ")
+                column = cell_len(name) + 2
+            self._text = self._wrapper(actions=True, column=column)
+            text = text.lstrip(" ") if column else text
+        self._text.feed(text)
+
+    def _reasoning(self, text: str) -> None:
+        if not self.terminal:
+            if not self._thinking:
+                self.out.write(self.paint("(thinking) ", "dim", "italic"))
+                self._thinking = True
+            self.out.write(text)
+            self._raw_midline = not text.endswith("\n")
+            return
+        if not self._thinking:
+            self._end_text()
+            self.out.write(self.paint("thinking", "dim", "bold") + "\n")
+            self._thinking = True
+            self._text = self._wrapper(styles=("dim", "italic"))
+        assert self._text is not None
+        self._text.feed(text)
+
+    def _end_text(self, *, always: bool = False) -> None:
+        """End the text being written on a line of its own."""
+        if self._text is not None:
+            self._text.end_line()
+            self._text = None
+        elif self._raw_midline or always:
+            self.out.write("\n")
+        self._raw_midline = False
+        self.out.flush()
+
+    def end_turn(self) -> None:
+        """The turn is over (done, failed or interrupted): the spinner erased, the
+        reply's last line ended."""
+        self.done_waiting()
+        if not self.quiet:
+            self._end_text()
+        self._thinking = False
+
+    def footer(self, parts: Sequence[tuple[str, str]]) -> None:
+        """A footer line of ``(text, style)`` parts, `` · `` between them; wrapped
+        between parts, never inside one, on a terminal."""
+        if not self.terminal:
+            self.out.write(" · ".join(text for text, _ in parts) + "\n")
+            self.out.flush()
+            return
+        width = self.width()
+        line, column = "", 0
+        for text, part_style in parts:
+            size = cell_len(text)
+            if column and column + 3 + size > width:
+                self.out.write(line + "\n")
+                line, column = "", 0
+            if column:
+                line += self.paint(" · ", "dim")
+                column += 3
+            line += self.paint(text, part_style)
+            column += size
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    # -- messages ------------------------------------------------------------------
+
+    def message(
+        self,
+        view: NodeAmongSiblings,
+        *,
+        head_id: str | None = None,
+        max_lines: int | None = None,
+        details: bool = True,
+    ) -> None:
+        """One message: its speaker's name (or its role) and its text, wrapped, and
+        with ``details`` a dim line under it: its place among alternatives (``reply
+        2/3``), its marks and its short id. ``max_lines`` shortens a long one, with a
+        note that ``/log`` shows it whole."""
+        node = view.node
+        name = node.name or node.role
+        player = node.role == "user"
+        text = node.content if node.content.strip() else "(empty)"
+        if not self.terminal:
+            if max_lines is not None:
+                text = _shortened(text, max_lines * 80)
+            self.out.write(f"{name}: {text}\n")
+        else:
+            buffer: list[str] = []
+            wrapper = TextWrapper(
+                buffer.append,
+                self.width,
+                color=self.color,
+                actions=True,
+                column=cell_len(name) + 2,
+                styles=("dim", "strike") if not node.enabled else (),
+            )
+            wrapper.feed(text.strip("\n"))
+            wrapper.end_line()
+            lines = "".join(buffer).split("\n")[:-1]
+            if max_lines is not None and len(lines) > max_lines:
+                hidden = len(lines) - (max_lines - 1)
+                lines = [
+                    *lines[: max_lines - 1],
+                    self.paint(f"… {hidden} more lines (/log shows it whole)", "dim"),
+                ]
+            self.out.write(self._name(name + ":", player=player) + " " + "\n".join(lines) + "\n")
+        if details:
+            self.footer(_marks(view, head_id))
+        self.out.flush()
+
+    def recap(self, page: ProjectionPage, *, hint: str) -> None:
+        """The story so far as ``clotho play`` opens: its last messages (a long one
+        shortened), how many came before, then ``hint`` (one line)."""
+        if page.earlier:
+            self.line(
+                f"… {page.earlier} earlier messages (/log N shows more)",
+                "dim",
+            )
+        if not page.turns:
+            self.line("A new story: say something to begin.", "dim")
+        for number, view in enumerate(page.turns):
+            last = number == len(page.turns) - 1
+            self.message(
+                view,
+                head_id=page.session.head_id,
+                max_lines=RECAP_LINES,
+                details=last,
+            )
+        self.line(hint, "dim")
+
+
+def _marks(view: NodeAmongSiblings, head_id: str | None) -> list[tuple[str, str]]:
+    node: Node = view.node
+    parts = footer_text(view)
+    marks = []
+    if node.metadata.get("incomplete"):
+        marks.append(("incomplete", "yellow"))
+    if not node.enabled:
+        marks.append(("disabled", "dim"))
+    if node.id == head_id:
+        marks.append(("HEAD", "bold yellow"))
+    return [*parts[:-1], *marks, parts[-1]]
+
+
+def _shortened(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " … (/log shows it whole)"
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
