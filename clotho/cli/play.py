@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["PLAY_HINT", "run_turn"]
 
 #: The line under the recap when ``clotho play`` opens.
-PLAY_HINT = "/help for commands · Alt+Enter for a new line · Ctrl+D to quit"
+PLAY_HINT = "/help for commands · Alt+Enter for a new line"
 
 
 def _engine(cli: Cli, session_id: str) -> Engine:
@@ -112,7 +112,8 @@ def run_turn(
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
     else:
-        screen.expect_reply(engine.setup.character.name)
+        note = "(continues)" if kind == "continue" else ""
+        screen.expect_reply(engine.setup.character.name, note=note)
     request = TurnRequest(kind, text=text, node=node)  # type: ignore[arg-type]
     work = _interruptible(
         engine, engine.run(session_id, request, screen.on_event), keep_open=bool(runner)

@@ -69,7 +69,8 @@ class TextWrapper:
     """Writes text word-wrapped to a width read before each word, as it comes.
 
     ``feed`` takes text in chunks of any size (a word may span chunks: it is held until
-    the whitespace after it, or :meth:`flush`); ``styles`` are applied to all of it
+    the whitespace after it, or :meth:`flush`); control characters other than the line
+    end are left out (a model's text never moves the cursor); ``styles`` are applied to all of it
     (Rich style names: ``"dim"``, ``"italic"``...) when ``color``; with ``actions``,
     text between ``*`` is in italics as well (the stars kept). A newline in the text
     ends the line (and any open ``*action*``).
@@ -96,6 +97,7 @@ class TextWrapper:
         self._spaces = 0
         self._italic = False
         self._joined = False  # the last character was a zero width joiner
+        self._last_wide = False  # the last character held takes two cells
         self._soft = False  # the current line began by wrapping (no indent kept)
 
     @property
@@ -109,10 +111,11 @@ class TextWrapper:
                 self._place()
                 self._newline(soft=False)
                 self._italic = False
-            elif char in " \t\r":
+            elif char in " \t":
                 self._place()
-                if char != "\r":
-                    self._spaces += 1
+                self._spaces += 1
+            elif char < " " or "\x7f" <= char <= "\x9f":
+                continue  # a control character (an escape's start...): never sent as is
             elif self.actions and char == "*":
                 if not self._italic:
                     self._italic = True
@@ -145,10 +148,10 @@ class TextWrapper:
                 self._word.append((char, self._italic))
         else:
             wide = size > 1
-            last_wide = bool(self._word) and cell_len(self._word[-1][0]) > 1
-            if self._word and (wide or last_wide):
+            if self._word and (wide or self._last_wide):
                 self._place()  # a break between CJK characters (or around one)
             self._word.append((char, self._italic))
+            self._last_wide = wide
         self._joined = char == _ZERO_WIDTH_JOINER
 
     def _newline(self, *, soft: bool) -> None:
@@ -344,7 +347,7 @@ class ChatScreen:
         self._spinner = _Spinner()
         self._text: TextWrapper | None = None  # the reply or reasoning being written
         self._thinking = False
-        self._speaker: tuple[str, bool] | None = None  # the next reply's (name, player)
+        self._speaker: tuple[str, bool, str] | None = None  # the next reply's speaker
         self._raw_midline = False
 
     # -- painting ------------------------------------------------------------------
@@ -387,9 +390,10 @@ class ChatScreen:
 
     # -- a turn --------------------------------------------------------------------
 
-    def expect_reply(self, speaker: str | None, *, player: bool = False) -> None:
-        """Who the next streamed text is from (a reply's header names them)."""
-        self._speaker = (speaker, player) if speaker else None
+    def expect_reply(self, speaker: str | None, *, player: bool = False, note: str = "") -> None:
+        """Who the next streamed text is from (a reply's header names them; ``note``
+        follows the name, e.g. ``(continues)``)."""
+        self._speaker = (speaker, player, note) if speaker else None
 
     def waiting(self, text: str) -> None:
         """What the turn is doing, beside a spinner (on a terminal; else nothing)."""
@@ -444,9 +448,12 @@ class ChatScreen:
             self._thinking = False
             column = 0
             if self._speaker is not None:
-                name, player = self._speaker
-                self.out.write(self._name(name + ":", player=player) + " ")
-                column = cell_len(name) + 2
+                name, player, note = self._speaker
+                header = self._name(name + ("" if note else ":"), player=player)
+                if note:
+                    header += " " + self.paint(f"{note}:", "dim")
+                self.out.write(header + " ")
+                column = cell_len(name) + (cell_len(note) + 2 if note else 1) + 1
             self._text = self._wrapper(actions=True, column=column)
             text = text.lstrip(" ") if column else text
         self._text.feed(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -69,8 +70,9 @@ def play(model: ModelServer, tmp_path: Path) -> Run:
 
 def test_say_reroll_edit_and_trace(play: Run, model: ModelServer) -> None:
     said = play("say", "I attack the guard.")
-    assert said.stdout.startswith("Marla slashes your arm.")
-    assert "hp 100 → 90" in said.stdout
+    assert said.stdout.startswith("Marla slashes your arm.")  # a pipe: the text as is
+    footer = said.stdout.splitlines()[-1]  # the alternative, the change, the prompt's size
+    assert re.fullmatch(r"reply 1/1 · hp 100 → 90 · [\d,]+/[\d,]+ tokens · [0-9a-f]{8}", footer)
     rerolled = play.json("reroll")
     assert rerolled["node"]["content"] == "Marla slashes your arm."
     assert rerolled["state"]["variables"]["hp"] == 90
