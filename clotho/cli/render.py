@@ -1,18 +1,41 @@
-"""Text output of the CLI: nodes, the projection, the tree as a graph."""
+"""Text output of the CLI: nodes, the projection (the log), the tree as a graph.
+
+A message's number is its depth on its path (a root is #1): the log and the tree show
+the same number for the same message, so a player can say "message 42". Marks:
+``(empty)``, ``(incomplete)`` (a reply cut short), ``(disabled)`` (out of what the
+model is sent), ``(HEAD)``, and ``< 2/3 >`` (its place among its alternatives).
+
+The functions return styled lines (:func:`clotho.cli.style.paint`) of at most the
+width they are given, measured in cells (:mod:`clotho.cli.cells`); they print nothing.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import shutil
 from collections.abc import Sequence
 
 from mnemosyne import Node, NodeAmongSiblings, Session, Tree
 
+from .cells import cell_len, clean, clip, wrap
 from .style import out, paint
 
-__all__ = ["node_line", "print_log", "print_node", "print_sessions", "print_tree", "tree_lines"]
+__all__ = [
+    "alternatives",
+    "log_lines",
+    "node_line",
+    "print_node",
+    "print_sessions",
+    "print_tree",
+    "short",
+    "tree_lines",
+]
 
 SHORT = 8
 ROLE_STYLE = {"system": "magenta", "user": "green", "assistant": "cyan"}
+NAME_CELLS = 24  # a speaker's name longer than this is cut in headers and labels
+MIN_WIDTH = 20  # narrower is drawn as this (lines then overflow rather than vanish)
 
 
 def short(node_id: str | None) -> str:
@@ -20,8 +43,15 @@ def short(node_id: str | None) -> str:
 
 
 def _first_line(text: str, width: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
+    """The start of ``text`` on one line (spaces collapsed), cut to ``width`` cells."""
+    if width <= 0:
+        return ""
+    limit = width * 2 + 80  # enough to fill the width: a 4,000-character text is not
+    line = " ".join(clean(text[:limit]).split())  # cleaned whole for one line
+    if len(text) <= limit:
+        return clip(line, width)
+    line = clip(line, width - 1)
+    return line if line.endswith("…") else line + "…"
 
 
 def alternatives(turn: NodeAmongSiblings) -> str:
@@ -34,7 +64,8 @@ def alternatives(turn: NodeAmongSiblings) -> str:
 def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width: int = 72) -> str:
     """``1a2b3c4d user Alice: Hello…`` with its markers: ``(empty)`` (a reply with no
     text, which older versions stored when interrupted before its first word; the model
-    is not sent it), ``(incomplete)`` (a reply cut short), ``(disabled)``, ``(HEAD)``."""
+    is not sent it), ``(incomplete)`` (a reply cut short), ``(disabled)``, ``(HEAD)``.
+    ``width``: the cells the text may take."""
     speaker = f" {node.name}:" if node.name else ":"
     text = _first_line(node.content, width)
     if not text:
@@ -53,6 +84,240 @@ def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width:
     return line
 
 
+def _marks(node: Node, head_id: str | None, alternatives: str) -> list[tuple[str, str]]:
+    """A node's marks, each ``(plain, painted)``."""
+    marks: list[tuple[str, str]] = []
+    if not node.content.strip():
+        marks.append(("(empty)", paint("(empty)", "dim")))
+    if node.metadata.get("incomplete"):
+        marks.append(("(incomplete)", paint("(incomplete)", "yellow")))
+    if not node.enabled:
+        marks.append(("(disabled)", paint("(disabled)", "dim")))
+    if node.id == head_id:
+        marks.append(("(HEAD)", paint("(HEAD)", "bold", "yellow")))
+    if alternatives:
+        marks.append((alternatives, paint(alternatives, "blue")))
+    return marks
+
+
+def _header(
+    node: Node, number: int, width: int, *, reserve: int = 0, colon: str = ""
+) -> tuple[str, int]:
+    """``#12 1a2b3c4d Seraphina`` (the name, else the role), and the cells it takes: the
+    name cut so that the header leaves ``reserve`` of ``width`` cells free."""
+    lead = len(f"#{number} ") + SHORT + 1
+    room = max(min(NAME_CELLS, width - lead - len(colon) - reserve), 1)
+    speaker = clip(" ".join(clean(node.name or node.role).split()), room) + colon
+    painted = (
+        f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} "
+        f"{paint(speaker, ROLE_STYLE.get(node.role, 'bold'), 'bold')}"
+    )
+    return painted, lead + cell_len(speaker)
+
+
+def _cells(marks: list[tuple[str, str]]) -> int:
+    """The cells ``marks`` take, a space before each."""
+    return sum(len(plain) + 1 for plain, _ in marks)
+
+
+# --- the log ---------------------------------------------------------------------
+
+
+def log_lines(
+    session: Session,
+    turns: Sequence[NodeAmongSiblings],
+    *,
+    width: int,
+    first_number: int = 1,
+) -> list[str]:
+    """The projection, one message after another, each once: a header (its number,
+    short id, speaker, marks) then its text word-wrapped to ``width`` cells, paragraphs
+    kept, a blank line between messages. ``first_number``: the number of ``turns[0]``
+    (its depth on the path: 1 unless the log starts further down)."""
+    if not turns:
+        return [paint("(empty session)", "dim")]
+    width = max(width, MIN_WIDTH)
+    lines: list[str] = []
+    for number, turn in enumerate(turns, first_number):
+        node = turn.node
+        if lines:
+            lines.append("")
+        marks = _marks(node, session.head_id, alternatives(turn))
+        header, _ = _header(node, number, width, reserve=_cells(marks))
+        lines.append(header + "".join(" " + mark for _, mark in marks))
+        body = wrap(clean(node.content), width)
+        if not node.enabled:
+            body = [paint(line, "dim") for line in body]
+        lines.extend(body)
+    return lines
+
+
+# --- the tree --------------------------------------------------------------------
+
+
+def tree_lines(
+    tree: Tree,
+    *,
+    width: int,
+    depth: int | None = None,
+    all: bool = False,
+    last: int | None = None,
+) -> list[str]:
+    """The tree as a graph in the manner of ``git log --graph``, root at the top, each
+    line at most ``width`` cells.
+
+    The path to HEAD (and on below HEAD along the active children) runs down the left
+    column and is drawn whole. Each other alternative is a side branch: it opens a lane
+    to the right (``|\\``) just below its fork and is drawn whole before the path goes
+    on, or is folded into one line saying what it holds (``| + 2 other alternatives,
+    14 messages``). ``depth``: side branches are unfolded that many levels (a side
+    branch of a side branch is the second level; default 0: all folded); ``all``:
+    everything drawn. Several roots (a first message edited as a fork) are several
+    graphs in their order, a blank line between them, the other roots folded as side
+    branches are. ``last``: the graph starts that many messages above HEAD (HEAD
+    included), after a line saying how many are above.
+    """
+    if not tree.nodes:
+        return [paint("(empty session)", "dim")]
+    return _Graph(tree, width, math.inf if all else (depth or 0)).lines(last)
+
+
+def print_tree(tree: Tree) -> None:
+    """The whole tree, every branch drawn, at the terminal's width."""
+    out(*tree_lines(tree, width=shutil.get_terminal_size().columns, all=True))
+
+
+class _Graph:
+    """The drawing of one tree (see :func:`tree_lines`)."""
+
+    def __init__(self, tree: Tree, width: int, unfold: float) -> None:
+        self.width = max(width, MIN_WIDTH)
+        self.unfold = unfold
+        self.head = tree.head_id
+        self.kids = tree.children()
+        self.parents = {n.id: n.parent_id for n in tree.nodes}
+        self.on_path = _path_ids(self.parents, self.head)
+        # Depths and subtree sizes, in one pass each (parents come before children).
+        self.number: dict[str, int] = {}
+        for node in tree.nodes:
+            parent = node.parent_id
+            self.number[node.id] = self.number[parent] + 1 if parent in self.number else 1
+        self.size: dict[str, int] = dict.fromkeys(self.parents, 1)
+        for node in reversed(tree.nodes):
+            if node.parent_id in self.size:
+                self.size[node.parent_id] += self.size[node.id]
+        self.by_id = {n.id: n for n in tree.nodes}
+
+    def lines(self, last: int | None) -> list[str]:
+        roots = self.kids.get(None, [])
+        if last is not None and self.head is not None:
+            top = self.by_id[self.head]
+            for _ in range(last - 1):
+                if top.parent_id is None:
+                    break
+                top = self.by_id[top.parent_id]
+            siblings = self.kids.get(top.parent_id, [])
+            above = self.number[top.id] - 1
+            lines = []
+            if above:
+                note = f"⋮ {above:,} earlier message{'s' * (above != 1)} above #{above + 1}"
+                lines.append(paint(clip(note, self.width), "dim"))
+            return lines + self._draw(top, _alt(top, siblings), 0)
+        trunk = _trunk_last(roots, self.on_path)[-1]
+        if self.unfold < 1:
+            lines = self._folded([r for r in roots if r is not trunk], 0, top=True)
+            return lines + self._draw(trunk, _alt(trunk, roots), 0)
+        lines = []
+        for root in roots:
+            if lines:
+                lines.append("")
+            lines.extend(self._draw(root, _alt(root, roots), 0 if root is trunk else 1))
+        return lines
+
+    def _draw(self, top: Node, alt: str, level: int) -> list[str]:
+        """The graph from ``top`` down; ``level``: how many forks off the path it is."""
+        lines: list[str] = []
+        # Entries: (node, column, open a lane first, its "< i/n >", its level).
+        stack = [(top, 0, False, alt, level)]
+        while stack:
+            node, column, fork, alt, level = stack.pop()
+            if fork:
+                lines.append(self._lanes(column - 1) + "|\\")
+            prefix = self._lanes(column) + "* "
+            lines.append(prefix + self._label(node, alt, self.width - len(prefix)))
+            children = self.kids.get(node.id)
+            if not children:
+                continue
+            ordered = _trunk_last(children, self.on_path, node.active_child_id)
+            trunk, sides = ordered[-1], ordered[:-1]
+            # Pushed in reverse: the sides pop first (each in the next column), the trunk last.
+            stack.append((trunk, column, False, _alt(trunk, children), level))
+            if level + 1 > self.unfold:
+                lines.extend(self._folded(sides, column + 1))
+            else:
+                stack.extend(
+                    (side, column + 1, True, _alt(side, children), level + 1)
+                    for side in reversed(sides)
+                )
+        return lines
+
+    def _folded(self, sides: Sequence[Node], lanes: int, *, top: bool = False) -> list[str]:
+        """``| + 2 other alternatives, 14 messages``: side branches folded (none: no line)."""
+        if not sides:
+            return []
+        messages = sum(self.size[side.id] for side in sides)
+        alt = "alternative" if len(sides) == 1 else "alternatives"
+        where = " of the first message" if top else ""
+        text = f"+ {len(sides)} other {alt}{where}, {messages:,} message{'s' * (messages != 1)}"
+        prefix = self._lanes(lanes)
+        return [prefix + paint(clip(text, self.width - len(prefix)), "dim")]
+
+    def _lanes(self, count: int) -> str:
+        """``| | `` for ``count`` open lanes; past half the width, the deeper ones as
+        a number (``| | [7] ``), so that the label keeps room."""
+        most = max((self.width // 2 - 6) // 2, 1)
+        if count <= most:
+            return "| " * count
+        return "| " * (most - 2) + f"[{count - most + 2}] "
+
+    def _label(self, node: Node, alt: str, width: int) -> str:
+        """``#12 1a2b3c4d Seraphina: text… (HEAD) < 2/3 >`` in ``width`` cells."""
+        marks = _marks(node, self.head, alt)
+        number = self.number[node.id]
+        reserve = _cells(marks) + min(12, width // 4)  # the text keeps some room
+        header, used = _header(node, number, width, reserve=reserve, colon=":")
+        used += _cells(marks)
+        text = _first_line(node.content, width - used - 1)
+        if text:
+            header += " " + (paint(text, "dim") if not node.enabled else text)
+        return header + "".join(" " + mark for _, mark in marks)
+
+
+def _alt(node: Node, siblings: Sequence[Node]) -> str:
+    if len(siblings) < 2:
+        return ""
+    return f"< {[s.id for s in siblings].index(node.id) + 1}/{len(siblings)} >"
+
+
+def _trunk_last(nodes: Sequence[Node], on_path: set[str], active: str | None = None) -> list[Node]:
+    trunk = next((n for n in nodes if n.id in on_path), None)
+    if trunk is None:
+        trunk = next((n for n in nodes if n.id == active), nodes[-1])
+    return [n for n in nodes if n is not trunk] + [trunk]
+
+
+def _path_ids(parents: dict[str, str | None], head: str | None) -> set[str]:
+    path: set[str] = set()
+    current = head
+    while current is not None and current not in path:
+        path.add(current)
+        current = parents.get(current)
+    return path
+
+
+# --- other commands' text ----------------------------------------------------------
+
+
 def print_sessions(
     sessions: Sequence[Session], counts: dict[str, int], current: str | None
 ) -> None:
@@ -64,22 +329,6 @@ def print_sessions(
         title = s.title or paint("(untitled)", "dim")
         details = f"{counts.get(s.id, 0)} nodes, v{s.version}, {s.updated_at:%Y-%m-%d %H:%M}"
         out(f"{mark} {paint(short(s.id), 'dim')} {title}  {paint(details, 'dim')}")
-
-
-def print_log(session: Session, turns: Sequence[NodeAmongSiblings]) -> None:
-    """The projection, one message after another, long texts in full below their line."""
-    if not turns:
-        out(paint("(empty session)", "dim"))
-        return
-    lines = []
-    bar = paint("│", "dim")
-    for turn in turns:
-        node = turn.node
-        lines.append(node_line(node, head_id=session.head_id, alternatives=alternatives(turn)))
-        body = node.content.strip()
-        if "\n" in body or len(body) > 72:
-            lines.extend(f"         {bar} {line}" for line in body.splitlines())
-    out(*lines)
 
 
 def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
@@ -99,78 +348,3 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     if node.delta:
         rows.append(("delta", json.dumps(node.delta, ensure_ascii=False)))
     out(*(f"{paint(f'{label:>11}', 'dim')} {value}" for label, value in rows), "", node.content)
-
-
-def print_tree(tree: Tree) -> None:
-    out(*tree_lines(tree))
-
-
-def tree_lines(tree: Tree) -> list[str]:
-    """The tree as a graph in the manner of ``git log --graph``, root at the top.
-
-    The path to HEAD runs down the left column; every other alternative opens a
-    lane to the right (``|\\``) just below its fork and is drawn whole before the
-    path goes on. Several roots (a first message edited as a fork) are several
-    graphs, in their order, a blank line between them: each is a story of its own.
-    """
-    if not tree.nodes:
-        return [paint("(empty session)", "dim")]
-    kids = tree.children()
-    on_path = _path_ids(tree)
-    roots = kids.get(None, [])
-    lines: list[str] = []
-    for root in roots:
-        if lines:
-            lines.append("")
-        lines.extend(_graph(root, _alt(root, roots), kids, on_path, tree.head_id))
-    return lines
-
-
-def _graph(
-    root: Node,
-    alt: str,
-    kids: dict[str | None, list[Node]],
-    on_path: set[str],
-    head: str | None,
-) -> list[str]:
-    """One root's graph (see :func:`tree_lines`)."""
-    lines: list[str] = []
-    # Entries: (node, column, open a lane first, its "< i/n >").
-    stack = [(root, 0, False, alt)]
-    while stack:
-        node, column, fork, alt = stack.pop()
-        if fork:
-            lines.append("| " * (column - 1) + "|\\")
-        lines.append("| " * column + "* " + node_line(node, head_id=head, alternatives=alt))
-        children = kids.get(node.id)
-        if not children:
-            continue
-        ordered = _trunk_last(children, on_path, node.active_child_id)
-        trunk, sides = ordered[-1], ordered[:-1]
-        # Pushed in reverse: the sides pop first (each in the next column), the trunk last.
-        stack.append((trunk, column, False, _alt(trunk, children)))
-        stack.extend((side, column + 1, True, _alt(side, children)) for side in reversed(sides))
-    return lines
-
-
-def _alt(node: Node, siblings: Sequence[Node]) -> str:
-    if len(siblings) < 2:
-        return ""
-    return f"< {[s.id for s in siblings].index(node.id) + 1}/{len(siblings)} >"
-
-
-def _trunk_last(nodes: Sequence[Node], on_path: set[str], active: str | None = None) -> list[Node]:
-    trunk = next((n for n in nodes if n.id in on_path), None)
-    if trunk is None:
-        trunk = next((n for n in nodes if n.id == active), nodes[-1])
-    return [n for n in nodes if n is not trunk] + [trunk]
-
-
-def _path_ids(tree: Tree) -> set[str]:
-    parents = {n.id: n.parent_id for n in tree.nodes}
-    path: set[str] = set()
-    current = tree.head_id
-    while current is not None and current not in path:
-        path.add(current)
-        current = parents.get(current)
-    return path

@@ -12,7 +12,7 @@ from clotho.errors import UsageError
 from clotho.sessions import new_session
 from mnemosyne import Node, Session
 
-from . import render
+from . import pager, render
 from ._app import Cli, app, command, session_app
 from .style import out, paint
 
@@ -209,21 +209,84 @@ def swipe(
 # --- reading -------------------------------------------------------------------------
 
 
+NoPager = Annotated[
+    bool,
+    typer.Option("--no-pager", help="Print straight to the terminal, never through the pager."),
+]
+LastOption = Annotated[
+    int | None,
+    typer.Option(
+        "--last", min=1, metavar="N", help="Only the last N messages.", show_default=False
+    ),
+]
+
+
 @command(app, "log")
-def log(cli: Cli) -> None:
-    """The linear projection: what the model sees, root to HEAD."""
-    session, turns = cli.store.projection_turns(cli.session_id())
-    cli.emit(
-        [t.node.as_dict() for t in turns],
-        lambda: render.print_log(session, turns),
-    )
+def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
+    """The linear projection: what the model sees, root to HEAD.
+
+    Each message once, numbered by its place on the path (#1 the root), its text
+    wrapped to the terminal's width; disabled messages are shown, marked. A log longer
+    than the screen goes through a pager ($CLOTHO_PAGER, $PAGER or less), as in git.
+    """
+    session_id = cli.session_id()
+    if cli.json:  # the projection as the model sees it: no disabled messages
+        if last is None:
+            turns = cli.store.projection_turns(session_id)[1]
+        else:
+            turns = cli.store.projection_page(session_id, limit=last).turns
+        cli.emit([t.node.as_dict() for t in turns], lambda: None)
+        return
+    if last is None:
+        session, turns = cli.store.projection_turns(session_id, disabled=True)
+        first = 1
+    else:
+        window = cli.store.projection_page(session_id, limit=last, disabled=True)
+        session, turns, first = window.session, window.turns, window.earlier + 1
+    width = pager.terminal_size().columns
+    lines = render.log_lines(session, turns, width=width, first_number=first)
+    pager.page(lines, enabled=not no_pager)
 
 
 @command(app, "tree")
-def tree(cli: Cli) -> None:
-    """The whole tree as a graph, HEAD marked."""
+def tree(
+    cli: Cli,
+    depth: Annotated[
+        int,
+        typer.Option(
+            "--depth",
+            min=0,
+            metavar="N",
+            help="Unfold side branches N levels (0: each folded to one line).",
+        ),
+    ] = 0,
+    all_branches: Annotated[
+        bool, typer.Option("--all", help="Draw every branch (no folding).")
+    ] = False,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            min=1,
+            metavar="N",
+            help="Start the graph N messages above HEAD.",
+            show_default=False,
+        ),
+    ] = None,
+    no_pager: NoPager = False,
+) -> None:
+    """The tree as a graph, HEAD marked, numbered as in `clotho log`.
+
+    The path to HEAD is drawn whole in the left column; each other alternative is
+    folded to one line saying what it holds, unless --depth or --all unfold it.
+    """
     whole = cli.store.tree(cli.session_id())
-    cli.emit(whole.as_dict(), lambda: render.print_tree(whole))
+    if cli.json:
+        cli.emit(whole.as_dict(), lambda: None)
+        return
+    width = pager.terminal_size().columns
+    lines = render.tree_lines(whole, width=width, depth=depth, all=all_branches, last=last)
+    pager.page(lines, enabled=not no_pager)
 
 
 @command(app, "show")

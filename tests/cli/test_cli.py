@@ -102,7 +102,7 @@ def test_text_output_shows_the_graph_and_head(run_sqlite: Run) -> None:
     run("add", "user", "Open the door")
     first = run.json("add", "assistant", "It creaks")
     second = run.json("fork", first["id"], "It is locked")
-    tree = run("tree").stdout.splitlines()
+    tree = run("tree", "--all").stdout.splitlines()  # side branches unfolded
     assert tree[0].startswith("* ") and "Open the door" in tree[0]
     assert tree[1] == "|\\"
     assert tree[2].startswith("| * ") and first["id"][:8] in tree[2] and "< 1/2 >" in tree[2]
