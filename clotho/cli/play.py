@@ -112,7 +112,7 @@ def run_turn(
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
     else:
-        note = "(continues)" if kind == "continue" else ""
+        note = "(continues)" if kind == "continue" and _head_is_a_reply(cli, session_id) else ""
         screen.expect_reply(engine.setup.character.name, note=note)
     request = TurnRequest(kind, text=text, node=node)  # type: ignore[arg-type]
     work = _interruptible(
@@ -140,6 +140,12 @@ def run_turn(
     cli.remember(session_id)
     _report(cli, session_id, result, before, engine, screen)
     return result
+
+
+def _head_is_a_reply(cli: Cli, session_id: str) -> bool:
+    """Whether HEAD is a reply (which ``continue`` extends; else it asks for one)."""
+    head = cli.store.session(session_id).head_id
+    return head is not None and cli.store.node(session_id, head).role == "assistant"
 
 
 def _interrupted_line(stop: TurnInterrupted, continue_hint: str) -> str:
