@@ -290,7 +290,8 @@ def play(cli: Cli) -> None:
     engine = _engine(cli, session_id)
     # the model client loads while the player types the first line, not after it
     threading.Thread(target=_load_model_client, name="model-client", daemon=True).start()
-    screen = ChatScreen()
+    setup = engine.setup
+    screen = ChatScreen(speakers={"user": setup.player, "assistant": setup.character.name})
     screen.recap(cli.store.projection_page(session_id, limit=RECAP), hint=PLAY_HINT)
     with asyncio.Runner() as runner:
 

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -323,7 +323,8 @@ class ChatScreen:
 
     ``terminal`` (default: whether stdout is one) decides wrapping, names and the
     spinner; ``color`` (default: :data:`clotho.cli.style.COLOR` on a terminal) the
-    styles; ``width`` how wide a line is (default: the terminal's, read each time).
+    styles; ``width`` how wide a line is (default: the terminal's, read each time);
+    ``quiet`` (``--json``) shows nothing.
     """
 
     def __init__(
@@ -335,8 +336,12 @@ class ChatScreen:
         color: bool | None = None,
         width: Callable[[], int] | None = None,
         quiet: bool = False,
+        speakers: Mapping[str, str] | None = None,
     ) -> None:
         self.out = out if out is not None else sys.stdout
+        #: The name a message of a role is shown with when it has none of its own (older
+        #: stories): ``{"user": player, "assistant": character}``.
+        self.speakers = dict(speakers or {})
         self.err = err if err is not None else sys.stderr
         self.terminal = self.out.isatty() if terminal is None else terminal
         self.color = (style.COLOR and self.terminal) if color is None else color
@@ -529,7 +534,7 @@ class ChatScreen:
         2/3``), its marks and its short id. ``max_lines`` shortens a long one, with a
         note that ``/log`` shows it whole."""
         node = view.node
-        name = node.name or node.role
+        name = node.name or self.speakers.get(node.role) or node.role
         player = node.role == "user"
         text = node.content if node.content.strip() else "(empty)"
         if not self.terminal:
