@@ -529,10 +529,11 @@ class ChatScreen:
         max_lines: int | None = None,
         details: bool = True,
     ) -> None:
-        """One message: its speaker's name (or its role) and its text, wrapped, and
-        with ``details`` a dim line under it: its place among alternatives (``reply
-        2/3``), its marks and its short id. ``max_lines`` shortens a long one, with a
-        note that ``/log`` shows it whole."""
+        """One message: its speaker's name (or its role) and its text, wrapped, then a
+        dim line: its place among alternatives (``reply 2/3``), its marks (incomplete,
+        disabled, HEAD) and its short id; without ``details``, that line only when it
+        has alternatives or a mark. ``max_lines`` shortens a long one, with a note that
+        ``/log`` shows it whole."""
         node = view.node
         name = node.name or self.speakers.get(node.role) or node.role
         player = node.role == "user"
@@ -561,8 +562,9 @@ class ChatScreen:
                     self.paint(f"… {hidden} more lines (/log shows it whole)", "dim"),
                 ]
             self.out.write(self._name(name + ":", player=player) + " " + "\n".join(lines) + "\n")
-        if details:
-            self.footer(_marks(view, head_id))
+        marks = _marks(view, head_id)
+        if details or len(marks) > 2 or len(view.siblings) > 1:  # a mark, alternatives
+            self.footer(marks)
         self.out.flush()
 
     def recap(self, page: ProjectionPage, *, hint: str) -> None:
@@ -577,6 +579,8 @@ class ChatScreen:
             self.line("A new story: say something to begin.", "dim")
         for number, view in enumerate(page.turns):
             last = number == len(page.turns) - 1
+            if number and view.node.role == "user":
+                self.out.write("\n")  # a turn: the player's message and its reply
             self.message(
                 view,
                 head_id=page.session.head_id,
