@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-from rich.cells import cell_len, chop_cells, split_text
+from rich.cells import cell_len, chop_cells
 
 __all__ = ["cell_len", "clean", "clip", "wrap"]
 
@@ -75,7 +75,7 @@ def clip(text: str, width: int) -> str:
         return text
     if width <= 1:
         return "…"[:width]
-    return split_text(text, width - 1)[0] + "…"
+    return chop_cells(text[: width * 4], width - 1)[0] + "…"
 
 
 def wrap(text: str, width: int) -> list[str]:

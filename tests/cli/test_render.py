@@ -109,6 +109,7 @@ def test_stored_control_characters_never_reach_the_terminal() -> None:
     text = "red \x1b[31mtext\x1b[0m\r\nbell\x07 \x1b]8;;http://x\x07link\x1b]8;;\x07\n\n\n\nend"
     assert clean(text) == "red text\nbell link\n\nend"
     assert clip("你好世界你好", 7) == "你好世…" and cell_len(clip("你好世界你好", 7)) == 7
+    assert clip("你好世界你好", 8) == "你好世…"  # a wide character never halved
 
 
 # --- the log --------------------------------------------------------------------------
