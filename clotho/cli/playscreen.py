@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rich.cells import cell_len, split_graphemes
 from rich.style import Style
 
-from . import render, style
+from . import cells, render, style
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -183,11 +183,11 @@ class TextWrapper:
         # wider than the line: cut it by cells, a grapheme at a time
         for piece, italic in word:
             spans, _ = split_graphemes(piece)
-            for start, end, cells in spans:
-                if self.column + cells > width and self.column > 0:
+            for start, end, size in spans:
+                if self.column + size > width and self.column > 0:
                     self._newline(soft=True)
                 self._styled([(piece[start:end], italic)])
-                self.column += cells
+                self.column += size
 
     def _styled(self, pieces: Iterable[tuple[str, bool]]) -> None:
         if not self.color:
@@ -537,7 +537,7 @@ class ChatScreen:
         node = view.node
         name = node.name or self.speakers.get(node.role) or node.role
         player = node.role == "user"
-        text = node.content if node.content.strip() else "(empty)"
+        text = cells.clean(node.content) or "(empty)"  # stored text: no escape reaches us
         if not self.terminal:
             if max_lines is not None:
                 text = _shortened(text, max_lines * 80)
@@ -552,7 +552,7 @@ class ChatScreen:
                 column=cell_len(name) + 2,
                 styles=("dim", "strike") if not node.enabled else (),
             )
-            wrapper.feed(text.strip("\n"))
+            wrapper.feed(text)
             wrapper.end_line()
             lines = "".join(buffer).split("\n")[:-1]
             if max_lines is not None and len(lines) > max_lines:
