@@ -253,17 +253,24 @@ class Terminal:
     # -- the window ------------------------------------------------------------------
 
     def resize(self, columns: int, rows: int) -> None:
-        """The window resized: the terminal's size changes (SIGWINCH to the program,
-        from the kernel, and sent again in case it raced the ioctl)."""
+        """The window resized, as a terminal does it: fewer rows push the top ones into
+        the scrollback as far as the cursor's row needs (the rest go from the bottom),
+        fewer columns cut the lines; the program gets SIGWINCH (the kernel sends it
+        to the terminal's foreground group on the size's change). Returns once the
+        program has redrawn what it redraws."""
         with self._lock:
             screen = self.screen
-            for y in range(max(0, screen.lines - rows)):  # rows lost at the top: scrollback
-                screen.history.top.append(screen.buffer[y])
+            dropped = max(0, screen.cursor.y + 1 - rows)
+            kept = [screen.buffer[y] for y in range(screen.lines)]
+            screen.history.top.extend(kept[:dropped])
+            screen.buffer.clear()
+            for y, line in enumerate(kept[dropped : dropped + rows]):
+                screen.buffer[y] = line
+            screen.cursor.y -= dropped
+            screen.lines = min(screen.lines, rows)  # the rows are gone: resize cuts no more
             screen.resize(rows, columns)
             self.columns, self.rows = columns, rows
         self._set_size(self.master, columns, rows)
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGWINCH)
         self.settle()
 
     @staticmethod
