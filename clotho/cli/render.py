@@ -145,7 +145,8 @@ def log_lines(
         marks = _marks(node, session.head_id, alternatives(turn))
         header, _ = _header(node, number, width, reserve=_cells(marks))
         lines.append(header + "".join(" " + mark for _, mark in marks))
-        body = wrap(clean(node.content), width)
+        text = clean(node.content)
+        body = wrap(text, width) if text.strip() else []  # (empty) said in the header
         if not node.enabled:
             body = [paint(line, "dim") for line in body]
         lines.extend(body)

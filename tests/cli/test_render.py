@@ -162,6 +162,7 @@ def test_the_log_marks_and_numbers() -> None:
         "#43 cccccccc user (disabled)",
         "#44 dddddddd assistant (empty) (HEAD)",
     ]
+    assert lines[-1] == headers[-1]  # an empty message: its header alone
     assert log_lines(session("z"), [], width=80) == ["(empty session)"]
 
 
