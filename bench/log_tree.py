@@ -10,7 +10,10 @@ replies named, lengths from one line to 4,000 characters in paragraphs, every te
 reply with CJK and emoji, a few disabled or cut short) and, every tenth message, a
 side branch of three messages (so the tree holds a fifth more). Each command runs as
 a player runs it: a new ``clotho`` process, output to a file (not a terminal, so no
-pager), ``COLUMNS=120``; the time is the median of ``--repeat`` runs, import included.
+pager), ``COLUMNS=120``; the time is the median of ``--repeat`` runs, import included
+(most of it: see ``clotho --version``). Then the same reads and renderings in this
+process (the store's read, :mod:`clotho.cli.render`, the lines written to /dev/null),
+which the machine's load disturbs less.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _texts import line  # noqa: E402
 
+from clotho.cli import render  # noqa: E402
 from mnemosyne import NodeRecord, Store  # noqa: E402
 
 CLOTHO = [sys.executable, "-m", "clotho"]
@@ -97,6 +101,31 @@ def timed(args: list[str], env: dict[str, str], repeat: int) -> tuple[float, int
     return statistics.median(times), lines
 
 
+def in_process(store: Store, sid: str, repeat: int) -> None:
+    """Read, render and write each view here, median of ``repeat``."""
+    views = {
+        "log": lambda: render.log_lines(*store.projection_turns(sid, disabled=True), width=120),
+        "log --last 50": lambda: _window(store, sid),
+        "tree": lambda: render.tree_lines(store.tree(sid), width=120),
+        "tree --all": lambda: render.tree_lines(store.tree(sid), width=120, all=True),
+    }
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        for name, view in views.items():
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                sink.write("".join(line + "\n" for line in view()))
+                times.append((time.perf_counter() - start) * 1000)
+            print(f"in process: {name:<14} {statistics.median(times):7.1f} ms")
+
+
+def _window(store: Store, sid: str) -> list[str]:
+    window = store.projection_page(sid, limit=50, disabled=True)
+    return render.log_lines(
+        window.session, window.turns, width=120, first_number=window.earlier + 1
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000)
@@ -106,6 +135,7 @@ def main() -> int:
         url = f"sqlite:///{Path(tmp) / 'clotho.db'}"
         with Store.open(url) as store:
             sid = build(store, args.messages)
+            in_process(store, sid, args.repeat)
         env = {
             **os.environ,
             "CLOTHO_DATABASE_URL": url,
