@@ -194,3 +194,16 @@ def test_a_pager_quit_early_missing_or_failing_is_no_error(story: Run, pager: st
         assert len(headers(shown)) == MESSAGES  # nothing lost
     else:
         assert headers(shown) == []
+
+
+def test_a_reader_that_stops_early_is_no_error(story: Run) -> None:
+    # `clotho log | head -2`: the log is longer than a pipe holds; head closes it.
+    reader = subprocess.Popen(
+        [CLOTHO, "log"], env=story.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.read(100).startswith(b"#1 ")
+    reader.stdout.close()
+    with reader.stderr:
+        assert reader.wait(timeout=60) == 0
+        assert reader.stderr.read() == b""
