@@ -1,5 +1,6 @@
 """Nothing a player typed or saw is lost: `clotho say` and `clotho play` as subprocesses
-(play on a pseudo-terminal, or with piped input) against a model server on loopback.
+(play on a pseudo-terminal, tests/cli/terminal.py, or with piped input) against a model
+server on loopback.
 
 Interrupts are sent once the model server has received the call they interrupt, never
 after a fixed wait.
@@ -7,15 +8,9 @@ after a fixed wait.
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import signal
-import struct
 import subprocess
-import termios
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,14 +23,13 @@ from prompt_toolkit.output import DummyOutput
 from clotho.cli.playinput import LineReader, clean_line
 from orchestrator.loopback import ModelServer, Reply
 
+from .terminal import Terminal
 from .test_cli import CLOTHO, Run
 from .test_play import HIT, campaign_session
 
 #: Long enough that the interrupt always comes first (the call is then abandoned).
 HELD = 20.0
 #: A message longer than a terminal's canonical-mode line (4095 bytes), ending in a word.
-#: What prompt_toolkit writes when a prompt is ready for keys (bracketed paste on).
-PROMPT_READY = b"\x1b[?2004h"
 LONG = ("The ranger studies the ancient runes carved into the wall. " * 90)[:4999] + " end."
 
 
@@ -139,7 +133,8 @@ def test_a_stream_cut_by_the_server_is_one_line_and_the_partial_is_kept(play: Ru
     reply = play.json("log")[-1]
     assert reply["content"] == "Marla opens her mouth "
     assert reply["metadata"]["incomplete"] is True
-    assert play("log").stdout.splitlines()[-1].endswith("(incomplete) (HEAD)")
+    header, text = play("log", "--last", "1").stdout.splitlines()
+    assert header.endswith("Marla (incomplete) (HEAD)") and text == "Marla opens her mouth"
     assert "(incomplete)" in play("tree").stdout
 
 
@@ -165,29 +160,15 @@ def test_the_line_editor_reads_a_long_line_whole_and_drops_control_keys() -> Non
 
 
 def test_play_on_a_terminal_stores_a_long_message_whole(play: Run) -> None:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = {**play.env, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-    process = subprocess.Popen(
-        [CLOTHO, "play"], env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True
-    )
-    os.close(slave)
-    screen = Screen(master)
-    try:
-        screen.wait_for(PROMPT_READY)
-        typed = LONG[:2000] + "\x0c" + LONG[2000:]  # Ctrl+L (clear screen) while typing
-        for start in range(0, len(typed), 256):
-            screen.write(typed[start : start + 256].encode())
-        screen.write(b"\r")
-        screen.wait_for(b"Marla slashes your arm.")
-        screen.wait_for(PROMPT_READY, count=screen.count(PROMPT_READY) + 1)
-        screen.write(b"\x04")  # Ctrl+D: the end
-        assert process.wait(timeout=60) == 0, screen.text()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        screen.close()
+    with Terminal(["play"], play.env, columns=120, rows=40) as term:
+        term.wait_prompt()
+        term.send(LONG[:2000] + "\x0c" + LONG[2000:])  # Ctrl+L (clear screen) while typing
+        term.press("Enter")
+        term.wait_for("Marla: Marla slashes your arm.")
+        term.wait_prompt()
+        term.settle()
+        term.press("Ctrl+D")  # the end
+        assert term.wait_exit() == 0, term.text()
     user, reply = play.json("log")
     assert user["content"] == LONG and len(user["content"]) == 5004
     assert reply["content"] == "Marla slashes your arm."
@@ -207,52 +188,3 @@ def test_play_with_piped_input_stores_a_long_message_whole(play: Run) -> None:
     user, reply = play.json("log")
     assert user["content"] == LONG
     assert reply["content"] == "Marla slashes your arm."
-
-
-class Screen:
-    """What a program writes to a pseudo-terminal, read as it comes by a thread."""
-
-    def __init__(self, master: int) -> None:
-        self.master = master
-        self.data = bytearray()
-        self.lock = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:  # the program ended (EIO) or the master was closed
-                chunk = b""
-            with self.lock:
-                if not chunk:
-                    self.data += b"\0EOF"
-                    self.lock.notify_all()
-                    return
-                self.data += chunk
-                self.lock.notify_all()
-
-    def count(self, what: bytes) -> int:
-        with self.lock:
-            return self.data.count(what)
-
-    def wait_for(self, what: bytes, count: int = 1, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        with self.lock:
-            while self.data.count(what) < count:
-                left = deadline - time.monotonic()
-                assert left > 0 and not self.data.endswith(b"\0EOF"), self.text()
-                self.lock.wait(left)
-
-    def write(self, data: bytes) -> None:
-        while data:
-            data = data[os.write(self.master, data) :]
-
-    def text(self) -> str:
-        with self.lock:
-            return self.data.decode(errors="replace")[-2000:]
-
-    def close(self) -> None:
-        os.close(self.master)
-        self.reader.join(timeout=10)
