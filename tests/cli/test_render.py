@@ -259,6 +259,21 @@ def test_last_starts_the_graph_above_head() -> None:
     assert [line[:13] for line in lines[1:]] == ["* #3 cccccccc", "* #4 gggggggg"]
 
 
+def test_below_head_the_path_goes_on_along_the_active_children() -> None:
+    # HEAD checked out back at c: what lies below it (the story to redo) stays drawn.
+    whole = forked()
+    moved = Tree(session("c"), whole.nodes)
+    lines = tree_lines(moved, width=80)
+    assert [line[:13] for line in lines] == [
+        "* #1 aaaaaaaa",
+        "* #2 bbbbbbbb",
+        "| + 2 other a",
+        "* #3 cccccccc",
+        "* #4 gggggggg",
+    ]
+    assert lines[3].endswith("(HEAD) < 1/3 >") and "(HEAD)" not in lines[4]
+
+
 def test_several_roots_are_graphs_apart_in_their_order() -> None:
     # A first message edited as a fork: two roots, HEAD below the second. Each root is
     # a graph of its own (never one chain), a blank line between, in the roots' order.
