@@ -1,32 +1,42 @@
-"""``clotho play``'s slash commands, and what a line the player sends does."""
+"""``clotho play``'s slash commands (:data:`COMMANDS`, one table: name, arguments, one
+line of help, what it does), and what a line the player sends does (:func:`dispatch`).
+
+A command that takes a node takes any node name (an id or prefix, ``HEAD~N``:
+``docs/cli.md``); the line editor completes the short ids after them.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from . import render
+from mnemosyne.edits import Rewrite
+from mnemosyne.state import diff_states
+
+from . import pager, render
 from ._app import Cli
+from .cells import clean, clip
 from .editor import journal_line
-from .playinput import LineReader
+from .playinput import HISTORY_FILE, CommandHelp, LineReader, NodeChoice
+from .state import diff_lines, state_lines
 from .style import out, paint
-from .traceview import print_trace
+from .traceview import terminal_width, trace_lines, wrap_line
 
 if TYPE_CHECKING:
+    from mnemosyne import Node
     from orchestrator import Engine, TurnResult
 
     from .playscreen import ChatScreen
 
-__all__ = ["PLAY_HELP", "Play", "dispatch"]
+__all__ = ["COMMANDS", "LOG_LAST", "Command", "Play", "dispatch"]
 
-
-PLAY_HELP = (
-    "Type to speak. /reroll, /swipe < or >, /edit TEXT (your last message, as a fork), "
-    "/continue (extends the reply), /impersonate (drafts your line), /undo, /redo, /state, "
-    "/trace, /tree, /quit"
-)
+#: How many of the last messages ``/log`` shows when not told.
+LOG_LAST = 10
+#: The prompt of a line being edited (``/edit``).
+EDIT_PROMPT = "edit> "
+#: How many nodes the completion of a node id offers at most.
+_NODE_CHOICES = 200
 
 
 @dataclass
@@ -44,65 +54,430 @@ class Play:
     #: its text wrapped, ``reply 2/3`` and its id), ``screen.line(text)`` a line.
     screen: ChatScreen
 
+    def __post_init__(self) -> None:
+        self.lines.attach(
+            history=self.cli.settings.data_dir / HISTORY_FILE,
+            commands=COMMANDS,
+            nodes=self.node_choices,
+        )
 
-def _last_alternative_of_a_reply(cli: Cli, session_id: str) -> bool:
-    """Whether HEAD is a reply with no alternative after it (where `>` writes one)."""
+    def node_choices(self) -> list[NodeChoice]:
+        """The nodes a node id completes to: the path to HEAD, newest first, then the
+        rest of the tree, each with its speaker and the start of its text."""
+        tree = self.cli.store.tree(self.session_id)
+        by_id = {node.id: node for node in tree.nodes}
+        path: list[Node] = []
+        current = tree.head_id
+        while current is not None and current in by_id and len(path) < len(by_id):
+            path.append(by_id[current])
+            current = by_id[current].parent_id
+        on_path = {node.id for node in path}
+        others = [node for node in reversed(tree.nodes) if node.id not in on_path]
+        return [
+            NodeChoice(
+                render.short(node.id),
+                clip(f"{node.name or node.role}: {' '.join(clean(node.content).split())}", 60),
+            )
+            for node in [*path, *others][:_NODE_CHOICES]
+        ]
+
+    def show(self, node_id: str) -> None:
+        """One message, as the story shows it (its place among alternatives, its id)."""
+        view = self.cli.store.turn(self.session_id, node_id)
+        self.screen.message(view, head_id=self.cli.store.session(self.session_id).head_id)
+
+    def say(self, text: str, *styles: str) -> None:
+        """A line of the game's own (wrapped on a terminal)."""
+        self.screen.line(text, *styles)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command(CommandHelp):
+    """A slash command: its help (:class:`clotho.cli.playinput.CommandHelp`), what it
+    does with the rest of the line (``run(play, rest)``; ``False``: the session ends),
+    and other names it answers to."""
+
+    run: Callable[[Play, str], bool | None]
+    aliases: tuple[str, ...] = ()
+
+
+# -- playing -------------------------------------------------------------------------
+
+
+def _reroll(play: Play, rest: str) -> None:
+    play.turn("reroll", node=rest or None)
+
+
+def _continue(play: Play, rest: str) -> None:
+    play.turn("continue")
+
+
+def _impersonate(play: Play, rest: str) -> None:
+    drafted = play.turn("impersonate")  # the player's line, stored nowhere
+    if drafted.node is None:
+        play.lines.draft = drafted.text  # the next prompt's text, to edit and send
+
+
+def _swipe(play: Play, rest: str) -> None:
+    ways: dict[str, Literal["prev", "next"]] = {
+        "": "next",
+        ">": "next",
+        "next": "next",
+        "right": "next",
+        "<": "prev",
+        "prev": "prev",
+        "left": "prev",
+    }
+    direction = ways.get(rest)
+    if direction is None:
+        play.say("usage: /swipe < or /swipe > (/swipe alone: >)")
+        return
+    cli, session_id = play.cli, play.session_id
     head = cli.store.session(session_id).head_id
     if head is None:
-        return False
+        play.say("the story is empty: nothing to swipe", "dim")
+        return
     view = cli.store.turn(session_id, head)
-    return view.node.role == "assistant" and view.index == len(view.siblings) - 1
+    last = view.index == len(view.siblings) - 1
+    if direction == "next" and view.node.role == "assistant" and last:
+        play.turn("reroll")  # SillyTavern's swipe right on the last one: a new reply
+        return
+    if (view.index == 0) if direction == "prev" else last:
+        where = "first" if direction == "prev" else "last"
+        play.say(f"this is the {where} alternative: nothing that way", "dim")
+        return
+    node, _ = cli.store.switch_sibling(session_id, direction)
+    play.show(node.id)
+
+
+def _edit(play: Play, rest: str) -> None:
+    cli, session_id = play.cli, play.session_id
+    ref = rest
+    if not ref:
+        mine = (m for m in reversed(cli.store.messages(session_id)) if m.role == "user")
+        last = next(mine, None)
+        if last is None:
+            play.say("nothing to edit: you have not said anything yet (/edit NODE edits any)")
+            return
+        ref = last.id
+    node = cli.store.node(session_id, ref)
+    what = {"user": "your message", "assistant": "the reply"}.get(node.role, "the message")
+    how = "as a fork, then a new reply" if node.role == "user" else "in place"
+    keys = "Enter saves, Ctrl+C leaves it" if play.lines.terminal else "the next line is its text"
+    play.say(f"editing {what} {render.short(node.id)} ({how}): {keys}", "dim")
+    try:
+        text = play.lines.read(EDIT_PROMPT, draft=node.content).strip()
+    except (KeyboardInterrupt, EOFError):
+        play.say("edit left: nothing changed", "dim")
+        return
+    if not text:
+        play.say("the new text is empty: nothing changed", "dim")
+        return
+    if text == node.content.strip():
+        play.say("the text is unchanged: nothing changed", "dim")
+        return
+    if node.role == "user":
+        play.turn("edit", node=node.id, text=text)  # a fork beside it, and its reply
+        return
+    cli.store.edit(session_id, Rewrite.checked(node_id=node.id, content=text))
+    play.show(node.id)
+    play.say("rewritten in place (/undo takes it back)", "dim")
+
+
+def _checkout(play: Play, rest: str) -> None:
+    if not rest:
+        play.say("usage: /checkout NODE (an id, a prefix, HEAD~N)")
+        return
+    node, _ = play.cli.store.checkout(play.session_id, rest)
+    play.show(node.id)
+
+
+def _undo(play: Play, rest: str) -> None:
+    _travel(play, "undo")
+
+
+def _redo(play: Play, rest: str) -> None:
+    _travel(play, "redo")
+
+
+def _travel(play: Play, way: Literal["undo", "redo"]) -> None:
+    """Take back the last turn or edit (or bring it back), saying what it was."""
+    store, session_id = play.cli.store, play.session_id
+    entries = store.history(session_id)
+    if not any(entry.undone == (way == "redo") for entry in entries):
+        play.say(f"nothing to {way}", "dim")
+        return
+    result, session = store.undo(session_id) if way == "undo" else store.redo(session_id)
+    play.say(journal_line(result.action) + (f" ({result.note})" if result.note else ""), "dim")
+    if session.head_id is not None:
+        play.show(session.head_id)
+
+
+def _quit(play: Play, rest: str) -> bool:
+    return False
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _log(play: Play, rest: str) -> None:
+    if rest not in ("", "all") and not (rest.isdigit() and int(rest) > 0):
+        play.say("usage: /log [N] (the last N messages) or /log all")
+        return
+    store, session_id = play.cli.store, play.session_id
+    if rest == "all":
+        session, turns = store.projection_turns(session_id, disabled=True)
+        first = 1
+    else:
+        window = store.projection_page(
+            session_id, limit=int(rest) if rest else LOG_LAST, disabled=True
+        )
+        session, turns, first = window.session, window.turns, window.earlier + 1
+    lines = render.log_lines(
+        session, turns, width=pager.terminal_size().columns, first_number=first
+    )
+    if first > 1:
+        lines.insert(0, paint(f"… {first - 1} earlier messages (/log all shows them)", "dim"))
+    pager.page(lines)
+
+
+def _tree(play: Play, rest: str) -> None:
+    if rest not in ("", "all") and not rest.isdigit():
+        play.say("usage: /tree (side branches folded), /tree N (unfolded N levels), /tree all")
+        return
+    tree = play.cli.store.tree(play.session_id)
+    width = pager.terminal_size().columns
+    depth = int(rest) if rest.isdigit() else 0
+    pager.page(render.tree_lines(tree, width=width, depth=depth, all=rest == "all"))
+
+
+def _state(play: Play, rest: str) -> None:
+    world = play.cli.store.state(play.session_id, rest or None)
+    out(*state_lines(world, terminal_width()))
+
+
+def _diff(play: Play, rest: str) -> None:
+    store, session_id = play.cli.store, play.session_id
+    names = rest.split()
+    if len(names) > 2:
+        play.say("usage: /diff [A] [B] (default: before the last turn, and HEAD)")
+        return
+    if names:
+        a, b = names[0], names[1] if len(names) == 2 else "HEAD"
+        changed = store.diff(session_id, a, b)
+        said = f"from {a} to {b}"
+    else:
+        before = _before_last_turn(play)
+        if before is None:  # the story's start: against the initial state
+            initial = store.schema(session_id).initial_state()
+            head = store.state(session_id).as_dict()
+            changed = diff_states(initial, head)
+            said = "since the story began"
+        else:
+            changed = store.diff(session_id, before, "HEAD")
+            said = f"by the last turn (from {render.short(before)} to HEAD)"
+    play.say(f"what changed {said}:", "dim")
+    out(*diff_lines(changed, terminal_width()))
+
+
+def _before_last_turn(play: Play) -> str | None:
+    """The node before the player's last message (where the last turn started), or the
+    node before HEAD if the player has said nothing; ``None`` at the story's start."""
+    messages = play.cli.store.messages(play.session_id)
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if last is None:
+        last = len(messages) - 1
+    return messages[last - 1].id if last > 0 else None
+
+
+def _trace(play: Play, rest: str) -> None:
+    store, session_id = play.cli.store, play.session_id
+    ref = rest or store.session(session_id).head_id
+    if ref is None:
+        play.say("the story is empty: no trace", "dim")
+        return
+    found = store.trace(session_id, ref)
+    if found is None:
+        name = rest or "HEAD"
+        play.say(f"{name} was not written by the model: no trace (/trace NODE for a reply)")
+        return
+    pager.page(trace_lines(found.as_dict(), terminal_width()))
+
+
+def _lore(play: Play, rest: str) -> None:
+    from clotho.lore_edits import books_listed
+
+    store, session_id = play.cli.store, play.session_id
+    width = terminal_width()
+    labels = {
+        f"{view.book.name}:{entry.uid}": entry.comment or ", ".join(entry.keys)
+        for view in books_listed(store, session_id)
+        for entry in view.book.entries
+    }
+    active = store.state(session_id).active_lore_ids
+    lines = [paint("active at HEAD", "bold") + (":" if active else ": none")]
+    for lore_id in active:
+        lines += wrap_line(labels.get(lore_id, ""), width, lead=f"  {lore_id}  ", indent=4)
+    reply = _last_reply_trace(play)
+    if reply is None:
+        lines.append(paint("no reply written by the model yet: nothing fired", "dim"))
+    else:
+        node_id, trace = reply
+        hits, skipped = trace.get("lore") or [], trace.get("lore_skipped") or []
+        heading = f"fired for the last reply ({render.short(node_id)})"
+        lines.append(paint(heading, "bold") + (":" if hits else ": nothing"))
+        for hit in hits:
+            label = labels.get(hit["id"]) or hit.get("comment") or ""
+            lead = f"  {hit['id']}" + (f" {label}" if label else "") + ": "
+            lines += wrap_line(f"{hit['reason']} (via {hit.get('via', 'key')})", width, lead=lead)
+        for miss in skipped:
+            lines += wrap_line(
+                f"not {miss['id']}: {miss['reason']}", width, lead="  ", indent=4, styles=("dim",)
+            )
+    out(*lines)
+
+
+def _last_reply_trace(play: Play) -> tuple[str, dict[str, Any]] | None:
+    """The last reply on the path with a trace (a few messages back at most), and it."""
+    store, session_id = play.cli.store, play.session_id
+    for message in reversed(store.messages(session_id)[-8:]):
+        if message.role != "assistant":
+            continue
+        found = store.trace(session_id, message.id)
+        if found is not None:
+            return message.id, found.as_dict()
+    return None
+
+
+def _help(play: Play, rest: str) -> None:
+    name = rest.lstrip("/")
+    if name:
+        command = _find(name)
+        if command is None:
+            play.say(f"no command /{name}: /help lists them")
+            return
+        chosen: Sequence[Command] = [command]
+    else:
+        chosen = COMMANDS
+    width = terminal_width()
+    column = max(len(f"/{c.name} {c.arguments}") for c in chosen) + 2
+    lines: list[str] = []
+    for command in chosen:
+        usage = f"/{command.name} {command.arguments}".rstrip().ljust(column)
+        also = f" (also /{', /'.join(command.aliases)})" if command.aliases else ""
+        lines += wrap_line(command.help + also, width, lead=paint(usage, "bold"))
+    if not name:
+        lines.append(
+            paint(
+                "Anything else you type is said in the story. Enter sends; Alt+Enter "
+                "(or Ctrl+J) starts a new line; Tab completes commands and node ids; "
+                "Ctrl+D quits.",
+                "dim",
+            )
+        )
+    out(*lines)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(name="help", arguments="[COMMAND]", help="every command, or one", run=_help),
+    Command(
+        name="log",
+        arguments="[N|all]",
+        help=f"the story's last N messages (default {LOG_LAST}), numbered; all: every one",
+        run=_log,
+    ),
+    Command(
+        name="tree",
+        arguments="[N|all]",
+        help="the story's tree, side branches folded (N: unfolded N levels; all: all)",
+        run=_tree,
+    ),
+    Command(
+        name="state",
+        arguments="[NODE]",
+        help="the world state now (or after NODE): variables, lore, summary",
+        run=_state,
+        takes_node=True,
+    ),
+    Command(
+        name="diff",
+        arguments="[A] [B]",
+        help="what the last turn changed in the world (or from A to B, or A to HEAD)",
+        run=_diff,
+        takes_node=True,
+    ),
+    Command(
+        name="lore",
+        arguments="",
+        help="the lore active now, and what fired for the last reply and why",
+        run=_lore,
+    ),
+    Command(
+        name="trace",
+        arguments="[NODE]",
+        help="what the model was sent for a reply (default HEAD), and why",
+        run=_trace,
+        takes_node=True,
+    ),
+    Command(
+        name="reroll",
+        arguments="[NODE]",
+        help="a new alternative of the last reply, or of NODE (the old ones stay)",
+        run=_reroll,
+        takes_node=True,
+    ),
+    Command(
+        name="swipe",
+        arguments="[<|>]",
+        help="the previous or next alternative; > on the last reply writes a new one",
+        run=_swipe,
+    ),
+    Command(name="continue", arguments="", help="the reply goes on where it ended", run=_continue),
+    Command(
+        name="impersonate",
+        arguments="",
+        help="the model writes your next line, put in the input for you to edit and send",
+        run=_impersonate,
+    ),
+    Command(
+        name="edit",
+        arguments="[NODE]",
+        help="edit a message (default: your last): a reply in place, yours as a fork",
+        run=_edit,
+        takes_node=True,
+    ),
+    Command(
+        name="checkout",
+        arguments="NODE",
+        help="go to a message (the story goes on from there)",
+        run=_checkout,
+        takes_node=True,
+    ),
+    Command(name="undo", arguments="", help="take back the last turn or edit", run=_undo),
+    Command(name="redo", arguments="", help="bring back what /undo took back", run=_redo),
+    Command(
+        name="quit",
+        arguments="",
+        help="end the session (Ctrl+D too)",
+        run=_quit,
+        aliases=("exit", "q"),
+    ),
+)
+
+
+def _find(name: str) -> Command | None:
+    return next((c for c in COMMANDS if name == c.name or name in c.aliases), None)
 
 
 def dispatch(play: Play, line: str) -> bool:
     """Act on a line the player sent: a message to say, or a slash command; ``False``
     when the player asked to quit."""
-    cli, session_id, lines, turn = play.cli, play.session_id, play.lines, play.turn
     if not line.startswith("/"):
-        turn("say", text=line)
+        play.turn("say", text=line)
         return True
     word, _, rest = line[1:].partition(" ")
-    rest = rest.strip()
-    if word in ("quit", "exit", "q"):
-        return False
-    if word == "reroll":
-        turn("reroll")
-    elif word == "continue":
-        turn(word)
-    elif word == "impersonate":
-        drafted = turn(word)  # the player's line, stored nowhere: the next prompt's text
-        if drafted.node is None:
-            lines.draft = drafted.text
-    elif word == "edit":
-        last = next((m for m in reversed(cli.store.messages(session_id)) if m.role == "user"), None)
-        if last is None or not rest:
-            out("usage: /edit TEXT  (replaces your last message, as a fork)")
-        else:
-            turn("edit", node=last.id, text=rest)
-    elif word == "swipe":
-        direction: Literal["prev", "next"] = "prev" if rest in ("<", "prev", "left") else "next"
-        if direction == "next" and _last_alternative_of_a_reply(cli, session_id):
-            turn("reroll")  # SillyTavern's swipe right on the last one: a new reply
-            return True
-        node, _ = cli.store.switch_sibling(session_id, direction)
-        turn_view = cli.store.turn(session_id, node.id)
-        out(render.node_line(node, head_id=node.id, alternatives=render.alternatives(turn_view)))
-        out(node.content)
-    elif word in ("undo", "redo"):  # a turn too: its messages to the trash and back
-        result, _ = cli.store.undo(session_id) if word == "undo" else cli.store.redo(session_id)
-        out(paint(journal_line(result.action), "dim"))
-    elif word == "state":
-        out(json.dumps(cli.store.state(session_id).as_dict(), ensure_ascii=False, indent=2))
-    elif word == "trace":
-        head = cli.store.session(session_id).head_id
-        found = cli.store.trace(session_id, head) if head else None
-        if found is None:
-            out("HEAD was not generated: no trace")
-        else:
-            print_trace(found.as_dict())
-    elif word == "tree":
-        tree = cli.store.tree(session_id)
-        render.print_tree(tree)
-    else:
-        out(PLAY_HELP)
-    return True
+    command = _find(word)
+    if command is None:
+        play.say(f"unknown command /{word}: /help lists them")
+        return True
+    return command.run(play, rest.strip()) is not False

@@ -1,22 +1,47 @@
 """The player's lines in ``clotho play``: prompt_toolkit on a terminal, stdin otherwise.
 
-On a terminal a line of any length is read whole and keys such as Ctrl+L are handled,
-not typed into the text; piped input is read line by line, with control characters
-other than tab and newline removed.
+On a terminal, a line editor: Enter sends; Alt+Enter (or Esc then Enter) and Ctrl+J
+start a new line, and a pasted text stays one message (bracketed paste); the arrows
+walk the history, which is kept across sessions in the data folder (Ctrl+R searches
+it); Tab completes the slash commands, with their help, and node ids after the commands
+that take one; Backspace and Delete take whole characters (a CJK character, an emoji
+with its modifiers); keys such as Ctrl+L act and are not typed into the text; a line
+has no length limit. Piped input is read line by line, with control characters other
+than tab and newline removed.
+
+prompt_toolkit is imported only when a terminal asks for it (it costs every other
+command a tenth of a second).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import regex
 
 from clotho.errors import UsageError
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer
+    from prompt_toolkit.key_binding import KeyBindings
 
-__all__ = ["CANONICAL_LIMIT", "LineReader", "clean_line"]
+__all__ = [
+    "CANONICAL_LIMIT",
+    "HISTORY_FILE",
+    "KEYS_HINT",
+    "CommandHelp",
+    "LineReader",
+    "NodeChoice",
+    "clean_line",
+    "completions",
+    "prompt_session",
+]
 
 
 #: C0 control characters but tab and newline, and DEL: never part of what the player says.
@@ -24,6 +49,12 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 #: The longest line a terminal in canonical mode hands over (Linux: 4095 bytes and the
 #: newline); reading there, a longer line arrives cut, so one that long is refused.
 CANONICAL_LIMIT = 4095
+#: The line editor's history, in the data folder (``Settings.data_dir``).
+HISTORY_FILE = "play-history"
+#: The keys, as the toolbar under the line says them (it fits 80 columns).
+KEYS_HINT = "Enter sends · Alt+Enter new line · ↑ history · Tab completes · /help · Ctrl+D quits"
+#: One user-perceived character (a grapheme cluster: an emoji with its modifiers).
+_GRAPHEME = regex.compile(r"\X")
 
 
 def clean_line(text: str) -> str:
@@ -31,35 +62,231 @@ def clean_line(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
+@dataclass(frozen=True)
+class CommandHelp:
+    """A slash command as completion offers it: ``name`` (without the slash), its
+    arguments and its one line of help; ``takes_node``: node ids complete after it."""
+
+    name: str
+    arguments: str
+    help: str
+    takes_node: bool = False
+
+
+@dataclass(frozen=True)
+class NodeChoice:
+    """A node completion offers: its short id and what it says."""
+
+    short_id: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One completion: the ``text`` that replaces the last ``replace`` characters typed,
+    shown as ``shown`` with ``meta`` beside it."""
+
+    text: str
+    replace: int
+    shown: str
+    meta: str
+
+
+def completions(
+    typed: str, commands: Sequence[CommandHelp], nodes: Callable[[], Sequence[NodeChoice]]
+) -> Iterator[Candidate]:
+    """What Tab offers for the text before the cursor: slash commands (``/tr`` ->
+    ``/trace``, ``/tree``) with their help, and after a command that takes a node, the
+    nodes whose short id starts with the word being typed (``nodes`` is called only
+    then)."""
+    if not typed.startswith("/") or "\n" in typed:
+        return
+    word, space, rest = typed[1:].partition(" ")
+    if not space:
+        for command in commands:
+            if command.name.startswith(word):
+                shown = f"/{command.name} {command.arguments}".rstrip()
+                yield Candidate(f"/{command.name}", len(typed), shown, command.help)
+        return
+    chosen = next((c for c in commands if c.name == word), None)
+    if chosen is None or not chosen.takes_node:
+        return
+    current = rest.rpartition(" ")[2]
+    for choice in nodes():
+        if choice.short_id.startswith(current):
+            yield Candidate(choice.short_id, len(current), choice.short_id, choice.label)
+
+
+def _completer(
+    commands: Sequence[CommandHelp], nodes: Callable[[], Sequence[NodeChoice]]
+) -> Completer:
+    from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+    from prompt_toolkit.document import Document
+
+    class SlashCompleter(Completer):
+        def get_completions(
+            self, document: Document, complete_event: CompleteEvent
+        ) -> Iterator[Completion]:
+            for found in completions(document.text_before_cursor, commands, nodes):
+                yield Completion(
+                    found.text,
+                    start_position=-found.replace,
+                    display=found.shown,
+                    display_meta=found.meta,
+                )
+
+    return SlashCompleter()
+
+
+def _last_grapheme(text: str) -> int:
+    """The length (in code points) of the last whole character of ``text``."""
+    line = text[text.rfind("\n") + 1 :]  # no character spans a newline
+    found = _GRAPHEME.findall(line)
+    return len(found[-1]) if found else min(len(text), 1)
+
+
+def _first_grapheme(text: str) -> int:
+    """The length (in code points) of the first whole character of ``text``."""
+    found = _GRAPHEME.match(text)
+    return len(found.group()) if found else min(len(text), 1)
+
+
+def _key_bindings() -> KeyBindings:
+    """Enter sends (or takes the completion chosen in the menu); Alt+Enter, Esc then
+    Enter, and Ctrl+J add a new line; Backspace, Delete and the arrows go by whole
+    characters."""
+    from prompt_toolkit.enums import DEFAULT_BUFFER
+    from prompt_toolkit.filters import has_focus, has_selection
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    bindings = KeyBindings()
+    editing = has_focus(DEFAULT_BUFFER)
+
+    @bindings.add("enter", filter=editing)
+    def _send(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.current_completion is not None:
+            buffer.apply_completion(state.current_completion)  # the menu's choice, kept
+            return
+        buffer.validate_and_handle()
+
+    @bindings.add("escape", "enter", filter=editing)
+    @bindings.add("c-j", filter=editing)
+    def _new_line(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("backspace", filter=editing & ~has_selection)
+    def _delete_before(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        for _ in range(event.arg):
+            before = buffer.document.text_before_cursor
+            if before:
+                buffer.delete_before_cursor(_last_grapheme(before))
+
+    @bindings.add("delete", filter=editing & ~has_selection)
+    def _delete_after(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        for _ in range(event.arg):
+            after = buffer.document.text_after_cursor
+            if after:
+                buffer.delete(_first_grapheme(after))
+
+    @bindings.add("left", filter=editing)
+    def _left(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        for _ in range(event.arg):
+            before = buffer.document.text_before_cursor
+            if before and not before.endswith("\n"):
+                buffer.cursor_position -= _last_grapheme(before)
+
+    @bindings.add("right", filter=editing)
+    def _right(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        for _ in range(event.arg):
+            after = buffer.document.text_after_cursor
+            if after and not after.startswith("\n"):
+                buffer.cursor_position += _first_grapheme(after)
+
+    return bindings
+
+
+def prompt_session(
+    *,
+    history: Path | None = None,
+    commands: Sequence[CommandHelp] = (),
+    nodes: Callable[[], Sequence[NodeChoice]] = tuple,
+    **options: Any,
+) -> PromptSession[str]:
+    """The line editor (see the module's doc): its history in the file ``history``
+    (none kept: ``None``), completion of ``commands`` and of ``nodes``; ``options`` go
+    to prompt_toolkit's ``PromptSession`` (tests pass ``input`` and ``output``)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    if history is not None:
+        history.parent.mkdir(parents=True, exist_ok=True)
+    return PromptSession(
+        history=FileHistory(history) if history is not None else InMemoryHistory(),
+        multiline=True,
+        prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+        completer=_completer(commands, nodes),
+        complete_while_typing=True,
+        key_bindings=_key_bindings(),
+        bottom_toolbar=KEYS_HINT,
+        **options,
+    )
+
+
 class LineReader:
     """The player's lines: a prompt_toolkit session on a terminal (no length limit, its
     own handling of keys), else lines of stdin (piped input, tests).
 
+    On a terminal the line editor (:func:`prompt_session`) is made at the first read,
+    with what :meth:`attach` gave it; a session passed in is used as it is.
     :meth:`read` raises ``EOFError`` at the end (Ctrl+D) and ``KeyboardInterrupt`` for
     Ctrl+C while typing, with either. ``draft`` (an impersonation's line) is the next
     line's text to edit, on a terminal.
     """
 
     def __init__(self, session: PromptSession[str] | None = None) -> None:
-        if session is None and sys.stdin.isatty() and sys.stdout.isatty():
-            from prompt_toolkit import PromptSession
-
-            session = PromptSession()
         self.session = session
+        self.terminal = session is not None or (sys.stdin.isatty() and sys.stdout.isatty())
         self.draft = ""
+        self._history: Path | None = None
+        self._commands: Sequence[CommandHelp] = ()
+        self._nodes: Callable[[], Sequence[NodeChoice]] = tuple
 
-    def read(self, prompt: str) -> str:
-        """One line, cleaned (:func:`clean_line`).
+    def attach(
+        self,
+        *,
+        history: Path | None,
+        commands: Sequence[CommandHelp],
+        nodes: Callable[[], Sequence[NodeChoice]],
+    ) -> None:
+        """What the line editor keeps and completes: its history file, the slash
+        commands, the nodes (asked for when a node id is being completed)."""
+        self._history, self._commands, self._nodes = history, commands, nodes
+
+    def read(self, prompt: str, *, draft: str | None = None) -> str:
+        """One line, cleaned (:func:`clean_line`); on a terminal, ``draft`` (else
+        :attr:`draft`, once) is its text to begin with.
 
         Raises:
             UsageError: a line read from a terminal in canonical mode reached its limit
                 (the rest was cut off by the terminal).
         """
-        if self.session is not None:
+        if self.terminal:
             from prompt_toolkit.formatted_text import ANSI
 
-            draft, self.draft = self.draft, ""
-            return clean_line(self.session.prompt(ANSI(prompt), default=draft))
+            if self.session is None:
+                self.session = prompt_session(
+                    history=self._history, commands=self._commands, nodes=self._nodes
+                )
+            text = draft
+            if text is None:
+                text, self.draft = self.draft, ""
+            return clean_line(self.session.prompt(ANSI(prompt), default=text))
         line = input(prompt)
         if sys.stdin.isatty() and len(line.encode()) >= CANONICAL_LIMIT - 1:
             raise UsageError(

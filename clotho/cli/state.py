@@ -1,4 +1,6 @@
-"""Commands on the world state: state, diff, blame, changes, campaign check."""
+"""Commands on the world state: state, diff, blame, changes, campaign check; the state's
+and a diff's text (:func:`state_lines`, :func:`diff_lines`), which play's ``/state`` and
+``/diff`` print too."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from typing import Annotated, Any
 import typer
 
 from clotho.formats.campaign import load_campaign
+from mnemosyne import WorldState
 
 from . import render
 from ._app import Cli, app, campaign_app, command
 from .style import out, paint
+from .traceview import terminal_width, wrap_line
 
 NodeArgument = Annotated[
     str | None,
@@ -29,35 +33,55 @@ def _show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def state_lines(world: WorldState, width: int | None) -> list[str]:
+    """The world state as a table, styled and wrapped to ``width`` (``None``: lines
+    whole): each variable and its value, then the active lore, the summary and the
+    author's note (``clotho state`` and play's ``/state``); the internal fields (the
+    lore's timers) are left to ``--json``."""
+    lines: list[str] = []
+    names = max((len(name) for name in world.variables), default=0)
+    for name, value in sorted(world.variables.items()):
+        lines += wrap_line(_show(value), width, lead=f"{paint(name.rjust(names), 'bold')}  ")
+    if not world.variables:
+        lines.append(paint("(no variables yet)", "dim"))
+    lead = f"{paint('active lore', 'dim')}  "
+    lines += wrap_line(_show(world.active_lore_ids), width, lead=lead, indent=2)
+    if world.summary:
+        lines += wrap_line(world.summary, width, lead=f"{paint('summary', 'dim')}  ", indent=2)
+    note = world.author_note
+    if note:
+        where = {
+            "after_story": "after the story string",
+            "before_story": "before the story string",
+        }.get(note["position"], f"in the chat at depth {note['depth']}")
+        every = "never" if note["interval"] == 0 else f"every {note['interval']} message(s)"
+        lines += wrap_line(
+            f"{note['text']}  ({where}, {every}, as {note['role']})",
+            width,
+            lead=f"{paint('author note', 'dim')}  ",
+            indent=2,
+        )
+    return lines
+
+
+def diff_lines(changed: dict[str, list[Any]], width: int | None) -> list[str]:
+    """What differs between two world states (:meth:`mnemosyne.Store.diff`), a line
+    each, wrapped to ``width``: ``hp: 100 -> 90`` (``clotho diff`` and play's
+    ``/diff``)."""
+    if not changed:
+        return [paint("(no difference)", "dim")]
+    lines: list[str] = []
+    for path, (before, after) in changed.items():
+        lead = f"{paint(path, 'bold')}: "
+        lines += wrap_line(f"{_show(before)} -> {_show(after)}", width, lead=lead, indent=2)
+    return lines
+
+
 @command(app, "state")
 def state(cli: Cli, node: NodeArgument = None) -> None:
     """The world state after NODE: variables, active lore, summary, author's note."""
     world = cli.store.state(cli.session_id(), node)
-
-    def text() -> None:
-        lines = []
-        width = max((len(name) for name in world.variables), default=0)
-        for name, value in sorted(world.variables.items()):
-            lines.append(f"{paint(name.rjust(width), 'bold')}  {_show(value)}")
-        if not world.variables:
-            lines.append(paint("(no variables yet)", "dim"))
-        lines.append(f"{paint('active lore', 'dim')}  {_show(world.active_lore_ids)}")
-        if world.summary:
-            lines.append(f"{paint('summary', 'dim')}  {world.summary}")
-        note = world.author_note
-        if note:
-            where = {
-                "after_story": "after the story string",
-                "before_story": "before the story string",
-            }.get(note["position"], f"in the chat at depth {note['depth']}")
-            every = "never" if note["interval"] == 0 else f"every {note['interval']} message(s)"
-            lines.append(
-                f"{paint('author note', 'dim')}  {note['text']}  "
-                + paint(f"({where}, {every}, as {note['role']})", "dim")
-            )
-        out(*lines)
-
-    cli.emit(world.as_dict(), text)
+    cli.emit(world.as_dict(), lambda: out(*state_lines(world, terminal_width())))
 
 
 @command(app, "diff")
@@ -68,14 +92,7 @@ def diff(
 ) -> None:
     """What differs between the world after A and after B."""
     changed = cli.store.diff(cli.session_id(), a, b)
-
-    def text() -> None:
-        if not changed:
-            out(paint("(no difference)", "dim"))
-        for path, (before, after) in changed.items():
-            out(f"{paint(path, 'bold')}: {_show(before)} -> {_show(after)}")
-
-    cli.emit(changed, text)
+    cli.emit(changed, lambda: out(*diff_lines(changed, terminal_width())))
 
 
 @command(app, "blame")

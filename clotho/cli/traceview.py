@@ -1,65 +1,132 @@
-"""A PromptTrace as text: what ``clotho trace`` and play's ``/trace`` print."""
+"""A PromptTrace as text: what ``clotho trace`` and play's ``/trace`` print; and
+:func:`wrap_line`, a line of text word-wrapped under a lead (``/state``, ``/help`` and
+``clotho state`` use it too)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from typing import Any
 
 from . import render
+from .cells import cell_len, clean, wrap
 from .style import out, paint
 
-__all__ = ["print_trace"]
+__all__ = ["print_trace", "terminal_width", "trace_lines", "wrap_line"]
+
+#: Narrower than this, a line is wrapped as if it were this wide.
+_MIN_WIDTH = 20
 
 
-def print_trace(trace: dict[str, Any]) -> None:
-    ok = paint("verified", "green") if trace["verified"] else paint("NOT verified", "red")
-    usage = trace.get("usage") or {}
-    lines = [
-        f"{paint('trace', 'bold')} of {render.short(trace['node_id'])} ({trace['kind']}): "
-        f"{trace['model']}, {trace['latency_ms']} ms, "
-        f"{usage.get('prompt_tokens', '?')} + {usage.get('completion_tokens', '?')} tokens; "
-        f"messages {ok}",
+def terminal_width() -> int | None:
+    """The terminal's width now (it may have changed since the last line), or ``None``
+    when stdout is no terminal (a pipe, a file: lines are written whole)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def wrap_line(
+    text: str,
+    width: int | None,
+    *,
+    lead: str = "",
+    indent: int | None = None,
+    styles: tuple[str, ...] = (),
+) -> list[str]:
+    """``lead`` (styled already) then ``text`` in ``styles``, word-wrapped to ``width``
+    cells (:func:`clotho.cli.cells.wrap`: a word is cut only when wider than the line,
+    CJK and emoji by their cells), each continuation line indented by ``indent`` cells
+    (default: the lead's width). ``width`` ``None`` (not a terminal): one line, the
+    text as it is."""
+    if width is None:
+        return [lead + paint(text, *styles)]
+    lead_cells = cell_len(lead if "\x1b" not in lead else _plain(lead))
+    indent = lead_cells if indent is None else indent
+    room = max(width, _MIN_WIDTH) - max(lead_cells, indent)
+    if room < _MIN_WIDTH // 2:  # a lead too wide for the line: the text under it
+        return [lead, *(paint(piece, *styles) for piece in wrap(clean(text), width))]
+    pieces = wrap(clean(text), room) or [""]
+    return [lead + paint(pieces[0], *styles)] + [
+        " " * indent + paint(piece, *styles) for piece in pieces[1:]
     ]
-    lines += [f"  {paint('!', 'red')} {problem}" for problem in trace["problems"]]
+
+
+def _plain(styled: str) -> str:
+    return clean(styled)  # the escape sequences left out whole
+
+
+def _detail(text: str, width: int | None, *styles: str) -> list[str]:
+    """A line of the trace's summary: two spaces in, continuation four."""
+    return wrap_line(text, width, lead="  ", indent=4, styles=styles)
+
+
+def trace_lines(trace: dict[str, Any], width: int | None) -> list[str]:
+    """The trace's lines, styled, wrapped to ``width`` (``None``: lines whole, the
+    messages' text as stored)."""
+    ok = "verified" if trace["verified"] else "NOT verified"
+    usage = trace.get("usage") or {}
+    lines = wrap_line(
+        f"of {render.short(trace['node_id'])} ({trace['kind']}): {trace['model']}, "
+        f"{trace['latency_ms']} ms, {usage.get('prompt_tokens', '?')} + "
+        f"{usage.get('completion_tokens', '?')} tokens; messages {ok}",
+        width,
+        lead=paint("trace", "bold") + " ",
+        indent=2,
+        styles=() if trace["verified"] else ("red",),
+    )
+    for problem in trace["problems"]:
+        lines += _detail(f"! {problem}", width, "red")
     if trace.get("params"):
-        lines.append(f"  params: {json.dumps(trace['params'])}")
+        lines += _detail(f"params: {json.dumps(trace['params'])}", width)
     planner = trace.get("planner") or {}
-    lines.append(f"  planner ({planner.get('strategy')}): {planner.get('reasoning')}")
+    lines += _detail(f"planner ({planner.get('strategy')}): {planner.get('reasoning')}", width)
     for hit in trace.get("lore") or []:
-        lines.append(f"  lore {hit['id']}: {hit['reason']}")
+        lines += _detail(f"lore {hit['id']}: {hit['reason']}", width)
     for miss in trace.get("lore_skipped") or []:
-        lines.append(f"  not {miss['id']}: {miss['reason']}")
+        lines += _detail(f"not {miss['id']}: {miss['reason']}", width)
     if trace.get("system_prompt"):
-        lines.append("  system prompt: the session's own, in place of system.j2")
+        lines += _detail("system prompt: the session's own, in place of system.j2", width)
     note = trace.get("author_note")
     if note:
-        lines.append(f"  author's note: {note['reason']}")
+        lines += _detail(f"author's note: {note['reason']}", width)
     trimmed = trace.get("trimmed") or {}
     if trimmed.get("dropped"):
         summary = trimmed.get("summary") or {}
         how = "reused the summary" if summary.get("reused") else "wrote a new summary"
-        lines.append(
-            f"  trimmed: {trimmed['dropped']} old message(s) left out for the window of "
-            f"{trimmed['window']} tokens; {how}"
+        lines += _detail(
+            f"trimmed: {trimmed['dropped']} old message(s) left out for the window of "
+            f"{trimmed['window']} tokens; {how}",
+            width,
         )
     post = trace.get("postprocess") or {}
     if post.get("skipped"):
-        lines.append(f"  state: {post['skipped']}")
+        lines += _detail(f"state: {post['skipped']}", width)
     elif post:
         outcome = "ok" if post.get("ok") else f"FAILED ({post.get('error')})"
-        lines.append(
-            f"  state: {outcome} after {len(post.get('attempts', []))} call(s) to "
-            f"{post.get('model')}; delta {json.dumps(trace.get('delta'))}"
+        lines += _detail(
+            f"state: {outcome} after {len(post.get('attempts', []))} call(s) to "
+            f"{post.get('model')}; delta {json.dumps(trace.get('delta'))}",
+            width,
         )
     if trace.get("incomplete"):
-        lines.append(f"  {paint('incomplete', 'yellow')}: {trace.get('stopped_by')}")
+        lines += _detail(f"incomplete: {trace.get('stopped_by')}", width, "yellow")
     templates = ", ".join(
         f"{name}" + ("" if info["origin"] == "package" else " (campaign)")
         for name, info in (trace.get("templates") or {}).items()
     )
-    lines.append(f"  templates: {templates}")
+    lines += _detail(f"templates: {templates}", width)
     lines.append(paint(f"--- {len(trace['messages'])} messages sent ---", "dim"))
     for message in trace["messages"]:
         lines.append(paint(f"[{message['role']}]", render.ROLE_STYLE.get(message["role"], "dim")))
-        lines.append(message["content"])
-    out(*lines)
+        if width is None:
+            lines.append(message["content"])
+        else:
+            lines += wrap(clean(message["content"]), width)
+    return lines
+
+
+def print_trace(trace: dict[str, Any]) -> None:
+    """The trace, wrapped to the terminal's width (whole lines to a pipe)."""
+    out(*trace_lines(trace, terminal_width()))
