@@ -185,10 +185,17 @@ def test_play_opens_with_the_last_messages_of_the_story(play: Run) -> None:  # n
     assert max(cell_len(line) for line in shown) <= 80
 
 
+#: A reply long enough to be streaming while the window is resized.
+LONG_REPLY = " ".join(f"word{i}" for i in range(300))
+
+
 def slow(request: dict[str, Any]) -> Reply:
-    """A model that takes a second before the reply, and another before the delta."""
+    """A model that takes a second before the reply, and another before the delta; a
+    long reply, a word every 10 ms, when asked to "go on"."""
     if "response_format" in request:
         return Reply(HIT, delay=1.0)
+    if "go on" in request["messages"][-1]["content"]:
+        return Reply(LONG_REPLY, chunk_delay=0.01)
     return Reply("Marla slashes your arm.", delay=1.0)
 
 
@@ -216,3 +223,23 @@ def test_a_spinner_until_the_first_word_and_while_the_state_is_updated(slow_play
     assert re.fullmatch(
         r"reply 1/1 · hp 100 → 90 · [\d,]+/[\d,]+ tokens · [0-9a-f]{8}", played[reply + 1]
     )
+
+
+def test_a_resize_while_a_reply_streams_wraps_what_follows_at_the_new_width(
+    slow_play: Run,
+) -> None:
+    with Terminal(["play"], slow_play.env, columns=120) as term:
+        term.line("Please go on.")
+        term.wait_for("word20 ", raw=True)
+        term.resize(80, 24)  # narrower, mid-reply
+        term.wait_prompt()
+        term.settle()
+        shown, cut = term.display(), term.wrapped()
+        term.press("Ctrl+D")
+        assert term.wait_exit() == 0
+    last = next(i for i, line in enumerate(shown) if line.endswith("word299"))
+    tail = shown[last - 3 : last + 1]  # written after the resize
+    assert not [i for i in cut if i >= last - 3]  # none wrapped by the terminal itself
+    assert all(len(line) <= 80 for line in tail)
+    words = " ".join(tail).split()
+    assert words == LONG_REPLY.split()[-len(words) :]  # whole words, in order
