@@ -108,6 +108,7 @@ def run_turn(
             litellm_module()  # the seconds it takes are spent under the spinner
         finally:
             screen.done_waiting()  # an error is one line of its own
+    # the state the reply is compared with when it has no parent (a root's alternative)
     before = cli.store.state(session_id).variables if not cli.json else None
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
@@ -189,6 +190,9 @@ def _report(
         )
         return
     after = cli.store.state(session_id, result.node.id).variables
+    parent = result.node.parent_id  # what this reply changed: a reroll's own changes too
+    if parent is not None:
+        before = cli.store.state(session_id, parent).variables
     prompt_tokens = (result.completion.usage or {}).get("prompt_tokens")
     screen.footer(
         footer_text(

@@ -76,6 +76,8 @@ def test_say_reroll_edit_and_trace(play: Run, model: ModelServer) -> None:
     rerolled = play.json("reroll")
     assert rerolled["node"]["content"] == "Marla slashes your arm."
     assert rerolled["state"]["variables"]["hp"] == 90
+    footer = play("reroll").stdout.splitlines()[-1]  # what this alternative changed
+    assert footer.startswith("reply 3/3 · hp 100 → 90 · ")
     trace = play.json("trace")
     assert trace["verified"] is True and trace["kind"] == "reroll"
     assert trace["messages"] == json.loads(model.requests[-2].body)["messages"]
