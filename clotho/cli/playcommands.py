@@ -458,7 +458,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="quit",
         arguments="",
-        help="end the session (Ctrl+D too)",
+        help="end the session; Ctrl+D does too",
         run=_quit,
         aliases=("exit", "q"),
     ),
