@@ -47,6 +47,8 @@ _PLAYER_COLOR = "green"
 _CHARACTER_COLORS = ("cyan", "magenta", "yellow", "blue", "bright_cyan", "bright_magenta")
 #: CJK punctuation that never starts a line: it stays with the character before it.
 _NO_BREAK_BEFORE = frozenset("，。、！？；：」』）》〉】”’…・ー～,.!?;:)")
+#: Opening marks that never end a line: the character after them stays with them.
+_NO_BREAK_AFTER = frozenset("（「『【〈《〔｛〖〘〚“‘(")
 _ZERO_WIDTH_JOINER = "\u200d"
 
 
@@ -98,6 +100,7 @@ class TextWrapper:
         self._italic = False
         self._joined = False  # the last character was a zero width joiner
         self._last_wide = False  # the last character held takes two cells
+        self._opening = False  # the last character held is an opening mark
         self._soft = False  # the current line began by wrapping (no indent kept)
 
     @property
@@ -139,7 +142,7 @@ class TextWrapper:
 
     def _add(self, char: str) -> None:
         size = cell_len(char)
-        if size == 0 or self._joined or char in _NO_BREAK_BEFORE:
+        if size == 0 or self._joined or self._opening or char in _NO_BREAK_BEFORE:
             # joins what is held: a combining mark, a joined emoji, closing punctuation
             if self._word:
                 text, italic = self._word[-1]
@@ -153,6 +156,7 @@ class TextWrapper:
             self._word.append((char, self._italic))
             self._last_wide = wide
         self._joined = char == _ZERO_WIDTH_JOINER
+        self._opening = char in _NO_BREAK_AFTER
 
     def _newline(self, *, soft: bool) -> None:
         self._write("\n")

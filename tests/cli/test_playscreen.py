@@ -31,7 +31,10 @@ STORY = (
     "broken in one night, and the watchtower that burned until morning.\n\n"
     "She waits. *Torchlight flickers across the wet stone.*"
 )
-CJK = "她低声说：“你好，旅行者。这里很危险，请小心。”🗡️守卫转过身去，👨‍👩‍👧 一家人在洞口等着。"
+CJK = (
+    "她低声说：“你好，旅行者。这里很危险，请小心。”🗡️守卫转过身去，👨‍👩‍👧 一家人在洞口等着。"
+    "「快走吧」，她说。"
+)
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -62,12 +65,14 @@ def test_a_streamed_reply_wraps_at_the_width_and_never_cuts_a_word(width: int) -
             assert cell_len(line) + 1 + cell_len(following.split()[0]) > width
 
 
-def test_cjk_and_emoji_are_measured_in_cells_and_break_between_characters() -> None:
-    lines = streamed(CJK, 20).split("\n")[:-1]
-    assert all(cell_len(line) <= 20 for line in lines), lines
+@pytest.mark.parametrize("width", [11, 18, 20])
+def test_cjk_and_emoji_are_measured_in_cells_and_break_between_characters(width: int) -> None:
+    lines = streamed(CJK, width).split("\n")[:-1]
+    assert all(cell_len(line) <= width for line in lines), lines
     assert "".join(lines).replace(" ", "") == CJK.replace(" ", "")  # nothing lost
-    assert max(cell_len(line) for line in lines) >= 18  # full lines, not word by word
+    assert max(cell_len(line) for line in lines) >= width - 2  # full lines, not word by word
     assert not any(line[0] in "，。”" for line in lines)  # no closing mark starts a line
+    assert not any(line[-1] in "“「" for line in lines)  # no opening mark ends one
     assert any("👨‍👩‍👧" in line for line in lines)  # the family emoji whole
 
 
