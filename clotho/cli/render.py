@@ -337,7 +337,7 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     rows = [
         ("id", node.id),
         ("parent", node.parent_id or "(root)"),
-        ("role", node.role + (f" ({node.name})" if node.name else "")),
+        ("role", node.role + (f" ({clean(node.name)})" if node.name else "")),
         ("created", node.created_at.isoformat(timespec="seconds")),
         ("enabled", "yes" if node.enabled else "no"),
         ("alternative", f"< {turn.index + 1}/{len(turn.siblings)} >"),
@@ -348,4 +348,5 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
         rows.append(("metadata", json.dumps(node.metadata, ensure_ascii=False)))
     if node.delta:
         rows.append(("delta", json.dumps(node.delta, ensure_ascii=False)))
-    out(*(f"{paint(f'{label:>11}', 'dim')} {value}" for label, value in rows), "", node.content)
+    body = wrap(clean(node.content), shutil.get_terminal_size().columns)
+    out(*(f"{paint(f'{label:>11}', 'dim')} {value}" for label, value in rows), "", *body)

@@ -12,7 +12,7 @@ import pytest
 from rich.cells import cell_len
 
 from clotho.cli.cells import clean, clip, wrap
-from clotho.cli.render import log_lines, tree_lines
+from clotho.cli.render import log_lines, print_node, tree_lines
 from mnemosyne import Node, NodeAmongSiblings, Session, Tree
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -334,3 +334,17 @@ def test_deep_nesting_keeps_every_line_within_the_width(width: int) -> None:
 
 def test_an_empty_session() -> None:
     assert tree_lines(tree("z"), width=80) == ["(empty session)"]
+
+
+def test_show_prints_a_stored_text_wrapped_and_without_escape_sequences(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    shown = node("a", None, PROSE + "\x1b[2J\x1b]0;pwned\x07 end", name="Mal\x1b[31mlory")
+    print_node(NodeAmongSiblings(shown, [shown], 0), head_id=None)
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "pwned" not in printed
+    assert "role user (Mallory)" in " ".join(printed.split())
+    body = printed.split("\n\n", 1)[1].splitlines()
+    assert max(cell_len(line) for line in body) <= 40
+    assert " ".join(body) == PROSE + " end"
