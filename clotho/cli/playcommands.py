@@ -329,7 +329,7 @@ def _lore(play: Play, rest: str) -> None:
         for hit in hits:
             label = labels.get(hit["id"]) or hit.get("comment") or ""
             lead = f"  {hit['id']}" + (f" {label}" if label else "") + ": "
-            lines += wrap_line(f"{hit['reason']} (via {hit.get('via', 'key')})", width, lead=lead)
+            lines += wrap_line(hit["reason"], width, lead=lead, indent=4)
         for miss in skipped:
             lines += wrap_line(
                 f"not {miss['id']}: {miss['reason']}", width, lead="  ", indent=4, styles=("dim",)

@@ -1,0 +1,94 @@
+"""`clotho play`'s slash commands, as a player sends them (piped input) against the
+loopback model, with what they stored read back through `--json`."""
+
+from __future__ import annotations
+
+import subprocess
+
+from clotho.cli.playcommands import COMMANDS
+from tests._fixtures import ELDORIA
+
+from .test_cli import CLOTHO, Run
+from .test_play import model, play  # noqa: F401  (fixtures)
+
+
+def played(run: Run, *lines: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [CLOTHO, "play"],
+        env=run.env,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_editing_any_message_reading_the_world_and_moving_around(play: Run) -> None:  # noqa: F811
+    play.env["CLOTHO_VECTORS"] = "false"  # lore by keywords: no model to load
+    play("import", "lorebook", str(ELDORIA))
+    done = played(
+        play,
+        "I attack the Shadowfang.",  # hp 100 -> 90; the beast's entry fires
+        "/state",
+        "/diff",
+        "/diff HEAD~1 HEAD",
+        "/lore",
+        "/edit",  # the player's last message: a fork, and a new reply
+        "I greet the guard.",
+        "/edit HEAD",  # a reply: rewritten in place
+        "Marla nods, once.",
+        "/undo",
+        "/redo",
+        "/edit HEAD",
+        "Marla nods, once.",  # unchanged: nothing happens
+        "/edit",
+        "",  # empty: nothing happens
+        "/checkout HEAD~1",  # the greeting: the player's second message
+        "/swipe <",  # its first alternative: the attack, down to its reply
+        "/swipe <",  # nothing before it
+        "/nope",
+        "/help",
+        "/help edit",
+        "/trace",
+    )
+    said = done.stdout.split("\n> ")  # piped, each prompt starts what a line printed
+    state, diff, diff_ab, lore = said[2:6]
+    assert "hp  90" in state and "lore_timers" not in state and "sticky" not in state
+    assert "hp: 100 -> 90" in diff and "hp: 100 -> 90" in diff_ab
+    assert "fired for the last reply" in lore
+    assert "key 'shadowfang'" in lore and "shadowfang, beast" in lore  # the entry's keys
+    edit_fork, edit_reply, undo, redo, unchanged, empty = said[6:12]
+    assert "editing your message" in edit_fork and "as a fork" in edit_fork
+    assert "Marla shrugs." in edit_fork  # the fork's reply
+    assert "editing the reply" in edit_reply and "rewritten in place" in edit_reply
+    assert "undone: the edit in place" in undo and "Marla shrugs." in undo
+    assert "redone: the edit in place" in redo and "Marla nods, once." in redo
+    assert "unchanged: nothing changed" in unchanged
+    assert "empty: nothing changed" in empty
+    checkout, swiped, first, unknown, every, one, trace = said[12:19]
+    assert "I greet the guard." in checkout
+    assert "Marla slashes your arm." in swiped
+    assert "first alternative: nothing that way" in first
+    assert "unknown command /nope: /help lists them" in unknown
+    assert all(f"/{command.name}" in every for command in COMMANDS)
+    assert one.startswith("/edit [NODE]") and "/log" not in one
+    assert "messages verified" in trace and "lore sillytavern_Eldoria_worldinfo:1" in trace
+    assert "error" not in done.stderr
+
+    # what was stored: the attack's branch at HEAD; beside it the greeting, its reply
+    # rewritten in place (no new node), each step in the journal
+    assert [n["content"] for n in play.json("log")] == [
+        "I attack the Shadowfang.",
+        "Marla slashes your arm.",
+    ]
+    nodes = play.json("tree")["nodes"]
+    assert len(nodes) == 4
+    greeting = next(n for n in nodes if n["content"] == "I greet the guard.")
+    reply = next(n for n in nodes if n["parent_id"] == greeting["id"])
+    assert reply["content"] == "Marla nods, once." and reply["role"] == "assistant"
+    assert greeting["parent_id"] is None  # a fork of the first message: a root beside it
+    actions = [entry["action"] for entry in play.json("history")]
+    assert actions[:3] == ["say", "edit", "rewrite"]
+    assert play.json("state", greeting["id"])["variables"]["hp"] == 100
