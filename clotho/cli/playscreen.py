@@ -358,6 +358,7 @@ class ChatScreen:
         self._thinking = False
         self._speaker: tuple[str, bool, str] | None = None  # the next reply's speaker
         self._raw_midline = False
+        self._leading = False  # the text begun has nothing but blanks yet
 
     # -- painting ------------------------------------------------------------------
 
@@ -464,8 +465,8 @@ class ChatScreen:
                 self.out.write(header + " ")
                 column = cell_len(name) + (cell_len(note) + 2 if note else 1) + 1
             self._text = self._wrapper(actions=True, column=column)
-            text = text.lstrip(" ") if column else text
-        self._text.feed(text)
+            self._leading = True
+        self._feed(text)
 
     def _reasoning(self, text: str) -> None:
         if not self.terminal:
@@ -480,6 +481,16 @@ class ChatScreen:
             self.out.write(self.paint("thinking", "dim", "bold") + "\n")
             self._thinking = True
             self._text = self._wrapper(styles=("dim", "italic"))
+            self._leading = True
+        self._feed(text)
+
+    def _feed(self, text: str) -> None:
+        """Text for the reply or reasoning begun: what leads it blank left out."""
+        if self._leading:
+            text = text.lstrip()
+            if not text:
+                return
+            self._leading = False
         assert self._text is not None
         self._text.feed(text)
 

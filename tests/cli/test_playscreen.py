@@ -125,12 +125,13 @@ def test_off_a_terminal_the_reply_is_the_text_as_the_model_wrote_it() -> None:
     assert err.getvalue() == "… updating the world state\n"
 
 
-def test_on_a_terminal_the_reply_starts_with_its_speaker_and_control_characters_go() -> None:
+def test_on_a_terminal_a_reply_starts_with_its_speaker_and_control_characters_go() -> None:
     out, err = io.StringIO(), io.StringIO()
     screen = ChatScreen(out, err, terminal=True, color=False, width=lambda: 40)
     screen.expect_reply("Marla")
-    screen.on_event("reasoning", "She distrusts him.")
-    for chunk in chunks("Marla shrugs.\x1b[2J Go away.", 2):
+    screen.on_event("reasoning", "\n She distrusts him.")
+    screen.on_event("token", "\n\n")  # blanks before the reply's first word: left out
+    for chunk in chunks(" Marla shrugs.\x1b[2J Go away.", 2):
         screen.on_event("token", chunk)
     screen.on_event("warning", "the reply is incomplete")
     screen.end_turn()
