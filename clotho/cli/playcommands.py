@@ -237,7 +237,8 @@ def _log(play: Play, rest: str) -> None:
         session, turns, width=pager.terminal_size().columns, first_number=first
     )
     if first > 1:
-        lines.insert(0, paint(f"… {first - 1} earlier messages (/log all shows them)", "dim"))
+        earlier = f"{first - 1} earlier message" + ("s" if first > 2 else "")
+        lines.insert(0, paint(f"… {earlier} (/log all shows them)", "dim"))
     pager.page(lines)
 
 
@@ -383,13 +384,13 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="log",
         arguments="[N|all]",
-        help=f"the story's last N messages (default {LOG_LAST}), numbered; all: every one",
+        help=f"the last N messages (default {LOG_LAST}), numbered; all: every one",
         run=_log,
     ),
     Command(
         name="tree",
         arguments="[N|all]",
-        help="the story's tree, side branches folded (N: unfolded N levels; all: all)",
+        help="the story's tree, side branches folded (N levels unfolded; all)",
         run=_tree,
     ),
     Command(
@@ -402,7 +403,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="diff",
         arguments="[A] [B]",
-        help="what the last turn changed in the world (or from A to B, or A to HEAD)",
+        help="what the last turn changed (or from A to B, or from A to HEAD)",
         run=_diff,
         takes_node=True,
     ),
@@ -422,27 +423,27 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="reroll",
         arguments="[NODE]",
-        help="a new alternative of the last reply, or of NODE (the old ones stay)",
+        help="a new alternative of the last reply (or NODE); old ones stay",
         run=_reroll,
         takes_node=True,
     ),
     Command(
         name="swipe",
         arguments="[<|>]",
-        help="the previous or next alternative; > on the last reply writes a new one",
+        help="the previous or next alternative; > past the last writes one",
         run=_swipe,
     ),
     Command(name="continue", arguments="", help="the reply goes on where it ended", run=_continue),
     Command(
         name="impersonate",
         arguments="",
-        help="the model writes your next line, put in the input for you to edit and send",
+        help="the model drafts your next line in the input, to edit and send",
         run=_impersonate,
     ),
     Command(
         name="edit",
         arguments="[NODE]",
-        help="edit a message (default: your last): a reply in place, yours as a fork",
+        help="your last message or NODE: a reply in place, yours as a fork",
         run=_edit,
         takes_node=True,
     ),

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CANONICAL_LIMIT",
     "HISTORY_FILE",
-    "KEYS_HINT",
+    "KEYS_HINTS",
     "CommandHelp",
     "LineReader",
     "NodeChoice",
@@ -51,8 +51,14 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 CANONICAL_LIMIT = 4095
 #: The line editor's history, in the data folder (``Settings.data_dir``).
 HISTORY_FILE = "play-history"
-#: The keys, as the toolbar under the line says them (it fits 80 columns).
-KEYS_HINT = "Enter sends · Alt+Enter new line · ↑ history · Tab completes · /help · Ctrl+D quits"
+#: The keys, as the toolbar under the line says them: the longest that fits is shown.
+KEYS_HINTS = (
+    "Enter sends · Alt+Enter new line · ↑↓ history · Ctrl+R search · Tab completes · "
+    "/help · Ctrl+D quits",
+    "Enter sends · Alt+Enter new line · ↑↓ history · Tab completes · Ctrl+D quits",
+    "Enter sends · Alt+Enter new line · /help",
+    "Alt+Enter: new line",
+)
 #: One user-perceived character (a grapheme cluster: an emoji with its modifiers).
 _GRAPHEME = regex.compile(r"\X")
 
@@ -211,6 +217,14 @@ def _key_bindings() -> KeyBindings:
     return bindings
 
 
+def _keys_hint() -> str:
+    """The longest of :data:`KEYS_HINTS` that fits the terminal's width now."""
+    from prompt_toolkit.application import get_app
+
+    width = get_app().output.get_size().columns
+    return next((hint for hint in KEYS_HINTS if len(hint) < width), "")
+
+
 def prompt_session(
     *,
     history: Path | None = None,
@@ -233,7 +247,7 @@ def prompt_session(
         completer=_completer(commands, nodes),
         complete_while_typing=True,
         key_bindings=_key_bindings(),
-        bottom_toolbar=KEYS_HINT,
+        bottom_toolbar=_keys_hint,
         **options,
     )
 
