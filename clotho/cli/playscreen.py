@@ -4,13 +4,13 @@ the model works, a footer after each turn, messages and the story's last message
 :class:`ChatScreen` is the one home of it, used by ``clotho play`` and by the playing
 commands (``say``, ``reroll``, ``edit``, ``continue``, ``impersonate``).
 
-On a terminal, text is wrapped to the terminal's width as it comes (the width is read
-again before every word, so a resize changes what follows), measured in cells (CJK and
-emoji take two, and may break between characters); a word is never cut unless it is
-wider than the line. A reply starts with its speaker's name in a colour, ``*actions*``
-are in italics (a ``*`` may come in one token and its closing one later), and the
-model's reasoning shows dim under a "thinking" label before the reply. Colours follow
-:data:`clotho.cli.style.COLOR` (off with ``NO_COLOR``).
+On a terminal, text is wrapped to the terminal's width as it comes
+(:class:`clotho.cli.streamtext.TextWrapper`: the width read again before every word, so
+a resize changes what follows; measured in cells, CJK and emoji taking two; a word never
+cut unless it is wider than the line). A reply starts with its speaker's name in a
+colour, ``*actions*`` are in italics (a ``*`` may come in one token and its closing one
+later), and the model's reasoning shows dim under a "thinking" label before the reply.
+Colours follow :data:`clotho.cli.style.COLOR` (off with ``NO_COLOR``).
 
 Off a terminal (a pipe, a file), a reply's text is written exactly as the model wrote
 it, with no name, no wrapping and no styles: scripts get the text as it is.
@@ -22,21 +22,22 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.cells import cell_len, split_graphemes
+from rich.cells import cell_len
 from rich.style import Style
 
 from . import cells, render, style
+from .streamtext import TextWrapper
 
 if TYPE_CHECKING:
     from rich.live import Live
 
     from mnemosyne import Node, NodeAmongSiblings, ProjectionPage
 
-__all__ = ["RECAP", "ChatScreen", "TextWrapper", "footer_text", "state_changes"]
+__all__ = ["RECAP", "ChatScreen", "footer_text", "state_changes"]
 
 #: How many of the story's last messages ``clotho play`` shows on start and resume.
 RECAP = 6
@@ -45,11 +46,6 @@ RECAP_LINES = 8
 #: The player's colour; characters get one of :data:`_CHARACTER_COLORS` by their name.
 _PLAYER_COLOR = "green"
 _CHARACTER_COLORS = ("cyan", "magenta", "yellow", "blue", "bright_cyan", "bright_magenta")
-#: CJK punctuation that never starts a line: it stays with the character before it.
-_NO_BREAK_BEFORE = frozenset("，。、！？；：」』）》〉】”’…・ー～,.!?;:)")
-#: Opening marks that never end a line: the character after them stays with them.
-_NO_BREAK_AFTER = frozenset("（「『【〈《〔｛〖〘〚“‘(")
-_ZERO_WIDTH_JOINER = "\u200d"
 
 
 def _terminal_width(stream: TextIO) -> int:
@@ -65,154 +61,6 @@ def speaker_color(name: str, *, player: bool) -> str:
     if player:
         return _PLAYER_COLOR
     return _CHARACTER_COLORS[zlib.crc32(name.encode()) % len(_CHARACTER_COLORS)]
-
-
-class TextWrapper:
-    """Writes text word-wrapped to a width read before each word, as it comes.
-
-    ``feed`` takes text in chunks of any size (a word may span chunks: it is held until
-    the whitespace after it, or :meth:`flush`); control characters other than the line
-    end are left out (a model's text never moves the cursor); ``styles`` are applied to all of it
-    (Rich style names: ``"dim"``, ``"italic"``...) when ``color``; with ``actions``,
-    text between ``*`` is in italics as well (the stars kept). A newline in the text
-    ends the line (and any open ``*action*``).
-    """
-
-    def __init__(
-        self,
-        write: Callable[[str], object],
-        width: Callable[[], int],
-        *,
-        color: bool,
-        styles: Sequence[str] = (),
-        actions: bool = False,
-        column: int = 0,
-    ) -> None:
-        self._write = write
-        self._width = width
-        self.color = color
-        self.styles = tuple(styles)
-        self.actions = actions
-        #: The cells written on the current line.
-        self.column = column
-        self._word: list[tuple[str, bool]] = []  # (grapheme or piece, in an action)
-        self._spaces = 0
-        self._italic = False
-        self._joined = False  # the last character was a zero width joiner
-        self._last_wide = False  # the last character held takes two cells
-        self._opening = False  # the last character held is an opening mark
-        self._soft = False  # the current line began by wrapping (no indent kept)
-
-    @property
-    def midline(self) -> bool:
-        """Whether something is written on the current line (or held to be)."""
-        return self.column > 0 or bool(self._word)
-
-    def feed(self, text: str) -> None:
-        for char in text:
-            if char == "\n":
-                self._place()
-                self._newline(soft=False)
-                self._italic = False
-            elif char in " \t":
-                self._place()
-                self._spaces += 1
-            elif char < " " or "\x7f" <= char <= "\x9f":
-                continue  # a control character (an escape's start...): never sent as is
-            elif self.actions and char == "*":
-                if not self._italic:
-                    self._italic = True
-                    self._add(char)
-                else:
-                    self._add(char)
-                    self._italic = False
-            else:
-                self._add(char)
-
-    def flush(self) -> None:
-        """Write the word held back (the end of the text)."""
-        self._place()
-
-    def end_line(self) -> None:
-        """Flush, and end the current line if anything is on it."""
-        self._place()
-        if self.column > 0:
-            self._newline(soft=False)
-        self._spaces = 0
-
-    def _add(self, char: str) -> None:
-        size = cell_len(char)
-        if size == 0 or self._joined or self._opening or char in _NO_BREAK_BEFORE:
-            # joins what is held: a combining mark, a joined emoji, closing punctuation
-            if self._word:
-                text, italic = self._word[-1]
-                self._word[-1] = (text + char, italic)
-            else:
-                self._word.append((char, self._italic))
-        else:
-            wide = size > 1
-            if self._word and (wide or self._last_wide):
-                self._place()  # a break between CJK characters (or around one)
-            self._word.append((char, self._italic))
-            self._last_wide = wide
-        self._joined = char == _ZERO_WIDTH_JOINER
-        self._opening = char in _NO_BREAK_AFTER
-
-    def _newline(self, *, soft: bool) -> None:
-        self._write("\n")
-        self.column = 0
-        self._soft = soft
-
-    def _place(self) -> None:
-        """Write the word held, on this line if it fits, else on the next one."""
-        word, self._word = self._word, []
-        if not word:
-            return
-        spaces = self._spaces
-        self._spaces = 0
-        if self.column == 0 and self._soft:
-            spaces = 0  # a wrapped line starts with the word
-        width = max(self._width(), 1)
-        size = sum(cell_len(piece) for piece, _ in word)
-        if self.column + spaces + size > width and self.column > 0:
-            self._newline(soft=True)
-            spaces = 0
-        if spaces and self.column + spaces + size <= width:
-            self._write(" " * spaces)
-            self.column += spaces
-        if self.column + size <= width:
-            self._styled(word)
-            self.column += size
-            return
-        # wider than the line: cut it by cells, a grapheme at a time
-        for piece, italic in word:
-            spans, _ = split_graphemes(piece)
-            for start, end, size in spans:
-                if self.column + size > width and self.column > 0:
-                    self._newline(soft=True)
-                self._styled([(piece[start:end], italic)])
-                self.column += size
-
-    def _styled(self, pieces: Iterable[tuple[str, bool]]) -> None:
-        if not self.color:
-            self._write("".join(piece for piece, _ in pieces))
-            return
-        run: list[str] = []
-        current: bool | None = None
-        for piece, italic in pieces:
-            if current is not None and italic != current:
-                self._write(self._paint("".join(run), current))
-                run = []
-            current = italic
-            run.append(piece)
-        if current is not None:
-            self._write(self._paint("".join(run), current))
-
-    def _paint(self, text: str, italic: bool) -> str:
-        names = [*self.styles, *(["italic"] if italic else [])]
-        if not names:
-            return text
-        return Style.parse(" ".join(names)).render(text)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""What the player reads while playing (clotho.cli.playscreen): the streaming writer at
-80 and 120 columns, cells for CJK and emoji, `*actions*` across chunks, plain text off a
-terminal, the footer and one message; and the recap `clotho play` opens with, read
-through a pseudo-terminal."""
+"""What the player reads while playing (clotho.cli.playscreen): the streaming writer
+(clotho.cli.streamtext) at 80 and 120 columns, cells for CJK and emoji, `*actions*`
+across chunks, plain text off a terminal, the footer and one message; and, through a
+pseudo-terminal, the recap `clotho play` opens with, the spinner and a resize."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
-from clotho.cli.playscreen import ChatScreen, TextWrapper, footer_text, state_changes
+from clotho.cli.playscreen import ChatScreen, footer_text, state_changes
+from clotho.cli.streamtext import TextWrapper
 from mnemosyne import Node, NodeAmongSiblings
 from orchestrator.loopback import ModelServer, Reply
 
