@@ -31,10 +31,10 @@ class TextWrapper:
 
     ``feed`` takes text in chunks of any size (a word may span chunks: it is held until
     the whitespace after it, or :meth:`flush`); control characters other than the line
-    end are left out (a model's text never moves the cursor); ``styles`` are applied to all of it
-    (Rich style names: ``"dim"``, ``"italic"``...) when ``color``; with ``actions``,
-    text between ``*`` is in italics as well (the stars kept). A newline in the text
-    ends the line (and any open ``*action*``).
+    end are left out (a model's text never moves the cursor); ``styles`` are applied to
+    all of it (Rich style names: ``"dim"``, ``"italic"``...) when ``color``; with
+    ``actions``, text between ``*`` is in italics as well (the stars kept). A newline in
+    the text ends the line (and any open ``*action*``).
     """
 
     def __init__(
