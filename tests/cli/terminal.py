@@ -177,8 +177,8 @@ class Terminal:
         )
 
     def wait_prompt(self, timeout: float = 60) -> None:
-        """Until the line editor asks for a line, after the last Enter pressed (at once
-        if it already did)."""
+        """Until the line editor asks for a line, after the last line ended (Enter,
+        Ctrl+C, Ctrl+D; at once if it already did)."""
         self._wait(
             lambda: self._raw.find(PROMPT_READY, self._typed_from) >= 0, timeout, "the prompt"
         )
@@ -220,10 +220,12 @@ class Terminal:
             self._write(data[start : start + 256])
 
     def press(self, key: str) -> None:
-        """Press a key by name (:data:`KEYS`). Enter waits until the program has shown
-        what was typed (so that what it writes next, and the next prompt, come after)."""
+        """Press a key by name (:data:`KEYS`). After Enter, Ctrl+C or Ctrl+D, which end
+        a line, :meth:`wait_prompt` waits for the next prompt; Enter first waits until
+        the program has shown what was typed (so that all it writes next comes after)."""
         if key == "Enter":
             self.settle()
+        if key in ("Enter", "Ctrl+C", "Ctrl+D"):
             with self._lock:
                 self._typed_from = len(self._raw)
         self._write(KEYS[key])
@@ -245,6 +247,30 @@ class Terminal:
         self.wait_prompt()
         self.send(text)
         self.press("Enter")
+
+    def page_through(self, timeout: float = 60) -> bool:
+        """Until the next prompt; if a pager (less) shows a page and waits meanwhile,
+        read to its end a page at a time (Space) and leave it (q), as a player does.
+        Whether a pager showed."""
+        deadline = time.monotonic() + timeout
+        paged = False
+        while time.monotonic() < deadline:
+            self.settle()
+            with self._lock:
+                if self._raw.find(PROMPT_READY, self._typed_from) >= 0:
+                    return paged
+                last = _render(self.screen.buffer[self.screen.cursor.y], self.screen.columns)
+                if last.strip() == "(END)":
+                    self._typed_from = len(self._raw)
+            if last.strip() == "(END)":
+                self._write(b"q")
+                return True
+            if last.strip() == ":":
+                paged = True
+                self._write(b" ")
+            else:
+                time.sleep(0.05)
+        raise TerminalError(f"no prompt came back in {timeout} s:\n{self.text()}")
 
     def _write(self, data: bytes) -> None:
         while data:
