@@ -368,13 +368,11 @@ def _help(play: Play, rest: str) -> None:
         also = f" (also /{', /'.join(command.aliases)})" if command.aliases else ""
         lines += wrap_line(command.help + also, width, lead=paint(usage, "bold"))
     if not name:
-        lines.append(
-            paint(
-                "Anything else you type is said in the story. Enter sends; Alt+Enter "
-                "(or Ctrl+J) starts a new line; Tab completes commands and node ids; "
-                "Ctrl+D quits.",
-                "dim",
-            )
+        lines += wrap_line(
+            "Anything else you type is said in the story. Enter sends; Alt+Enter (or "
+            "Ctrl+J) starts a new line; Tab completes commands and node ids; Ctrl+D quits.",
+            width,
+            styles=("dim",),
         )
     out(*lines)
 

@@ -8,6 +8,7 @@ import subprocess
 from clotho.cli.playcommands import COMMANDS
 from tests._fixtures import ELDORIA
 
+from .terminal import Terminal, control_characters
 from .test_cli import CLOTHO, Run
 from .test_play import model, play  # noqa: F401  (fixtures)
 
@@ -92,3 +93,38 @@ def test_editing_any_message_reading_the_world_and_moving_around(play: Run) -> N
     actions = [entry["action"] for entry in play.json("history")]
     assert actions[:3] == ["say", "edit", "rewrite"]
     assert play.json("state", greeting["id"])["variables"]["hp"] == 100
+
+
+def test_on_a_terminal_edit_shows_the_old_text_to_change_and_nothing_overflows(
+    play: Run,  # noqa: F811
+) -> None:
+    play.env["CLOTHO_PAGER"] = ""  # what is longer than the screen printed, not paged
+    with Terminal(["play"], play.env, columns=80, rows=30) as term:
+        term.wait_prompt()
+        term.send("I attack the guard.")
+        term.press("Enter")
+        term.wait_prompt()
+        term.send("/edit HEAD")
+        term.press("Enter")
+        term.wait_for("edit> Marla slashes your arm.")  # the reply's text, to change
+        for _ in "your arm.":
+            term.press("Backspace")
+        term.send("her sword.")
+        term.press("Enter")
+        term.wait_prompt()
+        start = len(term.display())
+        for command in ("/help", "/trace", "/state", "/diff", "/lore", "/log", "/tree"):
+            term.send(command)
+            term.press("Enter")
+            term.wait_prompt()
+        term.press("Ctrl+D")
+        assert term.wait_exit() == 0
+        shown = term.display()
+        text = term.text()
+        assert "rewritten in place" in text and "hp: 100 -> 90" in text, text
+        assert [i for i in term.wrapped() if i >= start] == [], "\n".join(shown[start:])
+        assert control_characters(term.text()) == []
+    assert [n["content"] for n in play.json("log")] == [
+        "I attack the guard.",
+        "Marla slashes her sword.",
+    ]
