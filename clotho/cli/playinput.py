@@ -270,6 +270,7 @@ class LineReader:
         self._history: Path | None = None
         self._commands: Sequence[CommandHelp] = ()
         self._nodes: Callable[[], Sequence[NodeChoice]] = tuple
+        self._read_nodes: Sequence[NodeChoice] | None = None  # this line's, once asked
 
     def attach(
         self,
@@ -281,6 +282,12 @@ class LineReader:
         """What the line editor keeps and completes: its history file, the slash
         commands, the nodes (asked for when a node id is being completed)."""
         self._history, self._commands, self._nodes = history, commands, nodes
+
+    def _nodes_now(self) -> Sequence[NodeChoice]:
+        """The nodes to complete, read once a line (not at every key typed)."""
+        if self._read_nodes is None:
+            self._read_nodes = self._nodes()
+        return self._read_nodes
 
     def read(self, prompt: str, *, draft: str | None = None) -> str:
         """One line, cleaned (:func:`clean_line`); on a terminal, ``draft`` (else
@@ -295,8 +302,9 @@ class LineReader:
 
             if self.session is None:
                 self.session = prompt_session(
-                    history=self._history, commands=self._commands, nodes=self._nodes
+                    history=self._history, commands=self._commands, nodes=self._nodes_now
                 )
+            self._read_nodes = None  # the tree may have changed since the last line
             text = draft
             if text is None:
                 text, self.draft = self.draft, ""
