@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
+from clotho.cli.cells import cell_len
 from clotho.cli.playcommands import COMMANDS
+from clotho.cli.state import state_lines
+from clotho.cli.traceview import trace_lines
+from mnemosyne import WorldState
 from tests._fixtures import ELDORIA
 
 from .terminal import Terminal, control_characters
@@ -128,3 +134,37 @@ def test_on_a_terminal_edit_shows_the_old_text_to_change_and_nothing_overflows(
         "I attack the guard.",
         "Marla slashes her sword.",
     ]
+
+
+LONG = (
+    "The ranger studies the ancient runes carved into the wall, tracing each "
+    "weathered line with a gloved finger while the torch gutters. "
+) * 4
+CJK = "玛拉举起长剑，挡在洞口前。「你不该来这里。」她低声说道，目光冷冷地扫过你的脸。🗡️ " * 3
+TRACE = {
+    "node_id": "9f0e1d2c" * 4,
+    "kind": "say",
+    "model": "openai/a-model-with-a-long-name-for-the-gateway",
+    "latency_ms": 1234.5,
+    "usage": {"prompt_tokens": 3120, "completion_tokens": 240},
+    "verified": True,
+    "problems": [],
+    "params": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 800},
+    "planner": {"strategy": "rules", "reasoning": LONG},
+    "lore": [{"id": "Eldoria:1", "reason": "key 'shadowfang' in message 4 " + LONG}],
+    "lore_skipped": [],
+    "templates": {"system": {"origin": "package"}},
+    "messages": [{"role": "system", "content": LONG}, {"role": "user", "content": CJK}],
+}
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_trace_and_the_state_fit_the_width_with_every_word_whole(width: int) -> None:
+    world = WorldState({"hp": 90, "inventory": ["rope"] * 30}, [], LONG + CJK, {})
+    for lines in (trace_lines(TRACE, width), state_lines(world, width)):
+        assert max(cell_len(line) for line in lines) <= width
+        words = " ".join(lines).split()
+        for word in LONG.split():
+            assert word in words  # never cut in two at the edge
+    unwrapped = trace_lines(TRACE, None)  # a pipe: whole lines, the messages as stored
+    assert LONG in unwrapped and CJK in unwrapped
