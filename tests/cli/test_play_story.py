@@ -420,6 +420,10 @@ def test_a_thirty_turn_story_played_and_resumed(cli: Run, story: Story) -> None:
     assert by_text[player_line(13)]["id"] in {n["parent_id"] for n in nodes}  # kept whole
     assert children[by_text[player_line(30)]["id"]] == [reply_text("30", 0)]
     assert len(nodes) == 2 * 30 + 2 + 1 + 2  # the alternatives, the continuation, the fork
+    journal = [(entry["action"], entry["undone"]) for entry in cli.json("history")]
+    done = ["say"] * 5 + ["reroll"] * 2 + ["say"] * 3 + ["continue"] + ["say"] * 5  # to 13
+    done += ["edit"] + ["say"] * 7 + ["rewrite"] + ["say"] * 10  # swipes are no edits
+    assert journal == [(action, False) for action in done] + [("say", True)]  # SLOW's
     trash = cli.json("trash")
     assert [(part["top"]["content"], len(part["nodes"])) for part in trash] == [
         (player_line(12), 2),  # the turn undone, then played again
