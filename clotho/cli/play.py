@@ -125,12 +125,11 @@ def run_turn(
         finally:
             screen.end_turn()  # before an error's or an interrupt's own line
     except asyncio.CancelledError:
-        sys.stderr.write("\ninterrupted: the turn was abandoned, nothing was stored\n")
+        screen.stopped("interrupted: the turn was abandoned, nothing was stored")
         raise typer.Exit(130) from None
     except TurnInterrupted as stop:
         sys.stdout.flush()
-        # on a line of its own: past a ^C the terminal echoed
-        sys.stderr.write("\n" + paint(_interrupted_line(stop, continue_hint), "yellow") + "\n")
+        screen.stopped(_interrupted_line(stop, continue_hint))
         if stop.user_node is not None:
             cli.remember(session_id)
         raise typer.Exit(130) from None

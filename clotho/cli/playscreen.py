@@ -207,6 +207,7 @@ class ChatScreen:
         self._speaker: tuple[str, bool, str] | None = None  # the next reply's speaker
         self._raw_midline = False
         self._leading = False  # the text begun has nothing but blanks yet
+        self._ended_waiting = False  # the turn ended while the spinner was shown
 
     # -- painting ------------------------------------------------------------------
 
@@ -273,6 +274,7 @@ class ChatScreen:
         if kind == "status" and self.live and not self._started():
             self.waiting(text)  # before the reply: what it waits for
             return
+        waited = self._spinner.shown  # its line (and a ^C echoed on it) is erased
         self.done_waiting()
         if kind == "token":
             self._token(text)
@@ -283,11 +285,10 @@ class ChatScreen:
             if self.live:
                 self._spinner.show(text)  # on its own line, under the reply
             else:
-                self.err.write(self.paint(f"… {text}", "dim") + "\n")
+                self._err_line(f"… {text}", "dim")
         elif kind == "warning":
-            self._end_text(always=True)  # also past a ^C the terminal echoed
-            self.err.write(self.paint(f"warning: {text}", "yellow") + "\n")
-            self.err.flush()
+            self._end_text(always=not waited)  # also past a ^C the terminal echoed
+            self._err_line(f"warning: {text}", "yellow")
         self.out.flush()
 
     def _started(self) -> bool:
@@ -355,10 +356,28 @@ class ChatScreen:
     def end_turn(self) -> None:
         """The turn is over (done, failed or interrupted): the spinner erased, the
         reply's last line ended."""
+        self._ended_waiting = self._spinner.shown
         self.done_waiting()
         if not self.quiet:
             self._end_text()
         self._thinking = False
+
+    def stopped(self, text: str) -> None:
+        """Why the turn stopped, a line on stderr of its own: past the ``^C`` the
+        terminal echoed (the spinner's line, erased with it, needs no line end)."""
+        if not self._ended_waiting:
+            self.err.write("\n")
+        self._err_line(text, "yellow")
+
+    def _err_line(self, text: str, *styles: str) -> None:
+        """A line on stderr, wrapped by words on a terminal."""
+        if not self.terminal:
+            self.err.write(text + "\n")
+        else:
+            wrapper = TextWrapper(self.err.write, self.width, color=self.color, styles=styles)
+            wrapper.feed(text)
+            wrapper.end_line()
+        self.err.flush()
 
     def footer(self, parts: Sequence[tuple[str, str]]) -> None:
         """A footer line of ``(text, style)`` parts, `` · `` between them; wrapped

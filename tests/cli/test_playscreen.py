@@ -134,10 +134,12 @@ def test_on_a_terminal_a_reply_starts_with_its_speaker_and_control_characters_go
     screen.on_event("token", "\n\n")  # blanks before the reply's first word: left out
     for chunk in chunks(" Marla shrugs.\x1b[2J Go away.", 2):
         screen.on_event("token", chunk)
-    screen.on_event("warning", "the reply is incomplete")
+    screen.on_event("warning", "the reply is incomplete (interrupted by the player): kept as is")
     screen.end_turn()
     assert out.getvalue() == "thinking\nShe distrusts him.\nMarla: Marla shrugs.[2J Go away.\n"
-    assert err.getvalue() == "warning: the reply is incomplete\n"
+    assert err.getvalue() == (  # on a line of its own, wrapped too
+        "warning: the reply is incomplete\n(interrupted by the player): kept as is\n"
+    )
 
 
 def node(role: str, content: str, name: str | None, **metadata: object) -> Node:
