@@ -328,7 +328,7 @@ def _play_loop(play: Play) -> None:
             out("")
             continue
         except UsageError as error:
-            sys.stderr.write(f"error: {error}\n")
+            play.screen.err_line(f"error: {error}")
             continue
         line = line.strip()
         if not line:
@@ -340,4 +340,4 @@ def _play_loop(play: Play) -> None:
             if stop.exit_code not in (EXIT_FAILED, 130):
                 raise
         except Exception as error:  # noqa: BLE001 - the session goes on; say what failed
-            sys.stderr.write(f"error: {' '.join(str(error).split())}\n")
+            play.screen.err_line(f"error: {' '.join(str(error).split())}")

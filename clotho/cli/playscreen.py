@@ -285,10 +285,10 @@ class ChatScreen:
             if self.live:
                 self._spinner.show(text)  # on its own line, under the reply
             else:
-                self._err_line(f"… {text}", "dim")
+                self.err_line(f"… {text}", "dim")
         elif kind == "warning":
             self._end_text(always=not waited)  # also past a ^C the terminal echoed
-            self._err_line(f"warning: {text}", "yellow")
+            self.err_line(f"warning: {text}", "yellow")
         self.out.flush()
 
     def _started(self) -> bool:
@@ -367,9 +367,9 @@ class ChatScreen:
         terminal echoed (the spinner's line, erased with it, needs no line end)."""
         if not self._ended_waiting:
             self.err.write("\n")
-        self._err_line(text, "yellow")
+        self.err_line(text, "yellow")
 
-    def _err_line(self, text: str, *styles: str) -> None:
+    def err_line(self, text: str, *styles: str) -> None:
         """A line on stderr, wrapped by words on a terminal."""
         if not self.terminal:
             self.err.write(text + "\n")
