@@ -130,11 +130,13 @@ def footer_text(
 
 
 class _Spinner:
-    """A spinner and a line of text on stderr (Rich), while the model works."""
+    """A spinner and a line of text on stderr (Rich), while the model works; without
+    ``color``, no styles at all."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, color: bool) -> None:
         self._live: Live | None = None
         self.text = ""
+        self.color = color
 
     @property
     def shown(self) -> bool:
@@ -152,7 +154,12 @@ class _Spinner:
         from rich.console import Console
         from rich.live import Live
 
-        console = Console(file=sys.stderr, highlight=False, soft_wrap=False)
+        console = Console(
+            file=sys.stderr,
+            highlight=False,
+            soft_wrap=False,
+            color_system="auto" if self.color else None,
+        )
         self._live = Live(
             renderable,
             console=console,
@@ -201,7 +208,7 @@ class ChatScreen:
         self.quiet = quiet
         #: A spinner only where a person watches: stderr a terminal, stdout too.
         self.live = not quiet and self.terminal and _isatty(self.err)
-        self._spinner = _Spinner()
+        self._spinner = _Spinner(color=self.color)
         self._text: TextWrapper | None = None  # the reply or reasoning being written
         self._thinking = False
         self._speaker: tuple[str, bool, str] | None = None  # the next reply's speaker

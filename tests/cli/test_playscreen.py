@@ -252,3 +252,14 @@ def test_a_resize_while_a_reply_streams_wraps_what_follows_at_the_new_width(
     assert all(len(line) <= 80 for line in tail)
     words = " ".join(tail).split()
     assert words == LONG_REPLY.split()[-len(words) :]  # whole words, in order
+
+
+def test_no_color_on_a_terminal_is_plain_text_still_wrapped(slow_play: Run) -> None:
+    env = {**slow_play.env, "NO_COLOR": "1"}
+    with Terminal(["say", "I attack the guard."], env, columns=80) as term:
+        term.wait_for("waiting for the model")  # the spinner, plain
+        assert term.wait_exit() == 0
+        raw, shown = term.raw(), term.display()
+    assert not SGR.search(raw)  # no colour, no style at all
+    assert shown == ["Marla: Marla slashes your arm.", shown[1]]
+    assert shown[1].startswith("reply 1/1 · hp 100 → 90 · ")
