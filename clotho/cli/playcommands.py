@@ -471,12 +471,13 @@ def _find(name: str) -> Command | None:
 def dispatch(play: Play, line: str) -> bool:
     """Act on a line the player sent: a message to say, or a slash command; ``False``
     when the player asked to quit."""
-    if not line.startswith("/"):
-        play.turn("say", text=line)
-        return True
-    word, _, rest = line[1:].partition(" ")
-    command = _find(word)
-    if command is None:
-        play.say(f"unknown command /{word}: /help lists them")
-        return True
-    return command.run(play, rest.strip()) is not False
+    with play.lines.held():  # keys typed meanwhile neither echo nor send anything
+        if not line.startswith("/"):
+            play.turn("say", text=line)
+            return True
+        word, _, rest = line[1:].partition(" ")
+        command = _find(word)
+        if command is None:
+            play.say(f"unknown command /{word}: /help lists them")
+            return True
+        return command.run(play, rest.strip()) is not False

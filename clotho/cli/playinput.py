@@ -15,6 +15,7 @@ command a tenth of a second).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -288,6 +289,27 @@ class LineReader:
         if self._read_nodes is None:
             self._read_nodes = self._nodes()
         return self._read_nodes
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """While the game acts on a line (a turn streams, a command prints): on a
+        terminal, keys typed meanwhile are not echoed into what it writes, and are
+        dropped when it is done (an Enter typed meanwhile sends nothing). Ctrl+C still
+        interrupts (the terminal's signals stay on)."""
+        fd = sys.stdin.fileno() if self.terminal and sys.stdin.isatty() else None
+        if fd is None:
+            yield
+            return
+        import termios
+
+        before = termios.tcgetattr(fd)
+        quiet = list(before)
+        quiet[3] = before[3] & ~(termios.ECHO | termios.ICANON)  # the local modes
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        try:
+            yield
+        finally:  # TCSAFLUSH: what was typed meanwhile and not read is dropped
+            termios.tcsetattr(fd, termios.TCSAFLUSH, before)
 
     def read(self, prompt: str, *, draft: str | None = None) -> str:
         """One line, cleaned (:func:`clean_line`); on a terminal, ``draft`` (else
