@@ -103,9 +103,9 @@ def completions(
     typed: str, commands: Sequence[CommandHelp], nodes: Callable[[], Sequence[NodeChoice]]
 ) -> Iterator[Candidate]:
     """What Tab offers for the text before the cursor: slash commands (``/tr`` ->
-    ``/trace``, ``/tree``) with their help, and after a command that takes a node, the
-    nodes whose short id starts with the word being typed (``nodes`` is called only
-    then)."""
+    ``/trace``, ``/tree``) with their help, a command's name after ``/help``, and after
+    a command that takes a node, the nodes whose short id starts with the word being
+    typed (``nodes`` is called only then)."""
     if not typed.startswith("/") or "\n" in typed:
         return
     word, space, rest = typed[1:].partition(" ")
@@ -115,10 +115,15 @@ def completions(
                 shown = f"/{command.name} {command.arguments}".rstrip()
                 yield Candidate(f"/{command.name}", len(typed), shown, command.help)
         return
+    current = rest.rpartition(" ")[2]
+    if word == "help" and " " not in rest:  # /help CMD: the commands' names
+        for command in commands:
+            if command.name.startswith(current):
+                yield Candidate(command.name, len(current), command.name, command.help)
+        return
     chosen = next((c for c in commands if c.name == word), None)
     if chosen is None or not chosen.takes_node:
         return
-    current = rest.rpartition(" ")[2]
     for choice in nodes():
         if choice.short_id.startswith(current):
             yield Candidate(choice.short_id, len(current), choice.short_id, choice.label)

@@ -151,6 +151,7 @@ def test_tab_completes_commands_with_their_help_and_node_ids(keys: PipeInput) ->
         ("9f0e1d2c", "Marla: The goblin falls.")
     ]
     assert len(list(completions("/diff 9f0e1d2c ", COMMANDS, lambda: NODES))) == 2
+    assert [c.text for c in completions("/help ed", COMMANDS, lambda: NODES)] == ["edit"]
 
     def never() -> list[NodeChoice]:
         raise AssertionError("the nodes are read only to complete a node")
