@@ -6,8 +6,9 @@ walk the history, which is kept across sessions in the data folder (Ctrl+R searc
 it); Tab completes the slash commands, with their help, and node ids after the commands
 that take one; Backspace and Delete take whole characters (a CJK character, an emoji
 with its modifiers); keys such as Ctrl+L act and are not typed into the text; a line
-has no length limit. Piped input is read line by line, with control characters other
-than tab and newline removed.
+has no length limit. Between lines (:meth:`LineReader.held`), keys typed while a reply
+streams neither echo into it nor send anything. Piped input is read line by line, with
+control characters other than tab and newline removed.
 
 prompt_toolkit is imported only when a terminal asks for it (it costs every other
 command a tenth of a second).
