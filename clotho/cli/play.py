@@ -108,8 +108,6 @@ def run_turn(
             litellm_module()  # the seconds it takes are spent under the spinner
         finally:
             screen.done_waiting()  # an error is one line of its own
-    # the state the reply is compared with when it has no parent (a root's alternative)
-    before = cli.store.state(session_id).variables if not cli.json else None
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
     else:
@@ -138,7 +136,7 @@ def run_turn(
     except (OrchestratorError, PromptError) as error:
         cli.fail(error)
     cli.remember(session_id)
-    _report(cli, session_id, result, before, engine, screen)
+    _report(cli, session_id, result, engine, screen)
     return result
 
 
@@ -163,7 +161,6 @@ def _report(
     cli: Cli,
     session_id: str,
     result: TurnResult,
-    before: dict[str, Any] | None,
     engine: Engine,
     screen: ChatScreen,
 ) -> None:
@@ -188,15 +185,13 @@ def _report(
             )
         )
         return
-    after = cli.store.state(session_id, result.node.id).variables
     parent = result.node.parent_id  # what this reply changed: a reroll's own changes too
-    if parent is not None:
-        before = cli.store.state(session_id, parent).variables
+    changed = cli.store.diff(session_id, parent, result.node.id) if parent else {}
     prompt_tokens = (result.completion.usage or {}).get("prompt_tokens")
     screen.footer(
         footer_text(
             cli.store.turn(session_id, result.node.id),
-            state_changes(before or {}, after),
+            state_changes(changed),
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
             window=engine.gateway.context_window(engine.setup.model),
             incomplete=result.completion.incomplete,

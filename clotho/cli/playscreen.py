@@ -91,18 +91,18 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def state_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[Change]:
-    """The variables whose value differs (a mapping's keys one by one: ``affinity.marla``)."""
-    changes = []
-    for name in sorted(set(before) | set(after), key=lambda n: (n not in after, n)):
-        old, new = before.get(name), after.get(name)
-        if old == new:
-            continue
-        if isinstance(old, dict) and isinstance(new, dict):
-            changes.extend(state_changes(old, new, f"{prefix}{name}."))
-        else:
-            changes.append(Change(prefix + name, old, new))
-    return changes
+#: The paths of a state diff that are not the campaign's variables.
+_BUILT_INS = frozenset({"active_lore_ids", "summary", "lore_timers", "author_note"})
+
+
+def state_changes(diff: Mapping[str, Sequence[Any]]) -> list[Change]:
+    """The variables a diff of two states (:meth:`mnemosyne.Store.diff`: ``{path:
+    [before, after]}``, a map's entries as ``affinity.marla``) changed, in its order."""
+    return [
+        Change(path, before, after)
+        for path, (before, after) in diff.items()
+        if path not in _BUILT_INS
+    ]
 
 
 def footer_text(

@@ -19,6 +19,7 @@ from rich.cells import cell_len
 from clotho.cli.playscreen import ChatScreen, footer_text, state_changes
 from clotho.cli.streamtext import TextWrapper
 from mnemosyne import Node, NodeAmongSiblings
+from mnemosyne.state.delta import diff_states
 from orchestrator.loopback import ModelServer, Reply
 
 from .terminal import Terminal
@@ -157,10 +158,23 @@ def node(role: str, content: str, name: str | None, **metadata: object) -> Node:
 
 
 def test_the_footer_and_one_message() -> None:
-    changes = state_changes(
-        {"hp": 90, "gold": 5, "inventory": ["torch"], "affinity": {"marla": 0}},
-        {"hp": 80, "gold": 5, "inventory": ["torch", "rope"], "affinity": {"marla": 10}},
-    )
+    base = {"summary": "", "lore_timers": {}, "author_note": None}
+    before = {
+        **base,
+        "variables": {"hp": 90, "gold": 5, "inventory": ["torch"], "affinity": {"marla": 0}},
+        "active_lore_ids": [],
+    }
+    after = {
+        **base,
+        "variables": {
+            "hp": 80,
+            "gold": 5,
+            "inventory": ["torch", "rope"],
+            "affinity": {"marla": 10},
+        },
+        "active_lore_ids": ["cave"],  # not a variable: not in the footer
+    }
+    changes = state_changes(diff_states(before, after))  # as Store.diff gives it
     reply = NodeAmongSiblings(node("assistant", STORY, "Marla"), ["a", "b"], 1)
     parts = footer_text(reply, changes, prompt_tokens=3120, window=8192)
     assert " · ".join(text for text, _ in parts) == (
