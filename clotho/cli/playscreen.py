@@ -135,7 +135,6 @@ class _Spinner:
 
     def __init__(self, *, color: bool) -> None:
         self._live: Live | None = None
-        self.text = ""
         self.color = color
 
     @property
@@ -146,7 +145,6 @@ class _Spinner:
         from rich.spinner import Spinner
         from rich.text import Text
 
-        self.text = text
         renderable = Spinner("dots", text=Text(text, style="dim"), style="cyan")
         if self._live is not None:
             self._live.update(renderable, refresh=True)
