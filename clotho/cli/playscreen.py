@@ -231,11 +231,12 @@ class ChatScreen:
         if not self.terminal:
             self.out.write(text + "\n")
             return
+        if not text.strip():
+            self.out.write("\n" * (text.count("\n") + 1))  # blank lines stay blank
+            return
         wrapper = self._wrapper(styles=styles, actions=actions)
         wrapper.feed(text)
         wrapper.end_line()
-        if not text:
-            self.out.write("\n")
 
     def _wrapper(
         self, *, styles: Sequence[str] = (), actions: bool = False, column: int = 0
