@@ -20,7 +20,7 @@ import re
 
 from rich.cells import cell_len, chop_cells
 
-__all__ = ["cell_len", "clean", "clip", "wrap"]
+__all__ = ["CLOSING_MARKS", "OPENING_MARKS", "cell_len", "clean", "clip", "wrap"]
 
 # Characters a line may break before and after (East Asian wide: CJK ideographs,
 # kana, hangul, CJK punctuation, fullwidth forms).
@@ -29,18 +29,18 @@ _WIDE = (
     "\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
     "\U00020000-\U0003fffd"
 )
-# What never starts a line: closing marks, small kana, the prolonged sound mark, and
-# ASCII punctuation right after a wide character.
-_CLOSING = (
-    "、。，．：；？！）」』】〉》〕｝〗〙〛ー…‥・ゝゞ々"
+#: What never starts a line: closing marks, small kana, the prolonged sound mark, and
+#: ASCII punctuation right after a wide character (the streaming writer,
+#: :mod:`clotho.cli.streamtext`, keeps to the same two sets).
+CLOSING_MARKS = (
+    "、。，．：；？！）」』】〉》〕｝〗〙〛ー…‥・ゝゞ々”’～"
     "ぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ"
-    ".,:;?!)\\]}'\""
+    ".,:;?!)]}'\""
 )
-# What never ends a line: opening marks.
-_OPENING = "（「『【〈《〔｛〖〘〚"
-# A word's parts a line may break between: one wide character with the opening marks
-# before it and the closing ones after, or a run of anything else (and the closing
-# marks after it).
+#: What never ends a line: opening marks.
+OPENING_MARKS = "（「『【〈《〔｛〖〘〚“‘("
+_CLOSING = re.escape(CLOSING_MARKS)
+_OPENING = re.escape(OPENING_MARKS)
 _PARTS = re.compile(f"[{_OPENING}]*[{_WIDE}][{_CLOSING}]*|[^{_WIDE}]+[{_CLOSING}]*")
 # An escape sequence (CSI or OSC) whole, else any control character but the line end.
 _CONTROL = re.compile(

@@ -17,12 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from rich.cells import cell_len, split_graphemes
 from rich.style import Style
 
+from .cells import CLOSING_MARKS, OPENING_MARKS
+
 __all__ = ["TextWrapper"]
 
-#: CJK punctuation that never starts a line: it stays with the character before it.
-_NO_BREAK_BEFORE = frozenset("，。、！？；：」』）》〉】”’…・ー～,.!?;:)")
+#: Punctuation that never starts a line: it stays with the character before it.
+_NO_BREAK_BEFORE = frozenset(CLOSING_MARKS)
 #: Opening marks that never end a line: the character after them stays with them.
-_NO_BREAK_AFTER = frozenset("（「『【〈《〔｛〖〘〚“‘(")
+_NO_BREAK_AFTER = frozenset(OPENING_MARKS)
 _ZERO_WIDTH_JOINER = "\u200d"
 
 
