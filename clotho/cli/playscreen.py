@@ -460,7 +460,8 @@ class ChatScreen:
         shortened), how many came before, then ``hint`` (one line)."""
         if page.earlier:
             self.line(
-                f"… {page.earlier} earlier messages (/log N shows more)",
+                f"… {page.earlier:,} earlier message{'s' * (page.earlier != 1)} "
+                "(/log N shows more)",
                 "dim",
             )
         if not page.turns:
