@@ -272,6 +272,9 @@ class LineReader:
 
     def __init__(self, session: PromptSession[str] | None = None) -> None:
         self.session = session
+        #: The line editor of a text edited in place (``read(draft=...)``): one with no
+        #: history, so a reply's text edited is not offered again by the arrows.
+        self.edit_session: PromptSession[str] | None = session
         self.terminal = session is not None or (sys.stdin.isatty() and sys.stdout.isatty())
         self.draft = ""
         self._history: Path | None = None
@@ -333,10 +336,14 @@ class LineReader:
                     history=self._history, commands=self._commands, nodes=self._nodes_now
                 )
             self._read_nodes = None  # the tree may have changed since the last line
-            text = draft
-            if text is None:
+            editor = self.session
+            if draft is not None:
+                if self.edit_session is None:
+                    self.edit_session = prompt_session(history=None)
+                editor, text = self.edit_session, draft
+            else:
                 text, self.draft = self.draft, ""
-            return clean_line(self.session.prompt(ANSI(prompt), default=text))
+            return clean_line(editor.prompt(ANSI(prompt), default=text))
         line = input(prompt)
         if sys.stdin.isatty() and len(line.encode()) >= CANONICAL_LIMIT - 1:
             raise UsageError(

@@ -173,3 +173,28 @@ def test_tab_completes_commands_with_their_help_and_node_ids(keys: PipeInput) ->
     assert typed.lines == []  # and does not send yet
     typed.type("\r")
     assert typed.read(1) == ["/checkout 1a2b3c4d"]
+
+
+def test_a_text_edited_in_place_stays_out_of_the_history(tmp_path: Path, keys: PipeInput) -> None:
+    history = tmp_path / "play-history"
+    reader = LineReader(prompt_session(history=history, input=keys, output=DummyOutput()))
+    # /edit's own editor: made with no history (here on the same pipe)
+    reader.edit_session = prompt_session(history=None, input=keys, output=DummyOutput())
+    read: list[str] = []
+
+    def player() -> None:
+        read.append(reader.read("edit> ", draft="Marla shrugs."))
+        read.append(reader.read("> "))
+
+    thread = threading.Thread(target=player, daemon=True)
+    thread.start()
+    keys.send_text(" Then she leaves.\r")
+    deadline = time.monotonic() + 20
+    while not read:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    keys.send_text("I follow her.\r")
+    thread.join(timeout=20)
+    assert read == ["Marla shrugs. Then she leaves.", "I follow her."]
+    kept = prompt_session(history=history, input=keys, output=DummyOutput()).history
+    assert list(kept.load_history_strings()) == ["I follow her."]
