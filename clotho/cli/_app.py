@@ -24,6 +24,7 @@ from clotho.settings import Settings
 from mnemosyne import ConflictError, MnemosyneError, Store
 from planner.errors import PlannerError
 
+from .cells import terminal_width, wrap_line
 from .logs import show_warnings
 
 __all__ = [
@@ -208,9 +209,11 @@ class Cli:
             text()
 
     def fail(self, error: Exception) -> NoReturn:
-        """One line on stderr naming what was wrong; exit 1 (3 for a conflict)."""
+        """One line on stderr naming what was wrong (word-wrapped on a terminal); exit 1
+        (3 for a conflict)."""
         message = " ".join(str(error).split())
-        sys.stderr.write(f"error: {message}\n")
+        lines = wrap_line(message, terminal_width(sys.stderr), lead="error: ", indent=2)
+        sys.stderr.write("".join(line + "\n" for line in lines))
         raise typer.Exit(EXIT_CONFLICT if isinstance(error, ConflictError) else EXIT_FAILED)
 
     def close(self) -> None:

@@ -16,11 +16,26 @@ a long story wraps every line it prints.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import shutil
+import sys
+from typing import TextIO
 
 from rich.cells import cell_len, chop_cells
 
-__all__ = ["CLOSING_MARKS", "OPENING_MARKS", "cell_len", "clean", "clip", "wrap"]
+from .style import paint
+
+__all__ = [
+    "CLOSING_MARKS",
+    "OPENING_MARKS",
+    "cell_len",
+    "clean",
+    "clip",
+    "terminal_width",
+    "wrap",
+    "wrap_line",
+]
 
 # Characters a line may break before and after (East Asian wide: CJK ideographs,
 # kana, hangul, CJK punctuation, fullwidth forms).
@@ -133,3 +148,50 @@ def _reflow(source: str, width: int, lines: list[str]) -> None:
             gap = 0
     if parts:
         lines.append("".join(parts))
+
+
+#: Narrower than this, a line is wrapped as if it were this wide.
+_MIN_WIDTH = 20
+
+
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width of the terminal ``stream`` (default stdout) writes to, now (it may
+    have changed since the last line), or ``None`` when it is no terminal (a pipe, a
+    file: lines are written whole)."""
+    stream = stream or sys.stdout
+    if not stream.isatty():
+        return None
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError):  # a stream with no descriptor of its own (a test's)
+        return shutil.get_terminal_size().columns
+
+
+def wrap_line(
+    text: str,
+    width: int | None,
+    *,
+    lead: str = "",
+    indent: int | None = None,
+    styles: tuple[str, ...] = (),
+) -> list[str]:
+    """``lead`` (styled already) then ``text`` in ``styles``, word-wrapped to ``width``
+    cells (:func:`clotho.cli.cells.wrap`: a word is cut only when wider than the line,
+    CJK and emoji by their cells), each continuation line indented by ``indent`` cells
+    (default: the lead's width). ``width`` ``None`` (not a terminal): one line, the
+    text as it is."""
+    if width is None:
+        return [lead + paint(text, *styles)]
+    lead_cells = cell_len(lead if "\x1b" not in lead else _plain(lead))
+    indent = lead_cells if indent is None else indent
+    room = max(width, _MIN_WIDTH) - max(lead_cells, indent)
+    if room < _MIN_WIDTH // 2:  # a lead too wide for the line: the text under it
+        return [lead, *(paint(piece, *styles) for piece in wrap(clean(text), width))]
+    pieces = wrap(clean(text), room) or [""]
+    return [lead + paint(pieces[0], *styles)] + [
+        " " * indent + paint(piece, *styles) for piece in pieces[1:]
+    ]
+
+
+def _plain(styled: str) -> str:
+    return clean(styled)  # the escape sequences left out whole

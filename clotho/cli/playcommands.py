@@ -16,12 +16,12 @@ from mnemosyne.state import diff_states
 
 from . import pager, render
 from ._app import Cli
-from .cells import clean, clip
+from .cells import clean, clip, terminal_width, wrap_line
 from .editor import journal_line
 from .playinput import HISTORY_FILE, CommandHelp, LineReader, NodeChoice
 from .state import diff_lines, state_lines
 from .style import out, paint
-from .traceview import terminal_width, trace_lines, wrap_line
+from .traceview import trace_lines
 
 if TYPE_CHECKING:
     from mnemosyne import Node

@@ -19,7 +19,6 @@ it, with no name, no wrapping and no styles: scripts get the text as it is.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -46,13 +45,6 @@ RECAP_LINES = 8
 #: The player's colour; characters get one of :data:`_CHARACTER_COLORS` by their name.
 _PLAYER_COLOR = "green"
 _CHARACTER_COLORS = ("cyan", "magenta", "yellow", "blue", "bright_cyan", "bright_magenta")
-
-
-def _terminal_width(stream: TextIO) -> int:
-    try:
-        return os.get_terminal_size(stream.fileno()).columns or 80
-    except (OSError, ValueError, AttributeError):
-        return 80
 
 
 def speaker_color(name: str, *, player: bool) -> str:
@@ -202,7 +194,7 @@ class ChatScreen:
         self.err = err if err is not None else sys.stderr
         self.terminal = self.out.isatty() if terminal is None else terminal
         self.color = (style.COLOR and self.terminal) if color is None else color
-        self.width = width or (lambda: _terminal_width(self.out))
+        self.width = width or (lambda: cells.terminal_width(self.out) or 80)
         self.quiet = quiet
         #: A spinner only where a person watches: stderr a terminal, stdout too.
         self.live = not quiet and self.terminal and _isatty(self.err)

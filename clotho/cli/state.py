@@ -15,8 +15,8 @@ from mnemosyne import WorldState
 
 from . import render
 from ._app import Cli, app, campaign_app, command
+from .cells import terminal_width, wrap_line
 from .style import out, paint
-from .traceview import terminal_width, wrap_line
 
 NodeArgument = Annotated[
     str | None,

@@ -1,60 +1,15 @@
-"""A PromptTrace as text: what ``clotho trace`` and play's ``/trace`` print; and
-:func:`wrap_line`, a line of text word-wrapped under a lead (``/state``, ``/help`` and
-``clotho state`` use it too)."""
+"""A PromptTrace as text: what ``clotho trace`` and play's ``/trace`` print."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from typing import Any
 
 from . import render
-from .cells import cell_len, clean, wrap
+from .cells import clean, terminal_width, wrap, wrap_line
 from .style import out, paint
 
-__all__ = ["print_trace", "terminal_width", "trace_lines", "wrap_line"]
-
-#: Narrower than this, a line is wrapped as if it were this wide.
-_MIN_WIDTH = 20
-
-
-def terminal_width() -> int | None:
-    """The terminal's width now (it may have changed since the last line), or ``None``
-    when stdout is no terminal (a pipe, a file: lines are written whole)."""
-    if not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
-
-
-def wrap_line(
-    text: str,
-    width: int | None,
-    *,
-    lead: str = "",
-    indent: int | None = None,
-    styles: tuple[str, ...] = (),
-) -> list[str]:
-    """``lead`` (styled already) then ``text`` in ``styles``, word-wrapped to ``width``
-    cells (:func:`clotho.cli.cells.wrap`: a word is cut only when wider than the line,
-    CJK and emoji by their cells), each continuation line indented by ``indent`` cells
-    (default: the lead's width). ``width`` ``None`` (not a terminal): one line, the
-    text as it is."""
-    if width is None:
-        return [lead + paint(text, *styles)]
-    lead_cells = cell_len(lead if "\x1b" not in lead else _plain(lead))
-    indent = lead_cells if indent is None else indent
-    room = max(width, _MIN_WIDTH) - max(lead_cells, indent)
-    if room < _MIN_WIDTH // 2:  # a lead too wide for the line: the text under it
-        return [lead, *(paint(piece, *styles) for piece in wrap(clean(text), width))]
-    pieces = wrap(clean(text), room) or [""]
-    return [lead + paint(pieces[0], *styles)] + [
-        " " * indent + paint(piece, *styles) for piece in pieces[1:]
-    ]
-
-
-def _plain(styled: str) -> str:
-    return clean(styled)  # the escape sequences left out whole
+__all__ = ["print_trace", "trace_lines"]
 
 
 def _detail(text: str, width: int | None, *styles: str) -> list[str]:

@@ -22,6 +22,7 @@ from orchestrator import ModelError
 from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA as BOOK
 
+from .terminal import Terminal
 from .test_cli import Run
 
 KEYWORDS_ONLY = "warning: lore is found by keywords only: "
@@ -201,3 +202,16 @@ def test_a_memory_of_warnings_that_cannot_be_read_is_said_again(
     for _ in range(2):  # outside said_once (lore test, the imports): said every time
         log.warning("lore is found by keywords only: down", extra={ONCE: "lore_keywords"})
     assert capsys.readouterr().err == "warning: lore is found by keywords only: down\n" * 2
+
+
+def test_an_error_on_a_terminal_is_wrapped_by_words(tmp_path: Path) -> None:
+    run = Run(f"sqlite:///{tmp_path / 'c.db'}", tmp_path / "home")
+    run("session", "new")
+    run("add", "user", "hello")
+    piped = run.fails("checkout", "HEAD~9")  # to a pipe: one line, whole
+    with Terminal(["checkout", "HEAD~9"], run.env, columns=40) as term:
+        assert term.wait_exit() == 1
+        shown = term.display()
+    assert term.wrapped() == [], shown  # no line ran past the edge
+    assert shown[0].startswith("error: ") and len(shown) > 2
+    assert " ".join(line.strip() for line in shown) == piped
