@@ -152,7 +152,9 @@ def _swipe(play: Play, rest: str) -> None:
 
 def _edit(play: Play, rest: str) -> None:
     cli, session_id = play.cli, play.session_id
-    ref = rest
+    ref, given = rest, None
+    if any(space.isspace() for space in rest):  # no node's name has a space: new text
+        ref, given = "", rest  # for the last message, as /edit TEXT always did
     if not ref:
         mine = (m for m in reversed(cli.store.messages(session_id)) if m.role == "user")
         last = next(mine, None)
@@ -164,12 +166,15 @@ def _edit(play: Play, rest: str) -> None:
     what = {"user": "your message", "assistant": "the reply"}.get(node.role, "the message")
     how = "as a fork, then a new reply" if node.role == "user" else "in place"
     keys = "Enter saves, Ctrl+C leaves it" if play.lines.terminal else "the next line is its text"
-    play.say(f"editing {what} {render.short(node.id)} ({how}): {keys}", "dim")
-    try:
-        text = play.lines.read(EDIT_PROMPT, draft=node.content).strip()
-    except (KeyboardInterrupt, EOFError):
-        play.say("edit left: nothing changed", "dim")
-        return
+    if given is not None:
+        text = given.strip()
+    else:
+        play.say(f"editing {what} {render.short(node.id)} ({how}): {keys}", "dim")
+        try:
+            text = play.lines.read(EDIT_PROMPT, draft=node.content).strip()
+        except (KeyboardInterrupt, EOFError):
+            play.say("edit left: nothing changed", "dim")
+            return
     if not text:
         play.say("the new text is empty: nothing changed", "dim")
         return
@@ -440,8 +445,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         name="edit",
-        arguments="[NODE]",
-        help="your last message or NODE: a reply in place, yours as a fork",
+        arguments="[NODE | TEXT]",
+        help="your last message or NODE: a reply in place, yours as a fork "
+        "(/edit TEXT: your last message becomes TEXT)",
         run=_edit,
         takes_node=True,
     ),

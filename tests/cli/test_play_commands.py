@@ -80,7 +80,7 @@ def test_editing_any_message_reading_the_world_and_moving_around(play: Run) -> N
     assert "first alternative: nothing that way" in first
     assert "unknown command /nope: /help lists them" in unknown
     assert all(f"/{command.name}" in every for command in COMMANDS)
-    assert one.startswith("/edit [NODE]") and "/log" not in one
+    assert one.startswith("/edit [NODE | TEXT]") and "/log" not in one
     assert "messages verified" in trace and "lore sillytavern_Eldoria_worldinfo:1" in trace
     assert "error" not in done.stderr
 
@@ -99,6 +99,14 @@ def test_editing_any_message_reading_the_world_and_moving_around(play: Run) -> N
     actions = [entry["action"] for entry in play.json("history")]
     assert actions[:3] == ["say", "edit", "rewrite"]
     assert play.json("state", greeting["id"])["variables"]["hp"] == 100
+
+
+def test_edit_with_a_text_gives_it_to_the_players_last_message(play: Run) -> None:  # noqa: F811
+    done = played(play, "I attack the guard.", "/edit I greet the guard.")
+    assert "error" not in done.stderr
+    user, reply = play.json("log")  # the fork and its reply; the attack beside it
+    assert user["content"] == "I greet the guard." and reply["content"] == "Marla shrugs."
+    assert len(play.json("tree")["nodes"]) == 4
 
 
 def test_on_a_terminal_edit_shows_the_old_text_to_change_and_nothing_overflows(
