@@ -249,15 +249,15 @@ class Terminal:
         self.press("Enter")
 
     def page_through(self, timeout: float = 60) -> bool:
-        """Until the next prompt; if a pager (less) shows a page and waits meanwhile,
-        read to its end a page at a time (Space) and leave it (q), as a player does.
-        Whether a pager showed."""
+        """Until the next prompt (or the program's end); if a pager (less) shows a page
+        and waits meanwhile, read to its end a page at a time (Space) and leave it (q),
+        as a player does. Whether a pager showed."""
         deadline = time.monotonic() + timeout
         paged = False
         while time.monotonic() < deadline:
             self.settle()
             with self._lock:
-                if self._raw.find(PROMPT_READY, self._typed_from) >= 0:
+                if self._ended or self._raw.find(PROMPT_READY, self._typed_from) >= 0:
                     return paged
                 last = _render(self.screen.buffer[self.screen.cursor.y], self.screen.columns)
                 if last.strip() == "(END)":
@@ -297,7 +297,9 @@ class Terminal:
             screen.resize(rows, columns)
             self.columns, self.rows = columns, rows
         self._set_size(self.master, columns, rows)
-        self.settle()
+        # prompt_toolkit redraws on SIGWINCH, and again when it polls the size (every
+        # half second): both before the next key, or a redraw reads as the next prompt
+        self.settle(quiet=0.7)
 
     @staticmethod
     def _set_size(fd: int, columns: int, rows: int) -> None:
