@@ -70,8 +70,10 @@ TYPED = "I quietly wait 你好"
 
 
 def player_line(turn: int) -> str:
-    """What the player types on a turn (1-based): plain, an *action*, CJK."""
+    """What the player types on a turn (1-based): plain, an *action*, CJK, two lines."""
     place = PLACES[turn - 1]
+    if turn % 10 == 7:  # typed with Alt+Enter between the lines, or pasted
+        return f"I climb the ridge above {place}.\nFrom there I look for the dragon."
     if turn % 7 == 0:
         return f"我们去{place}吧。 I point at the map."
     if turn % 3 == 0:
@@ -244,7 +246,15 @@ def say(term: Terminal, played: Played, turn: int, story: Story) -> str:
     """The player types a turn's line; the reply it gets, as the model writes it."""
     line = player_line(turn)
     reply = reply_text(str(turn), story.asked[str(turn)])
-    term.line(line)
+    term.wait_prompt()
+    if turn == 27:  # pasted: a terminal brackets a paste, and the newline stays in it
+        term.send(f"\x1b[200~{line}\x1b[201~")
+    else:  # a new line is Alt+Enter (Enter sends)
+        for number, part in enumerate(line.split("\n")):
+            if number:
+                term.press("Alt+Enter")
+            term.send(part)
+    term.press("Enter")
     played.note(line, reply)
     return reply
 
@@ -267,7 +277,13 @@ def play_at_80(cli: Run, story: Story, played: Played) -> dict[str, str]:
             say(term, played, turn, story)
         kept["5.1"] = say(term, played, 5, story)
         term.line("/reroll")
-        term.line("/swipe <")
+        term.wait_prompt()
+        term.send("/sw")
+        term.settle()  # the menu of what completes it shows as the player types
+        term.press("Tab")  # completed: /swipe
+        term.wait_for("> /swipe")
+        term.send(" <")
+        term.press("Enter")
         term.line("/swipe >")
         term.line("/swipe >")  # on the last alternative: a new one
         kept["5.2"], kept["5.3"] = reply_text("5", 1), reply_text("5", 2)
