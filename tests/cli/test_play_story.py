@@ -488,3 +488,27 @@ def test_keys_typed_while_a_reply_streams(cli: Run) -> None:
     log = cli.json("log")
     assert [n["content"] for n in log][:1] == [SLOW] and len(log) == 2, log  # nothing sent
     assert log[1]["metadata"]["incomplete"] is True
+
+
+#: An SGR sequence's parameters that set a colour (foreground, background, 256 or RGB).
+_COLOUR = re.compile(r"^(3[0-9]|4[0-9]|9[0-7]|10[0-7])$")
+
+
+def test_no_color_plays_without_colours(cli: Run, story: Story) -> None:
+    """With ``NO_COLOR`` set, play (the recap, a turn, its spinner and footer, the
+    prompt) writes no colour, and the reply reads the same."""
+    env = {**cli.env, "NO_COLOR": "1"}
+    with Terminal(["play"], env, columns=80, rows=24) as term:
+        say(term, Played(), 1, story)
+        term.line("/state")
+        term.line("/quit")
+        assert term.wait_exit() == 0, term.text()
+        shown, written = term.text(), term.raw()
+    assert shown_whole(shown, reply_text("1", 0)), shown
+    assert FOOTER.search(shown), shown
+    colours = [
+        sequence
+        for sequence in re.findall(r"\x1b\[([0-9;]*)m", written)
+        if any(_COLOUR.match(part) for part in sequence.split(";"))
+    ]
+    assert colours == [], colours
