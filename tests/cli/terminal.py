@@ -12,6 +12,11 @@ line editor is SIGINT to the program, and a resize is SIGWINCH.
         term.press("Enter")
         term.wait_prompt()
         term.display()  # every line, the scrollback first
+
+A prompt is ready when prompt_toolkit turns bracketed paste on (:data:`PROMPT_READY`)
+after the last line ended; a redraw of the same prompt (Ctrl+L, a resize) turns it on
+again, so :meth:`press` waits for the program to settle before Enter, and
+:meth:`resize` for both of prompt_toolkit's redraws.
 """
 
 from __future__ import annotations
