@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 import pyte
+from pyte import modes as mo
 from pyte.screens import Char
 from wcwidth import wcwidth
 
@@ -354,7 +355,19 @@ class _Screen(pyte.HistoryScreen):
     def draw(self, data: str) -> None:
         self._drawing = True
         try:
-            super().draw(data)
+            if data.isascii():
+                super().draw(data)
+                return
+            start = 0  # a wide character with one column left goes on the next line, as
+            for index, char in enumerate(data):  # in xterm (pyte would put it in the last)
+                if wcwidth(char) == 2:
+                    super().draw(data[start:index])
+                    start = index
+                    if self.cursor.x == self.columns - 1 and mo.DECAWM in self.mode:
+                        self.buffer[self.cursor.y].__dict__[_WRAPPED] = True
+                        super().carriage_return()
+                        self.linefeed()
+            super().draw(data[start:])
         finally:
             self._drawing = False
 
