@@ -42,7 +42,14 @@ from wcwidth import wcwidth
 
 from .test_cli import CLOTHO
 
-__all__ = ["KEYS", "PROMPT_READY", "Terminal", "TerminalError", "control_characters"]
+__all__ = [
+    "KEYS",
+    "PROMPT_READY",
+    "Terminal",
+    "TerminalError",
+    "control_characters",
+    "displayed",
+]
 
 #: What prompt_toolkit writes when a prompt is ready for keys (bracketed paste on).
 PROMPT_READY = b"\x1b[?2004h"
@@ -333,6 +340,19 @@ class Terminal:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def displayed(written: str, columns: int, rows: int = 24) -> tuple[list[str], list[int]]:
+    """What a terminal of ``columns`` x ``rows`` shows of ``written`` (a program's
+    output): the lines as :meth:`Terminal.display` gives them, and the indexes of those
+    it wrapped at its edge (:meth:`Terminal.wrapped`)."""
+    screen = _Screen(columns, rows, history=10000)
+    pyte.Stream(screen).feed(written.replace("\n", "\r\n"))
+    lines = [*screen.history.top, *(screen.buffer[y] for y in range(screen.lines))]
+    shown = [_render(line, columns) for line in lines]
+    while shown and not shown[-1]:
+        shown.pop()
+    return shown, [i for i, line in enumerate(lines) if getattr(line, _WRAPPED, False)]
 
 
 def _take_terminal() -> None:

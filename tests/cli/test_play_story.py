@@ -23,7 +23,7 @@ import pytest
 
 from orchestrator.loopback import ModelServer, Reply
 
-from .terminal import Terminal, control_characters
+from .terminal import Terminal, control_characters, displayed
 from .test_cli import Run
 
 CAMPAIGN = """
@@ -210,6 +210,34 @@ def unreadable(lines: list[str], wrapped: list[int], texts: list[str]) -> list[s
         if end[0] + start[0] in words and start[0] not in words:
             problems.append(f"a word cut in two lines: {above!r} / {below!r}")
     return problems
+
+
+def test_what_the_screen_check_sees() -> None:
+    """The check of a screen fails on what a player would find wrong: a line written
+    past the edge (the terminal cuts a word), a word broken by the program, an arrow
+    key's echo; and passes a text wrapped at its spaces, CJK at any character."""
+    texts = ["The road winds between terraced fields where the barley stands high."]
+    good = "The road winds between terraced fields\nwhere the barley stands high.\n"
+    good += "老人点点头：“龙之谷就在山的那边，\n人都知道。” 🐉\n"
+    assert unreadable(*displayed(good, 40), texts) == []
+    past_the_edge = displayed(texts[0] + "\n", 40)
+    assert past_the_edge[0] == [
+        "The road winds between terraced fields w",
+        "here the barley stands high.",
+    ]
+    assert unreadable(*past_the_edge, texts) == [
+        "a word cut at the edge: 'The road winds between terraced fields w' / "
+        "'here the barley stands high.'"
+    ]
+    broken = displayed("The road winds between terraced fie\nlds where the barley\n", 40)
+    assert unreadable(*broken, texts) == [
+        "a word cut in two lines: 'The road winds between terraced fie' / 'lds where the barley'"
+    ]
+    wide = displayed("x" * 39 + "龙之谷\n", 40)  # a wide character does not fit in one column
+    assert wide == (["x" * 39, "龙之谷"], [0])
+    assert unreadable(*displayed("The road^[[A winds\n", 40), texts) == [
+        "control character ^[ on the display"
+    ]
 
 
 def screen_problems(
