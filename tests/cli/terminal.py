@@ -235,13 +235,23 @@ class Terminal:
     def press(self, key: str) -> None:
         """Press a key by name (:data:`KEYS`). After Enter, Ctrl+C or Ctrl+D, which end
         a line, :meth:`wait_prompt` waits for the next prompt; Enter first waits until
-        the program has shown what was typed (so that all it writes next comes after)."""
+        the program has shown what was typed (so that all it writes next comes after).
+        Ctrl+L waits for the line editor to have cleared the screen and drawn its prompt
+        again."""
         if key == "Enter":
             self.settle()
-        if key in ("Enter", "Ctrl+C", "Ctrl+D"):
-            with self._lock:
-                self._typed_from = len(self._raw)
+        with self._lock:
+            pressed_at = len(self._raw)
+            if key in ("Enter", "Ctrl+C", "Ctrl+D"):
+                self._typed_from = pressed_at
         self._write(KEYS[key])
+        if key == "Ctrl+L":
+
+            def redrawn() -> bool:
+                cleared = self._raw.find(b"\x1b[2J", pressed_at)
+                return cleared >= 0 and self._raw.find(PROMPT_READY, cleared) >= 0
+
+            self._wait(redrawn, 30, "the screen cleared and the prompt drawn again")
 
     def settle(self, quiet: float = 0.1, timeout: float = 10) -> None:
         """Until the program has written nothing for ``quiet`` seconds."""
