@@ -359,6 +359,7 @@ def play_at_80(cli: Run, story: Story, played: Played) -> dict[str, str]:
 
         shown = term.text()
         assert len(FOOTER.findall(shown)) >= 15, shown  # after every turn
+        assert "· hp 100 → 95 ·" in shown and "· gold 10 → 15 ·" in shown, shown  # turns 3, 4
         for text in (kept["5.1"], kept["5.2"], kept["5.3"], CONTINUATION, reply_text("14", 0)):
             assert shown_whole(shown, text), text
         kept["problems"] = screen_problems(term, played.texts)
