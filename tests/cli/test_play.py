@@ -68,6 +68,20 @@ def play(model: ModelServer, tmp_path: Path) -> Run:
     return campaign_session(model, tmp_path)
 
 
+def played(run: Run, *lines: str) -> subprocess.CompletedProcess[str]:
+    """``clotho play`` with ``lines`` typed on a pipe, one after another; it must end well."""
+    done = subprocess.run(
+        [CLOTHO, "play"],
+        env=run.env,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_say_reroll_edit_and_trace(play: Run, model: ModelServer) -> None:
     said = play("say", "I attack the guard.")
     assert said.stdout.startswith("Marla slashes your arm.")  # a pipe: the text as is

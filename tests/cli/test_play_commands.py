@@ -3,8 +3,6 @@ loopback model, with what they stored read back through `--json`."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from clotho.cli.cells import cell_len
@@ -15,21 +13,8 @@ from mnemosyne import WorldState
 from tests._fixtures import ELDORIA
 
 from .terminal import Terminal, control_characters
-from .test_cli import CLOTHO, Run
-from .test_play import model, play  # noqa: F401  (fixtures)
-
-
-def played(run: Run, *lines: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [CLOTHO, "play"],
-        env=run.env,
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done
+from .test_cli import Run
+from .test_play import model, play, played  # noqa: F401  (fixtures)
 
 
 def test_editing_any_message_reading_the_world_and_moving_around(play: Run) -> None:  # noqa: F811

@@ -4,7 +4,6 @@ the last reply writes a new one, `/undo` takes a turn back and `/redo` brings it
 
 from __future__ import annotations
 
-import subprocess
 import threading
 
 from prompt_toolkit import PromptSession
@@ -13,8 +12,8 @@ from prompt_toolkit.output import DummyOutput
 
 from clotho.cli.playinput import LineReader
 
-from .test_cli import CLOTHO, Run
-from .test_play import model, play  # noqa: F401  (fixtures)
+from .test_cli import Run
+from .test_play import model, play, played  # noqa: F401  (fixtures)
 
 
 def test_a_drafted_line_is_the_next_prompts_text_to_edit() -> None:
@@ -36,16 +35,9 @@ def test_a_drafted_line_is_the_next_prompts_text_to_edit() -> None:
 def test_swipe_right_on_the_last_reply_writes_one_and_undo_redo_take_turns(
     play: Run,  # noqa: F811
 ) -> None:
-    lines = ["I attack the guard.", "/swipe >", "/undo", "/undo", "/redo", "/impersonate"]
-    done = subprocess.run(
-        [CLOTHO, "play"],
-        env=play.env,
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = played(
+        play, "I attack the guard.", "/swipe >", "/undo", "/undo", "/redo", "/impersonate"
     )
-    assert done.returncode == 0, done.stderr
     assert "undone: the reroll" in done.stdout and "undone: the turn" in done.stdout
     assert "redone: the turn" in done.stdout and "I raise my shield." in done.stdout
     user, reply = play.json("log")  # the say is back, the reroll in the trash
