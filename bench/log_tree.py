@@ -120,10 +120,8 @@ def in_process(store: Store, sid: str, repeat: int) -> None:
 
 
 def _window(store: Store, sid: str) -> list[str]:
-    window = store.projection_page(sid, limit=50, disabled=True)
-    return render.log_lines(
-        window.session, window.turns, width=120, first_number=window.earlier + 1
-    )
+    session, turns, first = render.log_window(store, sid, 50)
+    return render.log_lines(session, turns, width=120, first_number=first)
 
 
 def main() -> int:

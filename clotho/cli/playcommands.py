@@ -229,15 +229,8 @@ def _log(play: Play, rest: str) -> None:
     if rest not in ("", "all") and not (rest.isdigit() and int(rest) > 0):
         play.say("usage: /log [N] (the last N messages) or /log all")
         return
-    store, session_id = play.cli.store, play.session_id
-    if rest == "all":
-        session, turns = store.projection_turns(session_id, disabled=True)
-        first = 1
-    else:
-        window = store.projection_page(
-            session_id, limit=int(rest) if rest else LOG_LAST, disabled=True
-        )
-        session, turns, first = window.session, window.turns, window.earlier + 1
+    last = None if rest == "all" else int(rest) if rest else LOG_LAST
+    session, turns, first = render.log_window(play.cli.store, play.session_id, last)
     lines = render.log_lines(
         session, turns, width=pager.terminal_size().columns, first_number=first
     )

@@ -16,7 +16,7 @@ import math
 import shutil
 from collections.abc import Sequence
 
-from mnemosyne import Node, NodeAmongSiblings, Session, Tree
+from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
 
 from .cells import cell_len, clean, clip, wrap
 from .style import out, paint
@@ -24,6 +24,7 @@ from .style import out, paint
 __all__ = [
     "alternatives",
     "log_lines",
+    "log_window",
     "node_line",
     "print_node",
     "print_sessions",
@@ -62,26 +63,22 @@ def alternatives(turn: NodeAmongSiblings) -> str:
 
 
 def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width: int = 72) -> str:
-    """``1a2b3c4d user Alice: Hello…`` with its markers: ``(empty)`` (a reply with no
-    text, which older versions stored when interrupted before its first word; the model
-    is not sent it), ``(incomplete)`` (a reply cut short), ``(disabled)``, ``(HEAD)``.
-    ``width``: the cells the text may take."""
-    speaker = f" {node.name}:" if node.name else ":"
+    """``1a2b3c4d user Alice: Hello…`` with its marks (:func:`_marks`): ``(empty)`` (a
+    reply with no text, which older versions stored when interrupted before its first
+    word; the model is not sent it), ``(incomplete)`` (a reply cut short),
+    ``(disabled)``, ``(HEAD)``, ``< i/n >``. ``width``: the cells the text may take."""
+    speaker = f" {_speaker(node.name)}:" if node.name else ":"
     text = _first_line(node.content, width)
-    if not text:
-        text = paint("(empty)", "dim")
-    if node.metadata.get("incomplete"):
-        text += " " + paint("(incomplete)", "yellow")
     if not node.enabled:
-        text = paint(text, "dim", "strike") + " " + paint("(disabled)", "dim")
-    line = (
-        f"{paint(short(node.id), 'dim')} {paint(node.role, ROLE_STYLE[node.role])}{speaker} {text}"
-    )
-    if node.id == head_id:
-        line += " " + paint("(HEAD)", "bold", "yellow")
-    if alternatives:
-        line += " " + paint(alternatives, "blue")
-    return line
+        text = paint(text, "dim", "strike")
+    marks = "".join(" " + mark for _, mark in _marks(node, head_id, alternatives))
+    role = paint(node.role, ROLE_STYLE[node.role])
+    return f"{paint(short(node.id), 'dim')} {role}{speaker} {text}".rstrip() + marks
+
+
+def _speaker(name: str) -> str:
+    """A stored speaker's name as printed: on one line, no control character."""
+    return " ".join(clean(name).split())
 
 
 def _marks(node: Node, head_id: str | None, alternatives: str) -> list[tuple[str, str]]:
@@ -107,7 +104,7 @@ def _header(
     name cut so that the header leaves ``reserve`` of ``width`` cells free."""
     lead = len(f"#{number} ") + SHORT + 1
     room = max(min(NAME_CELLS, width - lead - len(colon) - reserve), 1)
-    speaker = clip(" ".join(clean(node.name or node.role).split()), room) + colon
+    speaker = clip(_speaker(node.name or node.role), room) + colon
     painted = (
         f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} "
         f"{paint(speaker, ROLE_STYLE.get(node.role, 'bold'), 'bold')}"
@@ -121,6 +118,18 @@ def _cells(marks: list[tuple[str, str]]) -> int:
 
 
 # --- the log ---------------------------------------------------------------------
+
+
+def log_window(
+    store: Store, session_id: str, last: int | None = None
+) -> tuple[Session, list[NodeAmongSiblings], int]:
+    """What a log shows: the path root → HEAD with its disabled messages (the last
+    ``last`` of them, ``None``: all), and the number of the first (its depth)."""
+    if last is None:
+        session, turns = store.projection_turns(session_id, disabled=True)
+        return session, list(turns), 1
+    window = store.projection_page(session_id, limit=last, disabled=True)
+    return window.session, list(window.turns), window.earlier + 1
 
 
 def log_lines(
@@ -337,7 +346,7 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     rows = [
         ("id", node.id),
         ("parent", node.parent_id or "(root)"),
-        ("role", node.role + (f" ({clean(node.name)})" if node.name else "")),
+        ("role", node.role + (f" ({_speaker(node.name)})" if node.name else "")),
         ("created", node.created_at.isoformat(timespec="seconds")),
         ("enabled", "yes" if node.enabled else "no"),
         ("alternative", f"< {turn.index + 1}/{len(turn.siblings)} >"),

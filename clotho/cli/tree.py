@@ -237,12 +237,7 @@ def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
             turns = cli.store.projection_page(session_id, limit=last).turns
         cli.emit([t.node.as_dict() for t in turns], lambda: None)
         return
-    if last is None:
-        session, turns = cli.store.projection_turns(session_id, disabled=True)
-        first = 1
-    else:
-        window = cli.store.projection_page(session_id, limit=last, disabled=True)
-        session, turns, first = window.session, window.turns, window.earlier + 1
+    session, turns, first = render.log_window(cli.store, session_id, last)
     width = pager.terminal_size().columns
     lines = render.log_lines(session, turns, width=width, first_number=first)
     pager.page(lines, enabled=not no_pager)

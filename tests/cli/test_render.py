@@ -12,7 +12,7 @@ import pytest
 from rich.cells import cell_len
 
 from clotho.cli.cells import clean, clip, wrap
-from clotho.cli.render import log_lines, print_node, tree_lines
+from clotho.cli.render import log_lines, node_line, print_node, tree_lines
 from mnemosyne import Node, NodeAmongSiblings, Session, Tree
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -320,16 +320,15 @@ def test_tree_labels_fill_the_width_with_their_marks_whole(width: int) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_deep_nesting_keeps_every_line_within_the_width(width: int) -> None:
-    # Each node on the path has a side child: with --all, lanes pile up to the right.
-    nodes = [node("p0", None, "start", "p1")]
-    for i in range(1, 80):
-        nodes.append(node(f"s{i}", f"p{i - 1}", words(30, i), f"s{i + 1}"))
-        nodes.append(node(f"p{i}", f"p{i - 1}", words(30, i), f"p{i + 1}"))
-    for i in range(1, 80):  # hang each side branch below the previous side branch
-        nodes.append(node(f"t{i}", f"s{i}", words(5, i)))
-    lines = tree_lines(tree("p79", *nodes), width=width, all=True)
+    # Each fork's side branch forks again: with --all, lanes pile up to the right until
+    # the deeper ones are drawn as a number ([n]).
+    nodes = [node("c0", None, "start", "l0")]
+    for i in range(1, 60):  # c{i} is the side branch of c{i-1}, beside its leaf l{i-1}
+        nodes.append(node(f"c{i}", f"c{i - 1}", words(30, i), f"l{i}"))
+    nodes += [node(f"l{i}", f"c{i}", words(5, i)) for i in range(60)]
+    lines = tree_lines(tree("l0", *nodes), width=width, all=True)
     assert_fits(lines, width)
-    assert len(lines) > 3 * 79
+    assert len(lines) >= 2 * 60 and any("] * #" in line for line in lines)
 
 
 def test_an_empty_session() -> None:
@@ -344,6 +343,7 @@ def test_show_prints_a_stored_text_wrapped_and_without_escape_sequences(
     print_node(NodeAmongSiblings(shown, [shown], 0), head_id=None)
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "pwned" not in printed
+    assert "Mallory:" in node_line(shown, head_id=None)
     assert "role user (Mallory)" in " ".join(printed.split())
     body = printed.split("\n\n", 1)[1].splitlines()
     assert max(cell_len(line) for line in body) <= 40
