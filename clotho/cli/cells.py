@@ -28,10 +28,12 @@ from .style import paint
 
 __all__ = [
     "CLOSING_MARKS",
+    "MIN_WIDTH",
     "OPENING_MARKS",
     "cell_len",
     "clean",
     "clip",
+    "terminal_size",
     "terminal_width",
     "wrap",
     "wrap_line",
@@ -150,8 +152,15 @@ def _reflow(source: str, width: int, lines: list[str]) -> None:
         lines.append("".join(parts))
 
 
-#: Narrower than this, a line is wrapped as if it were this wide.
-_MIN_WIDTH = 20
+#: Narrower than this, a line is wrapped as if it were this wide (lines then overflow
+#: rather than vanish).
+MIN_WIDTH = 20
+
+
+def terminal_size() -> os.terminal_size:
+    """The terminal's columns and lines (``COLUMNS``/``LINES`` first; off a terminal,
+    80 x 24): the size a log or a tree is drawn to, on a terminal or not."""
+    return shutil.get_terminal_size()
 
 
 def terminal_width(stream: TextIO | None = None) -> int | None:
@@ -182,16 +191,12 @@ def wrap_line(
     text as it is."""
     if width is None:
         return [lead + paint(text, *styles)]
-    lead_cells = cell_len(lead if "\x1b" not in lead else _plain(lead))
+    lead_cells = cell_len(clean(lead))  # the lead's escape sequences left out
     indent = lead_cells if indent is None else indent
-    room = max(width, _MIN_WIDTH) - max(lead_cells, indent)
-    if room < _MIN_WIDTH // 2:  # a lead too wide for the line: the text under it
+    room = max(width, MIN_WIDTH) - max(lead_cells, indent)
+    if room < MIN_WIDTH // 2:  # a lead too wide for the line: the text under it
         return [lead, *(paint(piece, *styles) for piece in wrap(clean(text), width))]
     pieces = wrap(clean(text), room) or [""]
     return [lead + paint(pieces[0], *styles)] + [
         " " * indent + paint(piece, *styles) for piece in pieces[1:]
     ]
-
-
-def _plain(styled: str) -> str:
-    return clean(styled)  # the escape sequences left out whole

@@ -13,22 +13,16 @@ output quietly.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 
+from .cells import terminal_size
 from .style import out
 
-__all__ = ["page", "pager_command", "terminal_size"]
-
-
-def terminal_size() -> os.terminal_size:
-    """The terminal's columns and lines (``COLUMNS``/``LINES`` first; off a terminal,
-    80 x 24)."""
-    return shutil.get_terminal_size()
+__all__ = ["page", "pager_command"]
 
 
 def pager_command() -> str | None:

@@ -16,7 +16,7 @@ from mnemosyne.state import diff_states
 
 from . import pager, render
 from ._app import Cli
-from .cells import clean, clip, terminal_width, wrap_line
+from .cells import clean, clip, terminal_size, terminal_width, wrap_line
 from .editor import journal_line
 from .playinput import HISTORY_FILE, CommandHelp, LineReader, NodeChoice
 from .state import diff_lines, state_lines
@@ -231,9 +231,7 @@ def _log(play: Play, rest: str) -> None:
         return
     last = None if rest == "all" else int(rest) if rest else LOG_LAST
     session, turns, first = render.log_window(play.cli.store, play.session_id, last)
-    lines = render.log_lines(
-        session, turns, width=pager.terminal_size().columns, first_number=first
-    )
+    lines = render.log_lines(session, turns, width=terminal_size().columns, first_number=first)
     if first > 1:
         earlier = f"{first - 1} earlier message" + ("s" if first > 2 else "")
         lines.insert(0, paint(f"… {earlier} (/log all shows them)", "dim"))
@@ -245,7 +243,7 @@ def _tree(play: Play, rest: str) -> None:
         play.say("usage: /tree (side branches folded), /tree N (unfolded N levels), /tree all")
         return
     tree = play.cli.store.tree(play.session_id)
-    width = pager.terminal_size().columns
+    width = terminal_size().columns
     depth = int(rest) if rest.isdigit() else 0
     pager.page(render.tree_lines(tree, width=width, depth=depth, all=rest == "all"))
 

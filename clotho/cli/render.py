@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Sequence
 
 from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
 
-from .cells import cell_len, clean, clip, wrap
+from .cells import MIN_WIDTH, cell_len, clean, clip, terminal_size, wrap
 from .style import out, paint
 
 __all__ = [
@@ -36,7 +35,6 @@ __all__ = [
 SHORT = 8
 ROLE_STYLE = {"system": "magenta", "user": "green", "assistant": "cyan"}
 NAME_CELLS = 24  # a speaker's name longer than this is cut in headers and labels
-MIN_WIDTH = 20  # narrower is drawn as this (lines then overflow rather than vanish)
 
 
 def short(node_id: str | None) -> str:
@@ -169,7 +167,7 @@ def tree_lines(
     tree: Tree,
     *,
     width: int,
-    depth: int | None = None,
+    depth: int = 0,
     all: bool = False,
     last: int | None = None,
 ) -> list[str]:
@@ -189,12 +187,12 @@ def tree_lines(
     """
     if not tree.nodes:
         return [paint("(empty session)", "dim")]
-    return _Graph(tree, width, math.inf if all else (depth or 0)).lines(last)
+    return _Graph(tree, width, math.inf if all else depth).lines(last)
 
 
 def print_tree(tree: Tree) -> None:
     """The whole tree, every branch drawn, at the terminal's width."""
-    out(*tree_lines(tree, width=shutil.get_terminal_size().columns, all=True))
+    out(*tree_lines(tree, width=terminal_size().columns, all=True))
 
 
 class _Graph:
@@ -205,14 +203,14 @@ class _Graph:
         self.unfold = unfold
         self.head = tree.head_id
         self.kids = tree.children()
-        self.parents = {n.id: n.parent_id for n in tree.nodes}
-        self.on_path = _path_ids(self.parents, self.head)
+        parents = {n.id: n.parent_id for n in tree.nodes}
+        self.on_path = _path_ids(parents, self.head)
         # Depths and subtree sizes, in one pass each (parents come before children).
         self.number: dict[str, int] = {}
         for node in tree.nodes:
             parent = node.parent_id
             self.number[node.id] = self.number[parent] + 1 if parent in self.number else 1
-        self.size: dict[str, int] = dict.fromkeys(self.parents, 1)
+        self.size: dict[str, int] = dict.fromkeys(parents, 1)
         for node in reversed(tree.nodes):
             if node.parent_id in self.size:
                 self.size[node.parent_id] += self.size[node.id]
@@ -357,5 +355,5 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
         rows.append(("metadata", json.dumps(node.metadata, ensure_ascii=False)))
     if node.delta:
         rows.append(("delta", json.dumps(node.delta, ensure_ascii=False)))
-    body = wrap(clean(node.content), shutil.get_terminal_size().columns)
+    body = wrap(clean(node.content), terminal_size().columns)
     out(*(f"{paint(f'{label:>11}', 'dim')} {value}" for label, value in rows), "", *body)

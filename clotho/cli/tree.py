@@ -14,6 +14,7 @@ from mnemosyne import Node, Session
 
 from . import pager, render
 from ._app import Cli, app, command, session_app
+from .cells import terminal_size
 from .style import out, paint
 
 ExpectVersion = Annotated[
@@ -238,7 +239,7 @@ def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
         cli.emit([t.node.as_dict() for t in turns], lambda: None)
         return
     session, turns, first = render.log_window(cli.store, session_id, last)
-    width = pager.terminal_size().columns
+    width = terminal_size().columns
     lines = render.log_lines(session, turns, width=width, first_number=first)
     pager.page(lines, enabled=not no_pager)
 
@@ -276,12 +277,14 @@ def tree(
     folded to one line saying what it holds, unless --depth or --all unfold it.
     """
     whole = cli.store.tree(cli.session_id())
-    if cli.json:
-        cli.emit(whole.as_dict(), lambda: None)
-        return
-    width = pager.terminal_size().columns
-    lines = render.tree_lines(whole, width=width, depth=depth, all=all_branches, last=last)
-    pager.page(lines, enabled=not no_pager)
+    width = terminal_size().columns
+    cli.emit(
+        whole.as_dict(),
+        lambda: pager.page(
+            render.tree_lines(whole, width=width, depth=depth, all=all_branches, last=last),
+            enabled=not no_pager,
+        ),
+    )
 
 
 @command(app, "show")
