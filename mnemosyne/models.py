@@ -302,6 +302,16 @@ class Tree:
         """The session's HEAD."""
         return self.session.head_id
 
+    def path(self) -> list[Node]:
+        """The nodes from HEAD up to the root, HEAD first (disabled ones included)."""
+        by_id = {node.id: node for node in self.nodes}
+        path: list[Node] = []
+        current = by_id.get(self.session.head_id or "")
+        while current is not None and len(path) < len(by_id):  # a cycle never loops
+            path.append(current)
+            current = by_id.get(current.parent_id or "")
+        return path
+
     def children(self) -> dict[str | None, list[Node]]:
         """Children of every node in order, keyed by parent id (``None``: the roots)."""
         out: dict[str | None, list[Node]] = {}

@@ -7,6 +7,9 @@ definition of the operations) and has the store apply it; a field the command re
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib import resources
 from typing import Annotated, Any
 
 import typer
@@ -39,27 +42,14 @@ OntoOption = Annotated[
 ]
 
 
-#: What an undo or a redo took back or brought back, in words (the page's
-#: ``app.journal_*`` strings say the same in its languages).
-JOURNAL_WORDS = {
-    "say": "the turn (your message and its reply)",
-    "reroll": "the reroll",
-    "edit": "the edited message and its reply",
-    "continue": "the continuation",
-    "append": "the message",
-    "fork": "the alternative",
-    "prune": "the prune",
-    "delete": "the deletion (to the trash)",
-    "restore": "the restore from the trash",
-    "graft": "the graft",
-    "move": "the move",
-    "copy": "the copy",
-    "inject": "the inserted message",
-    "rewrite": "the edit in place",
-    "note": "the author's note",
-    "toggle": "hiding or showing a message",
-    "checkout": "the move of HEAD",
-}
+@functools.cache
+def _journal_words() -> dict[str, str]:
+    """What each journal action is, in words: the page's English catalogue
+    (``app.journal_*`` in ``clotho/web/static/i18n/en.json``), one home for both."""
+    catalogue = resources.files("clotho.web").joinpath("static/i18n/en.json").read_text("utf-8")
+    app_strings: dict[str, str] = json.loads(catalogue)["app"]
+    prefix = "journal_"
+    return {k[len(prefix) :]: v for k, v in app_strings.items() if k.startswith(prefix)}
 
 
 def journal_line(action: str) -> str:
@@ -69,7 +59,7 @@ def journal_line(action: str) -> str:
     if verb not in ("undo", "redo"):
         return action
     done = "undone" if verb == "undo" else "redone"
-    return f"{done}: {JOURNAL_WORDS.get(what, what)}"
+    return f"{done}: {_journal_words().get(what, what)}"
 
 
 def _report(cli: Cli, result: EditResult, session: Session) -> None:

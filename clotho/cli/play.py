@@ -306,7 +306,7 @@ def play(cli: Cli) -> None:
             )
 
         try:
-            _play_loop(Play(cli, session_id, engine, LineReader(), turn, screen))
+            _play_loop(Play(cli, session_id, LineReader(), turn, screen))
         finally:
             runner.run(engine.aclose())
 

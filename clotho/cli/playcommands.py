@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from mnemosyne import InvalidOperationError, JournalMismatchError
 from mnemosyne.edits import Rewrite
 from mnemosyne.state import diff_states
 
@@ -24,8 +25,7 @@ from .style import out, paint
 from .traceview import trace_lines
 
 if TYPE_CHECKING:
-    from mnemosyne import Node
-    from orchestrator import Engine, TurnResult
+    from orchestrator import TurnResult
 
     from .playscreen import ChatScreen
 
@@ -45,7 +45,6 @@ class Play:
 
     cli: Cli
     session_id: str
-    engine: Engine
     lines: LineReader
     #: Play one turn of a kind (``say``, ``reroll``...) with the session's engine,
     #: streamed and reported: :func:`clotho.cli.play.run_turn`, bound.
@@ -65,12 +64,7 @@ class Play:
         """The nodes a node id completes to: the path to HEAD, newest first, then the
         rest of the tree, each with its speaker and the start of its text."""
         tree = self.cli.store.tree(self.session_id)
-        by_id = {node.id: node for node in tree.nodes}
-        path: list[Node] = []
-        current = tree.head_id
-        while current is not None and current in by_id and len(path) < len(by_id):
-            path.append(by_id[current])
-            current = by_id[current].parent_id
+        path = tree.path()
         on_path = {node.id for node in path}
         others = [node for node in reversed(tree.nodes) if node.id not in on_path]
         return [
@@ -81,10 +75,11 @@ class Play:
             for node in [*path, *others][:_NODE_CHOICES]
         ]
 
-    def show(self, node_id: str) -> None:
-        """One message, as the story shows it (its place among alternatives, its id)."""
+    def show(self, node_id: str, head_id: str | None) -> None:
+        """One message, as the story shows it (its place among alternatives, its id;
+        ``(HEAD)`` if it is ``head_id``)."""
         view = self.cli.store.turn(self.session_id, node_id)
-        self.screen.message(view, head_id=self.cli.store.session(self.session_id).head_id)
+        self.screen.message(view, head_id=head_id)
 
     def say(self, text: str, *styles: str) -> None:
         """A line of the game's own (wrapped on a terminal)."""
@@ -146,8 +141,8 @@ def _swipe(play: Play, rest: str) -> None:
         where = "first" if direction == "prev" else "last"
         play.say(f"this is the {where} alternative: nothing that way", "dim")
         return
-    node, _ = cli.store.switch_sibling(session_id, direction)
-    play.show(node.id)
+    node, session = cli.store.switch_sibling(session_id, direction)
+    play.show(node.id, session.head_id)
 
 
 def _edit(play: Play, rest: str) -> None:
@@ -184,8 +179,8 @@ def _edit(play: Play, rest: str) -> None:
     if node.role == "user":
         play.turn("edit", node=node.id, text=text)  # a fork beside it, and its reply
         return
-    cli.store.edit(session_id, Rewrite.checked(node_id=node.id, content=text))
-    play.show(node.id)
+    _, session = cli.store.edit(session_id, Rewrite.checked(node_id=node.id, content=text))
+    play.show(node.id, session.head_id)
     play.say("rewritten in place (/undo takes it back)", "dim")
 
 
@@ -193,8 +188,8 @@ def _checkout(play: Play, rest: str) -> None:
     if not rest:
         play.say("usage: /checkout NODE (an id, a prefix, HEAD~N)")
         return
-    node, _ = play.cli.store.checkout(play.session_id, rest)
-    play.show(node.id)
+    node, session = play.cli.store.checkout(play.session_id, rest)
+    play.show(node.id, session.head_id)
 
 
 def _undo(play: Play, rest: str) -> None:
@@ -208,14 +203,16 @@ def _redo(play: Play, rest: str) -> None:
 def _travel(play: Play, way: Literal["undo", "redo"]) -> None:
     """Take back the last turn or edit (or bring it back), saying what it was."""
     store, session_id = play.cli.store, play.session_id
-    entries = store.history(session_id)
-    if not any(entry.undone == (way == "redo") for entry in entries):
+    try:
+        result, session = store.undo(session_id) if way == "undo" else store.redo(session_id)
+    except JournalMismatchError:
+        raise  # the journal was cleared: the loop says so, in the store's words
+    except InvalidOperationError:  # the journal has nothing that way
         play.say(f"nothing to {way}", "dim")
         return
-    result, session = store.undo(session_id) if way == "undo" else store.redo(session_id)
     play.say(journal_line(result.action) + (f" ({result.note})" if result.note else ""), "dim")
     if session.head_id is not None:
-        play.show(session.head_id)
+        play.show(session.head_id, session.head_id)
 
 
 def _quit(play: Play, rest: str) -> bool:

@@ -270,11 +270,17 @@ class LineReader:
     line's text to edit, on a terminal.
     """
 
-    def __init__(self, session: PromptSession[str] | None = None) -> None:
+    def __init__(
+        self,
+        session: PromptSession[str] | None = None,
+        *,
+        edit_session: PromptSession[str] | None = None,
+    ) -> None:
         self.session = session
         #: The line editor of a text edited in place (``read(draft=...)``): one with no
-        #: history, so a reply's text edited is not offered again by the arrows.
-        self.edit_session: PromptSession[str] | None = session
+        #: history, so a reply's text edited is not offered again by the arrows (made
+        #: at its first use unless given).
+        self.edit_session = edit_session
         self.terminal = session is not None or (sys.stdin.isatty() and sys.stdout.isatty())
         self.draft = ""
         self._history: Path | None = None

@@ -204,7 +204,7 @@ class _Graph:
         self.head = tree.head_id
         self.kids = tree.children()
         parents = {n.id: n.parent_id for n in tree.nodes}
-        self.on_path = _path_ids(parents, self.head)
+        self.on_path = {node.id for node in tree.path()}
         # Depths and subtree sizes, in one pass each (parents come before children).
         self.number: dict[str, int] = {}
         for node in tree.nodes:
@@ -312,15 +312,6 @@ def _trunk_last(nodes: Sequence[Node], on_path: set[str], active: str | None = N
     if trunk is None:
         trunk = next((n for n in nodes if n.id == active), nodes[-1])
     return [n for n in nodes if n is not trunk] + [trunk]
-
-
-def _path_ids(parents: dict[str, str | None], head: str | None) -> set[str]:
-    path: set[str] = set()
-    current = head
-    while current is not None and current not in path:
-        path.add(current)
-        current = parents.get(current)
-    return path
 
 
 # --- other commands' text ----------------------------------------------------------

@@ -177,9 +177,11 @@ def test_tab_completes_commands_with_their_help_and_node_ids(keys: PipeInput) ->
 
 def test_a_text_edited_in_place_stays_out_of_the_history(tmp_path: Path, keys: PipeInput) -> None:
     history = tmp_path / "play-history"
-    reader = LineReader(prompt_session(history=history, input=keys, output=DummyOutput()))
-    # /edit's own editor: made with no history (here on the same pipe)
-    reader.edit_session = prompt_session(history=None, input=keys, output=DummyOutput())
+    reader = LineReader(
+        prompt_session(history=history, input=keys, output=DummyOutput()),
+        # /edit's own editor, as LineReader makes it (no history), here on the same pipe
+        edit_session=prompt_session(history=None, input=keys, output=DummyOutput()),
+    )
     read: list[str] = []
 
     def player() -> None:
