@@ -194,7 +194,6 @@ def _report(
             state_changes(changed),
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
             window=engine.gateway.context_window(engine.setup.model),
-            incomplete=result.completion.incomplete,
         )
     )
 

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.cells import cell_len
-from rich.style import Style
+
+from mnemosyne.state import BUILT_INS
 
 from . import cells, render, style
-from .streamtext import TextWrapper
+from .streamtext import TextWrapper, styled
 
 if TYPE_CHECKING:
     from rich.live import Live
 
-    from mnemosyne import Node, NodeAmongSiblings, ProjectionPage
+    from mnemosyne import NodeAmongSiblings, ProjectionPage
 
 __all__ = ["RECAP", "ChatScreen", "footer_text", "state_changes"]
 
@@ -83,41 +84,40 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-#: The paths of a state diff that are not the campaign's variables.
-_BUILT_INS = frozenset({"active_lore_ids", "summary", "lore_timers", "author_note"})
-
-
 def state_changes(diff: Mapping[str, Sequence[Any]]) -> list[Change]:
     """The variables a diff of two states (:meth:`mnemosyne.Store.diff`: ``{path:
     [before, after]}``, a map's entries as ``affinity.marla``) changed, in its order."""
     return [
         Change(path, before, after)
         for path, (before, after) in diff.items()
-        if path not in _BUILT_INS
+        if path not in BUILT_INS
     ]
 
 
 def footer_text(
-    view: NodeAmongSiblings | None,
+    view: NodeAmongSiblings,
     changes: Sequence[Change] = (),
     *,
     prompt_tokens: int | None = None,
     window: int | None = None,
-    incomplete: bool = False,
+    head_id: str | None = None,
 ) -> list[tuple[str, str]]:
-    """A turn's footer as (text, style) parts: ``reply 2/2``, the changes, the prompt's
-    tokens over the context window, marks, and the node's short id last."""
-    parts: list[tuple[str, str]] = []
-    if view is not None:
-        what = {"assistant": "reply", "user": "message"}.get(view.node.role, view.node.role)
-        parts.append((f"{what} {view.index + 1}/{len(view.siblings)}", "dim"))
+    """A message's footer as (text, style) parts: ``reply 2/2``, the changes, the
+    prompt's tokens over the context window, its marks (incomplete, disabled, ``HEAD``
+    if it is ``head_id``), and its short id last."""
+    node = view.node
+    what = {"assistant": "reply", "user": "message"}.get(node.role, node.role)
+    parts = [(f"{what} {view.index + 1}/{len(view.siblings)}", "dim")]
     parts.extend((change.text(), "yellow") for change in changes)
     if prompt_tokens is not None and window:
         parts.append((f"{prompt_tokens:,}/{window:,} tokens", "dim"))
-    if incomplete:
+    if node.metadata.get("incomplete"):
         parts.append(("incomplete", "yellow"))
-    if view is not None:
-        parts.append((render.short(view.node.id), "dim"))
+    if not node.enabled:
+        parts.append(("disabled", "dim"))
+    if node.id == head_id:
+        parts.append(("HEAD", "bold yellow"))
+    parts.append((render.short(node.id), "dim"))
     return parts
 
 
@@ -210,9 +210,7 @@ class ChatScreen:
 
     def paint(self, text: str, *styles: str) -> str:
         """``text`` in Rich styles (``"bold cyan"``...) when colour is on."""
-        if not self.color or not styles or not text:
-            return text
-        return Style.parse(" ".join(styles)).render(text)
+        return styled(text, styles) if self.color else text
 
     def line(self, text: str = "", *styles: str) -> None:
         """A whole line of plain text (wrapped by words on a terminal)."""
@@ -231,10 +229,15 @@ class ChatScreen:
         wrapper.end_line()
 
     def _wrapper(
-        self, *, styles: Sequence[str] = (), actions: bool = False, column: int = 0
+        self,
+        *,
+        styles: Sequence[str] = (),
+        actions: bool = False,
+        column: int = 0,
+        write: Callable[[str], object] | None = None,
     ) -> TextWrapper:
         return TextWrapper(
-            self.out.write,
+            write or self.out.write,
             self.width,
             color=self.color,
             styles=styles,
@@ -266,11 +269,8 @@ class ChatScreen:
         """A turn's event (:meth:`orchestrator.Engine.run`'s ``on_event``)."""
         if self.quiet:
             return
-        if kind == "progress":
-            self.waiting(text)
-            return
-        if kind == "status" and self.live and not self._started():
-            self.waiting(text)  # before the reply: what it waits for
+        if kind == "progress" or (kind == "status" and self.live):
+            self.waiting(text)  # before the reply, or on a line of its own under it
             return
         waited = self._spinner.shown  # its line (and a ^C echoed on it) is erased
         self.done_waiting()
@@ -280,17 +280,11 @@ class ChatScreen:
             self._reasoning(text)
         elif kind == "status":
             self._end_text()
-            if self.live:
-                self._spinner.show(text)  # on its own line, under the reply
-            else:
-                self.err_line(f"… {text}", "dim")
+            self.err_line(f"… {text}", "dim")
         elif kind == "warning":
             self._end_text(always=not waited)  # also past a ^C the terminal echoed
             self.err_line(f"warning: {text}", "yellow")
         self.out.flush()
-
-    def _started(self) -> bool:
-        return self._text is not None or self._raw_midline
 
     def _token(self, text: str) -> None:
         if not self.terminal:
@@ -372,7 +366,7 @@ class ChatScreen:
         if not self.terminal:
             self.err.write(text + "\n")
         else:
-            wrapper = TextWrapper(self.err.write, self.width, color=self.color, styles=styles)
+            wrapper = self._wrapper(styles=styles, write=self.err.write)
             wrapper.feed(text)
             wrapper.end_line()
         self.err.flush()
@@ -424,13 +418,11 @@ class ChatScreen:
             self.out.write(f"{name}: {text}\n")
         else:
             buffer: list[str] = []
-            wrapper = TextWrapper(
-                buffer.append,
-                self.width,
-                color=self.color,
+            wrapper = self._wrapper(
                 actions=True,
                 column=cell_len(name) + 2,
                 styles=("dim", "strike") if not node.enabled else (),
+                write=buffer.append,
             )
             wrapper.feed(text)
             wrapper.end_line()
@@ -442,9 +434,9 @@ class ChatScreen:
                     self.paint(f"… {hidden} more lines (/log shows it whole)", "dim"),
                 ]
             self.out.write(self._name(name + ":", player=player) + " " + "\n".join(lines) + "\n")
-        marks = _marks(view, head_id)
-        if details or len(marks) > 2 or len(view.siblings) > 1:  # a mark, alternatives
-            self.footer(marks)
+        footer = footer_text(view, head_id=head_id)
+        if details or len(footer) > 2 or len(view.siblings) > 1:  # a mark, alternatives
+            self.footer(footer)
         self.out.flush()
 
     def recap(self, page: ProjectionPage, *, hint: str) -> None:
@@ -469,19 +461,6 @@ class ChatScreen:
                 details=last,
             )
         self.line(hint, "dim")
-
-
-def _marks(view: NodeAmongSiblings, head_id: str | None) -> list[tuple[str, str]]:
-    node: Node = view.node
-    parts = footer_text(view)
-    marks = []
-    if node.metadata.get("incomplete"):
-        marks.append(("incomplete", "yellow"))
-    if not node.enabled:
-        marks.append(("disabled", "dim"))
-    if node.id == head_id:
-        marks.append(("HEAD", "bold yellow"))
-    return [*parts[:-1], *marks, parts[-1]]
 
 
 def _shortened(text: str, limit: int) -> str:

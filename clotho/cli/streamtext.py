@@ -19,13 +19,20 @@ from rich.style import Style
 
 from .cells import CLOSING_MARKS, OPENING_MARKS
 
-__all__ = ["TextWrapper"]
+__all__ = ["TextWrapper", "styled"]
 
 #: Punctuation that never starts a line: it stays with the character before it.
 _NO_BREAK_BEFORE = frozenset(CLOSING_MARKS)
 #: Opening marks that never end a line: the character after them stays with them.
 _NO_BREAK_AFTER = frozenset(OPENING_MARKS)
 _ZERO_WIDTH_JOINER = "\u200d"
+
+
+def styled(text: str, styles: Sequence[str]) -> str:
+    """``text`` in Rich styles (``"bold cyan"``, ``"italic"``...), as escape sequences."""
+    if not styles or not text:
+        return text
+    return Style.parse(" ".join(styles)).render(text)
 
 
 class TextWrapper:
@@ -64,11 +71,6 @@ class TextWrapper:
         self._opening = False  # the last character held is an opening mark
         self._soft = False  # the current line began by wrapping (no indent kept)
 
-    @property
-    def midline(self) -> bool:
-        """Whether something is written on the current line (or held to be)."""
-        return self.column > 0 or bool(self._word)
-
     def feed(self, text: str) -> None:
         for char in text:
             if char == "\n":
@@ -89,10 +91,6 @@ class TextWrapper:
                     self._italic = False
             else:
                 self._add(char)
-
-    def flush(self) -> None:
-        """Write the word held back (the end of the text)."""
-        self._place()
 
     def end_line(self) -> None:
         """Flush, and end the current line if anything is on it."""
@@ -170,7 +168,4 @@ class TextWrapper:
             self._write(self._paint("".join(run), current))
 
     def _paint(self, text: str, italic: bool) -> str:
-        names = [*self.styles, *(["italic"] if italic else [])]
-        if not names:
-            return text
-        return Style.parse(" ".join(names)).render(text)
+        return styled(text, [*self.styles, *(["italic"] if italic else [])])

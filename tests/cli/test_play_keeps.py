@@ -25,7 +25,7 @@ from orchestrator.loopback import ModelServer, Reply
 
 from .terminal import Terminal
 from .test_cli import CLOTHO, Run
-from .test_play import HIT, campaign_session
+from .test_play import HIT, campaign_session, played
 
 #: Long enough that the interrupt always comes first (the call is then abandoned).
 HELD = 20.0
@@ -175,16 +175,7 @@ def test_play_on_a_terminal_stores_a_long_message_whole(play: Run) -> None:
 
 
 def test_play_with_piped_input_stores_a_long_message_whole(play: Run) -> None:
-    typed = LONG[:2000] + "\x0c\x1b" + LONG[2000:]
-    done = subprocess.run(
-        [CLOTHO, "play"],
-        env=play.env,
-        input=typed + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    played(play, LONG[:2000] + "\x0c\x1b" + LONG[2000:])
     user, reply = play.json("log")
     assert user["content"] == LONG
     assert reply["content"] == "Marla slashes your arm."
