@@ -443,7 +443,8 @@ def test_campaign_templates_and_card_macros(
     result = play(engine, sid, "say", text="Hello.")
     sent = chat(server)[0].messages
     assert sent[0]["content"] == "You run The Cave for Tom."
-    assert "Marla distrusts Tom." in sent[1]["content"]
+    # the card's heading on a line of its own (the name was glued to the description)
+    assert "About Marla:\nMarla distrusts Tom." in sent[1]["content"]
     trace = store.trace(sid, result.node.id)
     assert trace is not None
     assert trace.document["templates"]["system"]["origin"] == str(tmp_path / "system.j2")
