@@ -184,7 +184,8 @@ def test_persona_and_system_prompt_replace_the_defaults(
     sent = contents(chat(server)[0].messages)
     assert sent[0] == "You narrate for Ann only."
     assert not any("game master of a text role-playing game" in text for text in sent)
-    assert any("A tall ranger; Narrator trusts her." in text and "Ann" in text for text in sent)
+    persona = "About Ann, the player's character:\nA tall ranger; Narrator trusts her."
+    assert any(persona in text for text in sent)  # the heading on a line of its own
     trace = store.trace(sid, result.node.id)
     assert trace is not None and trace.verified
     assert trace.document["system_prompt"]["origin"] == "session"
