@@ -41,11 +41,12 @@ def state_lines(world: WorldState, width: int | None) -> list[str]:
     lines: list[str] = []
     names = max((len(name) for name in world.variables), default=0)
     for name, value in sorted(world.variables.items()):
-        lines += wrap_line(_show(value), width, lead=f"{paint(name.rjust(names), 'bold')}  ")
+        lines += wrap_line(_show(value), width, lead=f"{paint(name.ljust(names), 'bold')}  ")
     if not world.variables:
         lines.append(paint("(no variables yet)", "dim"))
     lead = f"{paint('active lore', 'dim')}  "
-    lines += wrap_line(_show(world.active_lore_ids), width, lead=lead, indent=2)
+    active = ", ".join(world.active_lore_ids) or "(none)"
+    lines += wrap_line(active, width, lead=lead, indent=2)
     if world.summary:
         lines += wrap_line(world.summary, width, lead=f"{paint('summary', 'dim')}  ", indent=2)
     note = world.author_note
