@@ -44,7 +44,8 @@ from .errors import (
 from .models import Document, Node, Session
 from .state.delta import State, apply_delta
 from .state.note import check_note
-from .state.schema import StateSchema, check_value, type_of
+from .state.presence import check_present
+from .state.schema import BUILT_INS, StateSchema, check_value, type_of
 
 __all__ = ["NodeRecord", "SessionDump", "StoredTrace"]
 
@@ -152,7 +153,7 @@ def check_state(schema: StateSchema, value: object) -> State:
     """A world state given whole, checked against the schema (a copy)."""
     if not isinstance(value, Mapping):
         raise InvalidOperationError(f"a world state is an object, not {value!r}")
-    extra = set(value) - {"variables", "active_lore_ids", "summary", "lore_timers", "author_note"}
+    extra = set(value) - set(BUILT_INS) - {"variables"}
     if extra:
         raise InvalidOperationError(f"a world state has no {', '.join(sorted(extra))}")
     variables = value.get("variables", {})
@@ -173,6 +174,10 @@ def check_state(schema: StateSchema, value: object) -> State:
             note = check_note(note)
         except ValueError as error:
             raise InvalidOperationError(str(error)) from None
+    try:
+        present = check_present(value.get("present"))
+    except ValueError as error:
+        raise InvalidOperationError(str(error)) from None
     for name, held in variables.items():
         spec = schema.variables.get(name)
         if spec is None:
@@ -189,6 +194,7 @@ def check_state(schema: StateSchema, value: object) -> State:
         "summary": summary,
         "lore_timers": dict(timers),
         "author_note": note,
+        "present": present,
     }
     try:
         ws.encode_state(state)

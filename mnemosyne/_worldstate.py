@@ -75,6 +75,7 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
         state, below, distance = json.loads(keyframe), rows[1:], len(rows) - 1
         state.setdefault("lore_timers", {})  # keyframes written before revision 0005
         state.setdefault("author_note", None)  # keyframes written before the author's note
+        state.setdefault("present", None)  # keyframes written before the cast
     else:
         state, below, distance = schema.initial_state(), rows, None
     for _, node_id, enabled, delta, _ in below:

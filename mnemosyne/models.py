@@ -332,14 +332,16 @@ class Tree:
 @dataclass(frozen=True, slots=True)
 class WorldState:
     """The world as it stands after a node: variables, active lore, running summary,
-    the lore's timed effects (World Info sticky/cooldown, so they roll back too) and the
-    author's note (``None``: none; :mod:`mnemosyne.state.note`)."""
+    the lore's timed effects (World Info sticky/cooldown, so they roll back too), the
+    author's note (``None``: none; :mod:`mnemosyne.state.note`) and who of the cast is
+    present (``None``: everyone; :mod:`mnemosyne.state.presence`)."""
 
     variables: dict[str, Any]
     active_lore_ids: list[str]
     summary: str
     lore_timers: dict[str, Any]
     author_note: dict[str, Any] | None = None
+    present: list[str] | None = None
 
     @classmethod
     def from_mapping(cls, state: dict[str, Any]) -> WorldState:
@@ -349,16 +351,19 @@ class WorldState:
             state["summary"],
             state["lore_timers"],
             state.get("author_note"),
+            state.get("present"),
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"variables", "active_lore_ids", "summary", "lore_timers", "author_note"}``."""
+        """``{"variables", "active_lore_ids", "summary", "lore_timers", "author_note",
+        "present"}``."""
         return {
             "variables": self.variables,
             "active_lore_ids": self.active_lore_ids,
             "summary": self.summary,
             "lore_timers": self.lore_timers,
             "author_note": self.author_note,
+            "present": self.present,
         }
 
 

@@ -296,6 +296,11 @@ class StateOut(BaseModel):
         description="The author's note at this node (text, depth, position, interval, role)"
         " or null: docs/state.md.",
     )
+    present: list[str] | None = Field(
+        default=None,
+        description="Who of the cast is in the scene at this node (names, in the order "
+        "they came), or null: everyone (no one has come or gone). docs/state.md.",
+    )
 
 
 class BlameOut(BaseModel):

@@ -3,13 +3,15 @@
 A state is a plain JSON-ready mapping::
 
     {"variables": {"hp": 90, "affinity": {"marla": 5}}, "active_lore_ids": [], "summary": "",
-     "lore_timers": {}, "author_note": None}
+     "lore_timers": {}, "author_note": None, "present": None}
 
 The built-ins belong to the engine: ``active_lore_ids`` (the lore in the node's prompt),
 ``summary`` (the running summary), ``lore_timers`` (World Info's sticky and cooldown
 effects, a JSON object only ever replaced whole with ``set``, or cleared with ``unset``)
 and ``author_note`` (the player's author's note, :mod:`mnemosyne.state.note`: ``None``,
-or an object set whole and checked, every field filled in; ``unset`` removes it).
+or an object set whole and checked, every field filled in; ``unset`` removes it) and
+``present`` (who of the cast is in the scene, :mod:`mnemosyne.state.presence`: ``None``
+for everyone, or a list of names that ``append`` and ``remove`` change).
 
 :func:`apply_delta` never changes the state it is given (containers are copied on
 write, so states may share what did not change) and never half-applies: every
@@ -41,7 +43,17 @@ from typing import Any
 from ..errors import DeltaProblem, InvalidDeltaError
 from ..jsontext import MAX_DEPTH
 from .note import check_note
-from .schema import NUMBERS, PERMISSIVE, StateSchema, Variable, check_value, normalise, type_of
+from .presence import apply_presence
+from .schema import (
+    BUILT_INS,
+    NUMBERS,
+    PERMISSIVE,
+    StateSchema,
+    Variable,
+    check_value,
+    normalise,
+    type_of,
+)
 
 __all__ = [
     "OPS",
@@ -116,6 +128,7 @@ def apply_delta(
         "summary": state["summary"],
         "lore_timers": state["lore_timers"],
         "author_note": state.get("author_note"),
+        "present": state.get("present"),
     }
     problems: list[DeltaProblem] = []
     for index, operation in enumerate(delta):
@@ -157,6 +170,14 @@ def _apply(schema: StateSchema, state: State, operation: Any) -> None:
             raise _Refused("author_note is only ever set whole, or unset")
         try:
             state["author_note"] = check_note(value) if op == "set" else None
+        except ValueError as error:
+            raise _Refused(str(error)) from None
+        return
+    if parts[0] == "present":
+        if len(parts) > 1:
+            raise _Refused("present has no entries")
+        try:
+            state["present"] = apply_presence(op, value, state.get("present"))
         except ValueError as error:
             raise _Refused(str(error)) from None
         return
@@ -326,6 +347,7 @@ def flatten(state: State) -> dict[str, Any]:
     out["summary"] = state["summary"]
     out["lore_timers"] = state["lore_timers"]
     out["author_note"] = state.get("author_note")
+    out["present"] = state.get("present")
     return out
 
 
@@ -341,7 +363,7 @@ def diff_states(before: State, after: State) -> dict[str, list[Any]]:
 
 def value_at(state: State, path: str) -> Any:
     """The value at ``path`` (a variable, a map entry, a built-in); ``None`` if absent."""
-    if path in ("active_lore_ids", "summary", "lore_timers", "author_note"):
+    if path in BUILT_INS:
         return state.get(path)
     name, _, key = path.partition(".")
     value = state["variables"].get(name)

@@ -29,7 +29,7 @@ __all__ = [
 VariableType = Literal["int", "float", "bool", "str", "enum", "set", "list", "map"]
 NUMBERS = ("int", "float")
 #: Parts of every state that are not variables.
-BUILT_INS = ("active_lore_ids", "summary", "lore_timers", "author_note")
+BUILT_INS = ("active_lore_ids", "summary", "lore_timers", "author_note", "present")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -200,6 +200,7 @@ class StateSchema(BaseModel):
             "summary": "",
             "lore_timers": {},
             "author_note": None,
+            "present": None,
         }
 
     def to_json(self) -> str:

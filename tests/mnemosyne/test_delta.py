@@ -57,6 +57,7 @@ def test_the_initial_state_holds_every_default() -> None:
         "summary": "",
         "lore_timers": {},
         "author_note": None,
+        "present": None,
     }
 
 
