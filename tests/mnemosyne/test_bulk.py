@@ -234,7 +234,11 @@ def test_active_children_as_named_and_head_repoints_the_path(store: Store) -> No
 def test_detached_records_are_fragments_and_trash(store: Store) -> None:
     sid = store.create_session(schema=SCHEMA).id
     ids = [new_id() for _ in range(6)]
-    kept = {"variables": {"hp": 42, "gold": 7, "flags": ["cursed"]}, "active_lore_ids": []}
+    kept = {
+        "variables": {"hp": 42, "gold": 7, "flags": ["cursed"]},
+        "active_lore_ids": [],
+        "present": ["Ann"],
+    }
     when = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     with store.transaction(sid) as tx:
         tx.insert_nodes(
@@ -269,6 +273,7 @@ def test_detached_records_are_fragments_and_trash(store: Store) -> None:
     assert [[n.id for n in t] for t in store.trash(sid)] == [[ids[4], ids[5]]]
     assert store.state(sid, ids[3]).variables == {"hp": 89, "gold": 9, "flags": []}
     assert store.state(sid, ids[5]).variables == {"hp": 43, "gold": 7, "flags": ["cursed"]}
+    assert store.state(sid, ids[5]).present == ["Ann"]  # who was there is kept too
     dumped = {n.id: n for n in store.dump(sid).nodes}
     assert dumped[ids[4]].detached_at == when and dumped[ids[4]].detached_from == ids[0]
     # they behave as pruned and deleted subtrees do
@@ -359,6 +364,9 @@ def test_a_refused_record_writes_nothing_and_says_why_as_append_does(store: Stor
         store, sid, [NodeRecord("user", "a", detached="trash", detached_state=bad_state)]
     )
     assert "variables.hp" in str(error)
+    twice = {"variables": {}, "present": ["Ann", "Ann"]}
+    error = refused(store, sid, [NodeRecord("user", "a", detached="trash", detached_state=twice)])
+    assert "present names 'Ann' more than once" in str(error)
     # the journal survived every refusal; a real insert clears it (growth is a breakpoint)
     assert store.history(sid)
     with store.transaction(sid) as tx:
