@@ -35,9 +35,9 @@ def _show(value: Any) -> str:
 
 def state_lines(world: WorldState, width: int | None) -> list[str]:
     """The world state as a table, styled and wrapped to ``width`` (``None``: lines
-    whole): each variable and its value, then the active lore, the summary and the
-    author's note (``clotho state`` and play's ``/state``); the internal fields (the
-    lore's timers) are left to ``--json``."""
+    whole): each variable and its value, then the active lore, who is present (once
+    someone came or went), the summary and the author's note (``clotho state`` and
+    play's ``/state``); the internal fields (the lore's timers) are left to ``--json``."""
     lines: list[str] = []
     names = max((len(name) for name in world.variables), default=0)
     for name, value in sorted(world.variables.items()):
@@ -47,6 +47,9 @@ def state_lines(world: WorldState, width: int | None) -> list[str]:
     lead = f"{paint('active lore', 'dim')}  "
     active = ", ".join(world.active_lore_ids) or "(none)"
     lines += wrap_line(active, width, lead=lead, indent=2)
+    if world.present is not None:  # null: everyone (no one has come or gone)
+        here = ", ".join(world.present) or "(no one)"
+        lines += wrap_line(here, width, lead=f"{paint('present', 'dim')}  ", indent=2)
     if world.summary:
         lines += wrap_line(world.summary, width, lead=f"{paint('summary', 'dim')}  ", indent=2)
     note = world.author_note

@@ -180,3 +180,12 @@ def test_the_trace_and_the_state_fit_the_width_with_every_word_whole(width: int)
         assert " ".join(LONG.split()) in " ".join(" ".join(lines).split())
     unwrapped = trace_lines(TRACE, None)  # a pipe: whole lines, the messages as stored
     assert LONG in unwrapped and CJK in unwrapped
+
+
+def test_the_state_says_who_is_present_once_someone_came_or_went() -> None:
+    everyone = state_lines(WorldState({"hp": 90}, [], "", {}), 80)
+    assert not any(line.startswith("present") for line in everyone)
+    scene = state_lines(WorldState({"hp": 90}, [], "", {}, None, ["Marla", "Bram"]), 80)
+    assert "present  Marla, Bram" in scene
+    alone = state_lines(WorldState({"hp": 90}, [], "", {}, None, []), 80)
+    assert "present  (no one)" in alone
