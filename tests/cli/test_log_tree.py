@@ -5,14 +5,7 @@ pager quit early, missing or failing)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import select
-import struct
 import subprocess
-import termios
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +14,7 @@ from rich.cells import cell_len
 
 from mnemosyne import NodeRecord, Store
 
+from .terminal import Terminal
 from .test_cli import CLOTHO, Run
 
 MESSAGES = 40
@@ -112,49 +106,18 @@ def headers_id(run: Run, number: int) -> str:
     return _IDS[session][number - 1]
 
 
-class Terminal:
-    """``clotho ARGS`` on a pseudo-terminal of ``columns`` x ``rows``: what it showed."""
-
-    def __init__(self, env: Mapping[str, str], columns: int = 80, rows: int = 10) -> None:
-        self.env, self.columns, self.rows = dict(env), columns, rows
-
-    def run(self, *args: str) -> tuple[int, str]:
-        master, slave = pty.openpty()
-        size = struct.pack("HHHH", self.rows, self.columns, 0, 0)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-        process = subprocess.Popen(
-            [CLOTHO, *args], env=self.env, stdin=slave, stdout=slave, stderr=slave
-        )
-        os.close(slave)
-        shown = bytearray()
-        deadline = time.monotonic() + 60
-        try:
-            while time.monotonic() < deadline:
-                ready, _, _ = select.select([master], [], [], 1)
-                if not ready:
-                    continue
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the program ended and closed the terminal
-                    break
-                if not chunk:
-                    break
-                shown += chunk
-            code = process.wait(timeout=10)
-        finally:
-            os.close(master)
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        return code, shown.decode("utf-8", "replace").replace("\r\n", "\n")
+def on_terminal(env: Mapping[str, str], *args: str, rows: int = 10) -> tuple[int, str]:
+    """``clotho ARGS`` on a pseudo-terminal of 80 x ``rows``: its exit code, and what it
+    wrote there."""
+    with Terminal(list(args), env, columns=80, rows=rows) as term:
+        code = term.wait_exit(timeout=60)
+        return code, term.raw().replace("\r\n", "\n")
 
 
 def test_the_pager_on_a_terminal(story: Run, tmp_path: Path) -> None:
     paged, less = tmp_path / "paged.txt", tmp_path / "less.txt"
     story.env["CLOTHO_PAGER"] = f'echo "$LESS" > {less}; cat > {paged}'
-    terminal = Terminal(story.env, columns=80, rows=10)
-
-    code, shown = terminal.run("log")  # longer than the screen: through the pager
+    code, shown = on_terminal(story.env, "log")  # longer than the screen: through the pager
     assert code == 0 and shown.strip() == ""
     text = paged.read_text()
     assert len(headers(text)) == MESSAGES
@@ -162,13 +125,13 @@ def test_the_pager_on_a_terminal(story: Run, tmp_path: Path) -> None:
     assert less.read_text() == "FRX\n"  # less shows colours, and quits if it fits
 
     paged.unlink()
-    code, shown = terminal.run("tree", "--last", "3")  # fits the screen: printed
+    code, shown = on_terminal(story.env, "tree", "--last", "3")  # fits the screen: printed
     assert code == 0 and len(headers_of_tree(shown)) == 3 and not paged.exists()
-    code, shown = terminal.run("log", "--no-pager")
+    code, shown = on_terminal(story.env, "log", "--no-pager")
     assert code == 0 and len(headers(shown)) == MESSAGES and not paged.exists()
 
     story.env["PAGER"] = f"cat > {tmp_path / 'not-this.txt'}"  # CLOTHO_PAGER first
-    code, shown = Terminal(story.env).run("tree", "--all")
+    code, shown = on_terminal(story.env, "tree", "--all")
     assert code == 0 and shown.strip() == "" and "* #40" in paged.read_text()
     assert not (tmp_path / "not-this.txt").exists()
 
@@ -187,7 +150,7 @@ def headers_of_tree(shown: str) -> list[str]:
 )
 def test_a_pager_quit_early_missing_or_failing_is_no_error(story: Run, pager: str) -> None:
     story.env["CLOTHO_PAGER"] = pager
-    code, shown = Terminal(story.env).run("log")
+    code, shown = on_terminal(story.env, "log")
     assert code == 0, shown
     assert "Traceback" not in shown and "BrokenPipe" not in shown
     if pager != "head -n 1 > /dev/null":

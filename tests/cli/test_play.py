@@ -51,13 +51,13 @@ def model() -> Iterator[ModelServer]:
         yield server
 
 
-def campaign_session(model: ModelServer, tmp_path: Path) -> Run:
+def campaign_session(model: ModelServer, tmp_path: Path, campaign: str = CAMPAIGN) -> Run:
     """A CLI on a new SQLite database, its model the one on loopback, with a session of
-    the cave campaign made."""
+    ``campaign`` (the cave's by default) made."""
     run_sqlite = Run(f"sqlite:///{tmp_path / 'play.db'}", tmp_path / "home")
-    folder = tmp_path / "cave"
+    folder = tmp_path / "campaign"
     folder.mkdir()
-    (folder / "campaign.toml").write_text(CAMPAIGN)
+    (folder / "campaign.toml").write_text(campaign)
     run_sqlite.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
     run_sqlite("session", "new", "--campaign", str(folder))
     return run_sqlite

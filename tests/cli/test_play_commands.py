@@ -129,26 +129,6 @@ def test_on_a_terminal_edit_shows_the_old_text_to_change_and_nothing_overflows(
     ]
 
 
-def test_keys_typed_while_a_reply_streams_neither_show_nor_send(play: Run) -> None:  # noqa: F811
-    with Terminal(["play"], play.env, columns=80, rows=24) as term:
-        term.wait_prompt()
-        term.send("tell me a slow story")
-        term.press("Enter")
-        term.wait_for("w3 ")
-        term.send("hello\x1b[A\r")  # words, an arrow and an Enter, while Marla speaks
-        term.wait_for("w30 ")
-        term.press("Ctrl+C")  # still stops the reply
-        term.wait_prompt()
-        term.settle()
-        shown = term.text()
-        term.press("Ctrl+D")
-        assert term.wait_exit() == 0, shown
-    assert "hello" not in shown and control_characters(shown) == [], shown
-    user, reply = play.json("log")  # the Enter typed meanwhile sent nothing
-    assert user["content"] == "tell me a slow story"
-    assert reply["metadata"]["incomplete"] is True
-
-
 LONG = (
     "The ranger studies the ancient runes carved into the wall, tracing each "
     "weathered line with a gloved finger while the torch gutters. "

@@ -133,7 +133,9 @@ def test_ctrl_c_clears_the_line_and_ctrl_d_on_an_empty_one_ends(keys: PipeInput)
     assert isinstance(typed.ended, KeyboardInterrupt) and typed.lines == []
     with create_pipe_input() as more:
         typed = editor(more, reads=1)
-        typed.type("x\x04\x08\x04")  # Ctrl+D deletes under the cursor, then ends
+        # Ctrl+D deletes under the cursor (left of x: x goes, the line stays open)
+        typed.type("x\x1b[D\x04", then=lambda: typed.buffer_text == "" and typed.ended is None)
+        typed.type("\x04")  # on an empty line: the end
         typed.wait(lambda: typed.ended is not None)
         assert isinstance(typed.ended, EOFError)
 
@@ -159,7 +161,7 @@ def test_tab_completes_commands_with_their_help_and_node_ids(keys: PipeInput) ->
     for typed_text in ("/log 1", "I attack", "/nope x", "/trace x\ny"):
         assert list(completions(typed_text, COMMANDS, never)) == []
 
-    typed = editor(keys, reads=1)  # the same through prompt_toolkit: Tab, then Enter
+    typed = editor(keys, reads=2)  # the same through prompt_toolkit: Tab, then Enter
     menu = typed.session.completer
     assert menu is not None
     offered = menu.get_completions(Document("/che"), CompleteEvent(completion_requested=True))
@@ -170,9 +172,8 @@ def test_tab_completes_commands_with_their_help_and_node_ids(keys: PipeInput) ->
     typed.type("\t", then=lambda: typed.buffer_text == "/checkout 1a2b3c4d")
     menu_state = typed.session.default_buffer
     typed.type("\r", then=lambda: menu_state.complete_state is None)  # takes the choice
-    assert typed.lines == []  # and does not send yet
-    typed.type("\r")
-    assert typed.read(1) == ["/checkout 1a2b3c4d"]
+    typed.type("\r/quit\r")  # and does not send yet: the next Enter does
+    assert typed.read(2) == ["/checkout 1a2b3c4d", "/quit"]
 
 
 def test_a_text_edited_in_place_stays_out_of_the_history(tmp_path: Path, keys: PipeInput) -> None:

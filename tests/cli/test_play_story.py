@@ -25,6 +25,7 @@ from orchestrator.loopback import ModelServer, Reply
 
 from .terminal import Terminal, control_characters, displayed
 from .test_cli import Run
+from .test_play import campaign_session
 
 CAMPAIGN = """
 title = "The Dragon's Valley"
@@ -175,13 +176,8 @@ def model(story: Story) -> Iterator[ModelServer]:
 
 @pytest.fixture
 def cli(model: ModelServer, tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'story.db'}", tmp_path / "home")
-    folder = tmp_path / "valley"
-    folder.mkdir()
-    (folder / "campaign.toml").write_text(CAMPAIGN)
-    run.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
+    run = campaign_session(model, tmp_path, CAMPAIGN)
     run.env.pop("NO_COLOR")  # a player's terminal has colours
-    run("session", "new", "--campaign", str(folder))
     return run
 
 
