@@ -104,8 +104,8 @@ def timed(args: list[str], env: dict[str, str], repeat: int) -> tuple[float, int
 def in_process(store: Store, sid: str, repeat: int) -> None:
     """Read, render and write each view here, median of ``repeat``."""
     views = {
-        "log": lambda: render.log_lines(*store.projection_turns(sid, disabled=True), width=120),
-        "log --last 50": lambda: _window(store, sid),
+        "log": lambda: _window(store, sid, None),
+        "log --last 50": lambda: _window(store, sid, 50),
         "tree": lambda: render.tree_lines(store.tree(sid), width=120),
         "tree --all": lambda: render.tree_lines(store.tree(sid), width=120, all=True),
     }
@@ -119,8 +119,8 @@ def in_process(store: Store, sid: str, repeat: int) -> None:
             print(f"in process: {name:<14} {statistics.median(times):7.1f} ms")
 
 
-def _window(store: Store, sid: str) -> list[str]:
-    session, turns, first = render.log_window(store, sid, 50)
+def _window(store: Store, sid: str, last: int | None) -> list[str]:
+    session, turns, first = render.log_window(store, sid, last)
     return render.log_lines(session, turns, width=120, first_number=first)
 
 

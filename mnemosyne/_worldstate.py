@@ -10,6 +10,7 @@ writes put missing ones back on their way.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,6 +25,9 @@ from .state.delta import State, apply_delta, touches, value_at
 from .state.schema import StateSchema, schema_from_json
 
 DEFAULT_KEYFRAME_EVERY = 16
+#: Built-ins added after keyframes were first written, with the value an older
+#: keyframe means: lore_timers (revision 0005), the author's note, who is present.
+_LATER_BUILT_INS: dict[str, Any] = {"lore_timers": {}, "author_note": None, "present": None}
 
 _WALK_TO_KEYFRAME = """WITH RECURSIVE up(pk, parent_pk, depth, stop) AS (
     SELECT n.pk, n.parent_pk, 0, EXISTS (SELECT 1 FROM keyframes k WHERE k.node_pk = n.pk)
@@ -73,9 +77,8 @@ def state_after(conn: Connection, schema: StateSchema, pk: int) -> Reached:
     _, _, _, _, keyframe = rows[0]  # the top: a keyframe's node, or a root
     if keyframe is not None:
         state, below, distance = json.loads(keyframe), rows[1:], len(rows) - 1
-        state.setdefault("lore_timers", {})  # keyframes written before revision 0005
-        state.setdefault("author_note", None)  # keyframes written before the author's note
-        state.setdefault("present", None)  # keyframes written before the cast
+        for name, default in _LATER_BUILT_INS.items():  # keyframes written before them
+            state.setdefault(name, copy.copy(default))  # never the shared {} itself
     else:
         state, below, distance = schema.initial_state(), rows, None
     for _, node_id, enabled, delta, _ in below:

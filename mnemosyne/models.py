@@ -302,11 +302,12 @@ class Tree:
         """The session's HEAD."""
         return self.session.head_id
 
-    def path(self) -> list[Node]:
-        """The nodes from HEAD up to the root, HEAD first (disabled ones included)."""
+    def path(self, at: str | None = None) -> list[Node]:
+        """The nodes from ``at`` (default HEAD) up to the root, ``at`` first (disabled
+        ones included)."""
         by_id = {node.id: node for node in self.nodes}
         path: list[Node] = []
-        current = by_id.get(self.session.head_id or "")
+        current = by_id.get(at or self.session.head_id or "")
         while current is not None and len(path) < len(by_id):  # a cycle never loops
             path.append(current)
             current = by_id.get(current.parent_id or "")

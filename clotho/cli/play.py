@@ -103,9 +103,7 @@ def run_turn(
     if engine is None:
         try:
             engine = _engine(cli, session_id)
-            from orchestrator.gateway import litellm_module
-
-            litellm_module()  # the seconds it takes are spent under the spinner
+            _load_model_client()  # the seconds it takes are spent under the spinner
         finally:
             screen.done_waiting()  # an error is one line of its own
     if kind == "impersonate":

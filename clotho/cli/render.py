@@ -203,27 +203,22 @@ class _Graph:
         self.unfold = unfold
         self.head = tree.head_id
         self.kids = tree.children()
-        parents = {n.id: n.parent_id for n in tree.nodes}
-        self.on_path = {node.id for node in tree.path()}
+        self.path = tree.path()  # HEAD first
+        self.on_path = {node.id for node in self.path}
         # Depths and subtree sizes, in one pass each (parents come before children).
         self.number: dict[str, int] = {}
         for node in tree.nodes:
             parent = node.parent_id
             self.number[node.id] = self.number[parent] + 1 if parent in self.number else 1
-        self.size: dict[str, int] = dict.fromkeys(parents, 1)
+        self.size: dict[str, int] = dict.fromkeys(self.number, 1)
         for node in reversed(tree.nodes):
             if node.parent_id in self.size:
                 self.size[node.parent_id] += self.size[node.id]
-        self.by_id = {n.id: n for n in tree.nodes}
 
     def lines(self, last: int | None) -> list[str]:
         roots = self.kids.get(None, [])
-        if last is not None and self.head is not None:
-            top = self.by_id[self.head]
-            for _ in range(last - 1):
-                if top.parent_id is None:
-                    break
-                top = self.by_id[top.parent_id]
+        if last is not None and self.path:
+            top = self.path[min(last, len(self.path)) - 1]
             siblings = self.kids.get(top.parent_id, [])
             above = self.number[top.id] - 1
             lines = []

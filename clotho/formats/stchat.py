@@ -421,7 +421,7 @@ def export_chat(
     tree = store.tree(session_id)
     session = tree.session
     target = store.node(session.id, head).id if head else session.head_id
-    path = _full_path(tree.nodes, target)
+    path = tree.path(target)[::-1] if target else []  # root -> target, disabled too
     children = tree.children()
     kept = session.metadata.get(KEY, {}) if isinstance(session.metadata.get(KEY), dict) else {}
     header = kept.get("header", NEW_HEADER)
@@ -445,19 +445,6 @@ def export_chat(
         newline="\r\n" if kept.get("newline") == "\r\n" else "\n",
         final_newline=bool(kept.get("final_newline", True)),
     )
-
-
-def _full_path(nodes: Sequence[Node], head: str | None) -> list[Node]:
-    """Root -> head, disabled nodes included (they are the chat's hidden messages)."""
-    if head is None:
-        return []
-    by_id = {node.id: node for node in nodes}
-    target = by_id.get(head)
-    path: list[Node] = []
-    while target is not None:
-        path.append(target)
-        target = by_id.get(target.parent_id) if target.parent_id else None
-    return path[::-1]
 
 
 def _below(children: dict[str | None, list[Node]], node_id: str) -> int:

@@ -343,11 +343,7 @@ def flatten(state: State) -> dict[str, Any]:
                 out[f"{name}.{key}"] = entry
         else:
             out[name] = value
-    out["active_lore_ids"] = state["active_lore_ids"]
-    out["summary"] = state["summary"]
-    out["lore_timers"] = state["lore_timers"]
-    out["author_note"] = state.get("author_note")
-    out["present"] = state.get("present")
+    out.update((name, state.get(name)) for name in BUILT_INS)
     return out
 
 

@@ -5,7 +5,7 @@ the scene) or the names of the characters present, in the order they came. A nod
 delta changes it like any state: ``set`` a whole list, ``append`` a name (a character
 joins; a no-op if already there), ``remove`` one (a character leaves; refused if not
 there), ``unset`` (everyone again). A character's prompt may then hold only the nodes
-where it was present (the cast, :mod:`clotho.cast`).
+where it was present (the cast, still to come: issue 24).
 
 The store does not know the cast: the first ``remove`` from everyone needs the list
 of those who stay, so the one who writes it ``set``\\ s that list instead.
@@ -13,6 +13,7 @@ of those who stay, so the one who writes it ``set``\\ s that list instead.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 __all__ = ["MAX_NAME", "MAX_PRESENT", "apply_presence", "check_present"]
@@ -43,7 +44,7 @@ def check_present(value: Any) -> list[str] | None:
     if len(value) > MAX_PRESENT:
         raise ValueError(f"present: at most {MAX_PRESENT} characters at once")
     names = [_name(item) for item in value]
-    twice = sorted({name for name in names if names.count(name) > 1})
+    twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise ValueError(f"present names {', '.join(map(repr, twice))} more than once")
     return names

@@ -79,6 +79,8 @@ def test_who_is_present_rolls_back_with_the_story(store: Store) -> None:
     store.checkout(sid, start.id)  # rolled back across the leave: as it was there
     assert store.state(sid).present == ["Marla", "Ann", "Bram"]
     assert store.state(sid).as_dict()["present"] == ["Marla", "Ann", "Bram"]
+    before = (store.session(sid), len(store.tree(sid).nodes))
     with pytest.raises(InvalidDeltaError, match="'Cid' is not present"):
         store.append(sid, "system", "Cid leaves.", delta=[op("remove", "Cid")])
-    assert store.state(sid, back.id).present == ["Marla", "Bram", "Ann"]  # nothing stored
+    assert (store.session(sid), len(store.tree(sid).nodes)) == before  # nothing stored
+    assert store.state(sid, back.id).present == ["Marla", "Bram", "Ann"]
