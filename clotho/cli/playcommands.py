@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mnemosyne import InvalidOperationError, JournalMismatchError
+from mnemosyne import InvalidOperationError, JournalMismatchError, Message
 from mnemosyne.edits import Rewrite
 from mnemosyne.state import diff_states
 
@@ -151,12 +151,12 @@ def _edit(play: Play, rest: str) -> None:
     if any(space.isspace() for space in rest):  # no node's name has a space: new text
         ref, given = "", rest  # for the last message, as /edit TEXT always did
     if not ref:
-        mine = (m for m in reversed(cli.store.messages(session_id)) if m.role == "user")
-        last = next(mine, None)
+        messages = cli.store.messages(session_id)
+        last = _last_said(messages)
         if last is None:
             play.say("nothing to edit: you have not said anything yet (/edit NODE edits any)")
             return
-        ref = last.id
+        ref = messages[last].id
     node = cli.store.node(session_id, ref)
     what = {"user": "your message", "assistant": "the reply"}.get(node.role, "the message")
     how = "as a fork, then a new reply" if node.role == "user" else "in place"
@@ -274,11 +274,16 @@ def _diff(play: Play, rest: str) -> None:
     out(*diff_lines(changed, terminal_width()))
 
 
+def _last_said(messages: Sequence[Message]) -> int | None:
+    """The index of the player's last message in ``messages`` (``None``: none)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+
+
 def _before_last_turn(play: Play) -> str | None:
     """The node before the player's last message (where the last turn started), or the
     node before HEAD if the player has said nothing; ``None`` at the story's start."""
     messages = play.cli.store.messages(play.session_id)
-    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    last = _last_said(messages)
     if last is None:
         last = len(messages) - 1
     return messages[last - 1].id if last > 0 else None

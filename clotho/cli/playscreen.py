@@ -214,19 +214,19 @@ class ChatScreen:
 
     def line(self, text: str = "", *styles: str) -> None:
         """A whole line of plain text (wrapped by words on a terminal)."""
-        self._wrapped(text, styles)
-        self.out.flush()
+        self._wrapped(text, styles, self.out)
 
-    def _wrapped(self, text: str, styles: Sequence[str] = (), *, actions: bool = False) -> None:
+    def _wrapped(self, text: str, styles: Sequence[str], stream: TextIO) -> None:
+        """``text`` on ``stream`` as lines of its own, wrapped by words on a terminal."""
         if not self.terminal:
-            self.out.write(text + "\n")
-            return
-        if not text.strip():
-            self.out.write("\n" * (text.count("\n") + 1))  # blank lines stay blank
-            return
-        wrapper = self._wrapper(styles=styles, actions=actions)
-        wrapper.feed(text)
-        wrapper.end_line()
+            stream.write(text + "\n")
+        elif not text.strip():
+            stream.write("\n" * (text.count("\n") + 1))  # blank lines stay blank
+        else:
+            wrapper = self._wrapper(styles=styles, write=stream.write)
+            wrapper.feed(text)
+            wrapper.end_line()
+        stream.flush()
 
     def _wrapper(
         self,
@@ -363,13 +363,7 @@ class ChatScreen:
 
     def err_line(self, text: str, *styles: str) -> None:
         """A line on stderr, wrapped by words on a terminal."""
-        if not self.terminal:
-            self.err.write(text + "\n")
-        else:
-            wrapper = self._wrapper(styles=styles, write=self.err.write)
-            wrapper.feed(text)
-            wrapper.end_line()
-        self.err.flush()
+        self._wrapped(text, styles, self.err)
 
     def footer(self, parts: Sequence[tuple[str, str]]) -> None:
         """A footer line of ``(text, style)`` parts, `` · `` between them; wrapped

@@ -119,14 +119,15 @@ def _cells(marks: list[tuple[str, str]]) -> int:
 
 
 def log_window(
-    store: Store, session_id: str, last: int | None = None
+    store: Store, session_id: str, last: int | None = None, *, disabled: bool = True
 ) -> tuple[Session, list[NodeAmongSiblings], int]:
-    """What a log shows: the path root → HEAD with its disabled messages (the last
-    ``last`` of them, ``None``: all), and the number of the first (its depth)."""
+    """What a log shows: the path root → HEAD, its disabled messages too unless
+    ``disabled`` is false (the last ``last`` of them, ``None``: all), and the number of
+    the first (its depth)."""
     if last is None:
-        session, turns = store.projection_turns(session_id, disabled=True)
+        session, turns = store.projection_turns(session_id, disabled=disabled)
         return session, list(turns), 1
-    window = store.projection_page(session_id, limit=last, disabled=True)
+    window = store.projection_page(session_id, limit=last, disabled=disabled)
     return window.session, list(window.turns), window.earlier + 1
 
 

@@ -231,17 +231,16 @@ def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
     than the screen goes through a pager ($CLOTHO_PAGER, $PAGER or less), as in git.
     """
     session_id = cli.session_id()
-    if cli.json:  # the projection as the model sees it: no disabled messages
-        if last is None:
-            turns = cli.store.projection_turns(session_id)[1]
-        else:
-            turns = cli.store.projection_page(session_id, limit=last).turns
-        cli.emit([t.node.as_dict() for t in turns], lambda: None)
-        return
-    session, turns, first = render.log_window(cli.store, session_id, last)
+    # JSON: the projection as the model sees it, no disabled messages
+    session, turns, first = render.log_window(cli.store, session_id, last, disabled=not cli.json)
     width = terminal_size().columns
-    lines = render.log_lines(session, turns, width=width, first_number=first)
-    pager.page(lines, enabled=not no_pager)
+    cli.emit(
+        [t.node.as_dict() for t in turns],
+        lambda: pager.page(
+            render.log_lines(session, turns, width=width, first_number=first),
+            enabled=not no_pager,
+        ),
+    )
 
 
 @command(app, "tree")
