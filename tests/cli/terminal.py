@@ -104,7 +104,6 @@ class Terminal:
         rows: int = 24,
         history: int = 20000,
     ) -> None:
-        self.columns, self.rows = columns, rows
         self._lock = threading.Condition()
         self._raw = bytearray()
         self._ended = False
@@ -185,9 +184,7 @@ class Terminal:
 
     def wait_for(self, text: str, timeout: float = 30, *, raw: bool = False) -> None:
         """Until ``text`` is on the display (or, ``raw``, in what the program wrote)."""
-        self._wait(
-            lambda: text in (self._raw_text() if raw else self._display_text()), timeout, text
-        )
+        self._wait(lambda: text in (self.raw() if raw else self.text()), timeout, text)
 
     def wait_prompt(self, timeout: float = 60) -> None:
         """Until the line editor asks for a line, after the last line ended (Enter,
@@ -205,12 +202,6 @@ class Terminal:
         self._reader.join(timeout=10)
         return code
 
-    def _raw_text(self) -> str:
-        return self._raw.decode(errors="replace")
-
-    def _display_text(self) -> str:
-        return "\n".join(_render(line, self.screen.columns) for line in self._lines())
-
     def _wait(self, ready: object, timeout: float, what: str) -> None:
         assert callable(ready)
         deadline = time.monotonic() + timeout
@@ -220,7 +211,7 @@ class Terminal:
                 if left <= 0 or self._ended:
                     why = "the program ended" if self._ended else f"{timeout} s passed"
                     raise TerminalError(
-                        f"waited for {what!r}, {why}; the display:\n{self._display_text()[-3000:]}"
+                        f"waited for {what!r}, {why}; the display:\n{self.text()[-3000:]}"
                     )
                 self._lock.wait(min(left, 0.5))
 
@@ -318,7 +309,6 @@ class Terminal:
             screen.cursor.y -= dropped
             screen.lines = min(screen.lines, rows)  # the rows are gone: resize cuts no more
             screen.resize(rows, columns)
-            self.columns, self.rows = columns, rows
         self._set_size(self.master, columns, rows)
         # prompt_toolkit redraws on SIGWINCH, and again when it polls the size (every
         # half second): both before the next key, or a redraw reads as the next prompt
