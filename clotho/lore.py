@@ -219,7 +219,8 @@ def import_card(
 
     Raises:
         CardError: the file is not a card (a lorebook's message says to import it as
-            one), or a field of it is wrong (named).
+            one), or a field of it is wrong (named); the session has a cast of several
+            (:mod:`clotho.cast` adds and removes its members).
         ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
     from planner.cards import load_card
@@ -233,7 +234,13 @@ def import_card(
             raise CardError(hint) from error
         raise
     with store.transaction(session_id, expected_version=expected_version) as tx:
-        for document in tx.documents(CARD):
+        cards = tx.documents(CARD)
+        if len(cards) > 1:
+            raise CardError(
+                f"this session has a cast of {len(cards)} ({', '.join(d.name for d in cards)}): "
+                "`clotho cast add` adds a character, `clotho cast remove` takes one out"
+            )
+        for document in cards:
             if document.name != card.name:
                 tx.remove_document(CARD, document.name)
         for kind, name, content in card_documents(card):
@@ -323,13 +330,14 @@ def session_books(store: Store, session_id: str) -> list[Lorebook]:
 
 
 def session_card(store: Store, session_id: str) -> Card | None:
-    """The session's character card, if it has one."""
+    """The session's character card, if it has one: its cast's first member's
+    (:mod:`clotho.cast`)."""
     from planner.cards import parse_card
 
     found = store.documents(session_id, CARD)
     if not found:
         return None
-    return parse_card(jsontext.loads(found[-1].content, jsontext.DOCUMENT), found[-1].name)
+    return parse_card(jsontext.loads(found[0].content, jsontext.DOCUMENT), found[0].name)
 
 
 def card_character(card: Card) -> Character:

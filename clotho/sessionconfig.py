@@ -1,5 +1,6 @@
 """What the player sets for one session: the connection profile its turns use, the
-player's persona, the system prompt. Kept in the session's metadata under ``settings``
+player's persona, the system prompt, how its cast plays. Kept in the session's metadata
+under ``settings``
 (not in the world state: changing them does not rewrite the story), read back through
 :func:`session_settings` and changed through :func:`updated_metadata`.
 """
@@ -7,7 +8,7 @@ player's persona, the system prompt. Kept in the session's metadata under ``sett
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -15,9 +16,11 @@ from clotho.errors import ClothoError
 
 __all__ = [
     "METADATA_KEY",
+    "CastSettings",
     "Persona",
     "SessionSettings",
     "SessionSettingsError",
+    "SpeakerOrder",
     "session_settings",
     "updated_metadata",
 ]
@@ -43,6 +46,32 @@ class Persona(BaseModel):
     description: Annotated[str, Field(max_length=20_000)] = ""
 
 
+#: Who answers the player when no one is named: SillyTavern's natural order (names
+#: mentioned, then talkativeness, then at random), each in turn, one narrator voicing
+#: everyone, or the first character unless the player picks.
+SpeakerOrder = Literal["natural", "round_robin", "narrator", "manual"]
+MemberName = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class CastSettings(BaseModel):
+    """How a session's cast plays (:mod:`clotho.cast`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    order: SpeakerOrder = Field(
+        default="natural", description="Who answers the player when no speaker is named."
+    )
+    muted: Annotated[list[MemberName], Field(max_length=200)] = Field(
+        default_factory=list, description="Members who never speak."
+    )
+    talkativeness: Annotated[
+        dict[MemberName, Annotated[float, Field(ge=0, le=1)]], Field(max_length=200)
+    ] = Field(
+        default_factory=dict,
+        description="A member's talkativeness in place of its card's (0 to 1).",
+    )
+
+
 class SessionSettings(BaseModel):
     """A session's player-set configuration; every field optional (``None``: the
     default: the campaign's, the server's)."""
@@ -56,6 +85,12 @@ class SessionSettings(BaseModel):
     system_prompt: Annotated[str | None, Field(max_length=100_000)] = Field(
         default=None, description="Replaces the default system prompt."
     )
+    cast: CastSettings | None = Field(default=None, description="How the cast plays.")
+
+    @property
+    def cast_settings(self) -> CastSettings:
+        """:attr:`cast`, or the defaults."""
+        return self.cast or CastSettings()
 
 
 def session_settings(metadata: Mapping[str, Any]) -> SessionSettings:

@@ -10,6 +10,7 @@ from clotho.formats.campaign import Campaign, ModelTable, load_campaign
 from clotho.settings import Settings
 
 if TYPE_CHECKING:
+    from clotho.cast import Cast
     from clotho.formats.names import SessionNames
     from clotho.profiles import ChosenProfile
     from clotho.sessionconfig import SessionSettings
@@ -68,12 +69,14 @@ def session_engine(
         NoModelError: no model is configured (and one is required).
         CampaignError, PlannerError: the campaign or the session's lore is broken.
     """
-    from clotho.lore import session_card, session_planner
+    from clotho.cast import session_cast
+    from clotho.lore import session_planner
     from clotho.sessionconfig import session_settings
     from orchestrator import build_engine
 
     campaign = session_campaign(store, session_id)
-    card = session_card(store, session_id)
+    cast = session_cast(store, session_id)
+    card = cast.members[0].card if cast.members else None
     setup = turn_setup(
         settings,
         campaign,
@@ -81,6 +84,7 @@ def session_engine(
         require_model=require_model,
         names=session_names(store, session_id, campaign, card),
         session_settings=session_settings(store.session(session_id).metadata),
+        cast=cast,
     )
     return build_engine(
         store,
@@ -123,12 +127,15 @@ def turn_setup(
     require_model: bool = True,
     names: SessionNames | None = None,
     session_settings: SessionSettings | None = None,
+    cast: Cast | None = None,
 ) -> TurnSetup:
     """How turns are played: the command line and environment first, then the campaign
     (a session's character card, if it has one, is its character). ``names``: the
     session's (:func:`session_names`); without them, what the campaign and card say.
     ``session_settings``: what the player set for the session (its connection profile,
     the persona whose description goes into the prompt, its own system prompt).
+    ``cast``: the session's (:func:`clotho.cast.session_cast`): every member, the first
+    one the character (``card`` is its card), and the speaker order.
 
     The model: ``CLOTHO_MODEL`` / ``--model``, else the session's connection profile,
     else the campaign's ``[model]``, else the profile marked default
@@ -173,6 +180,9 @@ def turn_setup(
     else:
         character = Character(name=names.character)
     persona = session_settings.persona if session_settings else None
+    members = tuple(member.character() for member in cast.members) if cast else ()
+    if members:
+        character = members[0]
     return TurnSetup(
         model=config,
         extraction_model=config.with_model(extraction) if extraction else None,
@@ -181,6 +191,8 @@ def turn_setup(
         plan_by_model=bool(campaign and campaign.lore.planner == "model"),
         templates=Templates(campaign.templates if campaign else None),
         character=character,
+        cast=members,
+        speaker_order=cast.settings.order if cast else "natural",
         player=names.player,
         persona=persona.description if persona else "",
         system_prompt=session_settings.system_prompt if session_settings else None,

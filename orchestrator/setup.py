@@ -26,6 +26,14 @@ class Character:
     depth_prompt: str = ""
     """The card's character note (``extensions.depth_prompt.prompt``)."""
     tags: tuple[str, ...] = ()
+    talkativeness: float = 0.5
+    """How readily the character speaks unnamed in SillyTavern's natural order (0 to 1;
+    the card's ``extensions.talkativeness``)."""
+    muted: bool = False
+    """A muted member of the cast never speaks (it may still be present and witness)."""
+    books: tuple[str, ...] = ()
+    """The lorebooks that are the character's own (its card's book): they play while the
+    character is present."""
 
     def as_context(self, substitute: Any) -> dict[str, str]:
         return {
@@ -63,6 +71,14 @@ class TurnSetup:
     :func:`orchestrator.build_engine` then gives the planner that call."""
     templates: Templates = field(default_factory=Templates)
     character: Character = field(default_factory=Character)
+    """The session's first character: who speaks when no one else is named."""
+    cast: tuple[Character, ...] = ()
+    """Every character of the session, ``character`` first (empty: ``character`` alone;
+    see :attr:`members`)."""
+    speaker_order: str = "natural"
+    """Who answers the player when no speaker is named: ``natural`` (SillyTavern's
+    natural order), ``round_robin``, ``narrator`` (one voice for everyone) or
+    ``manual`` (the first character unless the player names one)."""
     player: str = "Player"
     """The player's name (``{{user}}``): the persona's, unless the campaign names one."""
     persona: str = ""
@@ -73,6 +89,11 @@ class TurnSetup:
     extract: bool = True
     """Whether replies go through state extraction."""
     summary_words: int = 250
+
+    @property
+    def members(self) -> tuple[Character, ...]:
+        """The cast: :attr:`cast`, or :attr:`character` alone."""
+        return self.cast or (self.character,)
 
     @property
     def extractor(self) -> ModelConfig:

@@ -88,6 +88,9 @@ class TurnRequest:
     """The player's message (say) or the new text of the edited message (edit)."""
     node: str | None = None
     """The node to reroll (default HEAD) or to edit."""
+    speaker: str | None = None
+    """The member of the cast who replies (``None``: the session's speaker order
+    decides)."""
 
 
 @dataclass(frozen=True)

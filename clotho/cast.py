@@ -1,0 +1,313 @@
+"""A session's cast: the characters who share its story, who is in the scene, and the
+changes of scene.
+
+- **The members** are the session's character cards (documents of kind
+  :data:`clotho.lore.CARD`, one per character, named by it), in the order they were
+  added: the first is the session's character, who speaks when no one else is named. A
+  character written in place is kept as a small card (:func:`written_card`), so every
+  member is read one way. A member's picture is an avatar document of its name; its
+  card's book is its own lore (:attr:`Member.books`), which plays while it is present.
+- **How they play** is the session's settings (:class:`clotho.sessionconfig.CastSettings`):
+  the speaker order, who is muted, talkativeness set apart from the card's.
+- **Who is present** is world state (``present``, :mod:`mnemosyne.state.presence`), so
+  it rolls back with the story: :func:`scene_change` commits a node saying who left or
+  joined (``Bram leaves the scene.``), carrying the change, undoable as one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from clotho.errors import ClothoError
+from clotho.lore import CARD, LOREBOOK, keep_book
+from mnemosyne import jsontext
+
+if TYPE_CHECKING:
+    from clotho.sessionconfig import CastSettings
+    from mnemosyne import Node, Session, SessionTransaction, Store
+    from orchestrator import Character
+    from planner.cards import Card
+
+__all__ = [
+    "SCENE",
+    "Cast",
+    "CastError",
+    "Member",
+    "add_member",
+    "remove_member",
+    "scene_change",
+    "session_cast",
+    "written_card",
+]
+
+#: The key of a scene change's node metadata: ``{"leaves": name}`` or ``{"joins": name}``.
+SCENE = "scene"
+#: Talkativeness where neither the card nor the settings give one (SillyTavern's).
+DEFAULT_TALKATIVENESS = 0.5
+
+SceneMove = Literal["leaves", "joins"]
+
+
+class CastError(ClothoError, ValueError):
+    """The cast cannot do what was asked (an unknown member, a name taken, someone
+    leaving who is not there); the message names who and why."""
+
+    code = "cast"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One character of the cast."""
+
+    name: str
+    card: Card
+    talkativeness: float
+    """0 to 1: how readily it speaks unnamed (the settings', else the card's, else 0.5)."""
+    muted: bool
+    """A muted member never speaks; it may still be present and witness."""
+    books: tuple[str, ...]
+    """The session's lorebooks that are its own (its card's book), by name."""
+
+    def character(self) -> Character:
+        """The member as the turn loop sees it."""
+        import dataclasses
+
+        from clotho.lore import card_character
+
+        return dataclasses.replace(
+            card_character(self.card),
+            talkativeness=self.talkativeness,
+            muted=self.muted,
+            books=self.books,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "talkativeness": self.talkativeness,
+            "muted": self.muted,
+            "books": list(self.books),
+            "description": self.card.description,
+        }
+
+
+@dataclass(frozen=True)
+class Cast:
+    """A session's cast as it stands (the members) and how it plays (the settings)."""
+
+    members: tuple[Member, ...]
+    settings: CastSettings
+
+    @property
+    def names(self) -> list[str]:
+        return [member.name for member in self.members]
+
+    def find(self, name: str) -> Member:
+        """The member named ``name`` (its exact name, else the only one whose name
+        matches it ignoring case).
+
+        Raises:
+            CastError: no member is named so.
+        """
+        for member in self.members:
+            if member.name == name:
+                return member
+        folded = [member for member in self.members if member.name.casefold() == name.casefold()]
+        if len(folded) == 1:
+            return folded[0]
+        known = ", ".join(self.names) or "no one yet"
+        raise CastError(f"no member of the cast is named {name!r} (the cast: {known})")
+
+    def present(self, stored: list[str] | None) -> list[str]:
+        """Who of the cast is in the scene, given the state's ``present`` (``None``:
+        everyone), in the cast's order."""
+        if stored is None:
+            return self.names
+        here = set(stored)
+        return [name for name in self.names if name in here]
+
+
+def _talkativeness(card: Card) -> float:
+    """The card's talkativeness (SillyTavern keeps it as text, ``"0.5"``), else 0.5."""
+    value: Any = card.extensions.get("talkativeness", card.raw.get("talkativeness"))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_TALKATIVENESS
+    return min(max(number, 0.0), 1.0) if number == number else DEFAULT_TALKATIVENESS
+
+
+def _cards(documents: list[Any]) -> list[Card]:
+    from planner.cards import parse_card
+
+    return [
+        parse_card(jsontext.loads(document.content, jsontext.DOCUMENT), document.name)
+        for document in documents
+    ]
+
+
+def session_cast(store: Store, session_id: str) -> Cast:
+    """The session's cast: its cards in the order they were added, with its settings.
+
+    Raises:
+        SessionSettingsError: the stored settings cannot be read.
+        CardError: a stored card cannot be read.
+    """
+    from clotho.sessionconfig import session_settings
+
+    settings = session_settings(store.session(session_id).metadata).cast_settings
+    cards = _cards(store.documents(session_id, CARD))
+    return _cast(cards, settings)
+
+
+def _cast(cards: list[Card], settings: CastSettings) -> Cast:
+    muted = set(settings.muted)
+    members = []
+    for card in cards:
+        book = card.book.name if card.book is not None else None
+        members.append(
+            Member(
+                name=card.name,
+                card=card,
+                talkativeness=settings.talkativeness.get(card.name, _talkativeness(card)),
+                muted=card.name in muted,
+                books=(book,) if book else (),
+            )
+        )
+    return Cast(tuple(members), settings)
+
+
+def written_card(
+    name: str, description: str = "", personality: str = "", scenario: str = ""
+) -> Card:
+    """A character written in place, as a card (Character Card V2) holding its fields.
+
+    Raises:
+        CardError: a field is wrong (an empty name, too long a text).
+    """
+    from planner.cards import parse_card
+
+    data = {
+        "name": name,
+        "description": description,
+        "personality": personality,
+        "scenario": scenario,
+        "first_mes": "",
+        "mes_example": "",
+    }
+    return parse_card({"spec": "chara_card_v2", "spec_version": "2.0", "data": data}, name)
+
+
+def add_member(
+    store: Store,
+    session_id: str,
+    card: Card,
+    *,
+    avatar: bytes | None = None,
+    expected_version: int | None = None,
+) -> tuple[Member, Session]:
+    """Add a character to the cast: its card, its book (kept once, as
+    :func:`clotho.lore.keep_book` keeps one), its picture (``avatar``: the card's PNG). One
+    transaction. While someone has come or gone (``present`` is a list), a new member
+    is not in the scene until it joins (:func:`scene_change`); while everyone is, it is.
+
+    Raises:
+        CastError: a member of that name is in the cast already.
+        ConflictError: the session is not at ``expected_version``.
+    """
+    from clotho.lore import card_documents
+    from clotho.sessionconfig import session_settings
+    from clotho.stories import avatar_document
+
+    with store.transaction(session_id, expected_version=expected_version) as tx:
+        if any(document.name == card.name for document in tx.documents(CARD)):
+            raise CastError(
+                f"{card.name} is in the cast already (remove it first to replace its card)"
+            )
+        for kind, name, content in card_documents(card):
+            if kind != LOREBOOK:
+                tx.put_document(kind, name, content)
+        kept = keep_book(tx, card.book) if card.book is not None else None
+        picture = avatar_document(avatar, card.name) if avatar else None
+        if picture is not None:
+            tx.put_document(*picture)
+    settings = session_settings(tx.session.metadata).cast_settings
+    member = _cast([card], settings).members[0]
+    if kept is not None:
+        member = Member(member.name, card, member.talkativeness, member.muted, (kept.book.name,))
+    return member, tx.session
+
+
+def remove_member(
+    store: Store, session_id: str, name: str, *, expected_version: int | None = None
+) -> Session:
+    """Take a character out of the cast: its card and picture go; its book stays with
+    the session's lore (the lore manager switches it off), its messages stay in the
+    story. One transaction.
+
+    Raises:
+        CastError: no member is named so.
+        ConflictError: the session is not at ``expected_version``.
+    """
+    from clotho.stories import AVATAR
+
+    with store.transaction(session_id, expected_version=expected_version) as tx:
+        member = _cast(_cards(tx.documents(CARD)), _settings(tx)).find(name)
+        tx.remove_document(CARD, member.name)
+        if any(document.name == member.name for document in tx.documents(AVATAR)):
+            tx.remove_document(AVATAR, member.name)
+    return tx.session
+
+
+def _settings(tx: SessionTransaction) -> CastSettings:
+    from clotho.sessionconfig import session_settings
+
+    return session_settings(tx.session.metadata).cast_settings
+
+
+def scene_change(
+    store: Store,
+    session_id: str,
+    name: str,
+    move: SceneMove,
+    *,
+    expected_version: int | None = None,
+) -> tuple[Node, Session]:
+    """A member leaves or joins the scene: a narration node under HEAD (``Bram leaves
+    the scene.``, role ``system``), its delta changing ``present``, its metadata saying
+    who moved (:data:`SCENE`); HEAD moves to it. One transaction, one undoable step
+    (undo takes the node back, and the cast with it).
+
+    The first one to leave while everyone is present sets ``present`` to those who stay.
+
+    Raises:
+        CastError: no member is named so; who leaves is not in the scene; who joins is.
+        ConflictError: the session is not at ``expected_version``.
+    """
+    with store.transaction(session_id, expected_version=expected_version) as tx:
+        cast = _cast(_cards(tx.documents(CARD)), _settings(tx))
+        member = cast.find(name)
+        stored = tx.state().present if tx.head_id is not None else None
+        here = cast.present(stored)
+        if move == "leaves":
+            if member.name not in here:
+                raise CastError(f"{member.name} is not in the scene ({_who(here)})")
+            if stored is None:
+                rest = [other for other in here if other != member.name]
+                op: dict[str, Any] = {"op": "set", "path": "present", "value": rest}
+            else:
+                op = {"op": "remove", "path": "present", "value": member.name}
+            text = f"{member.name} leaves the scene."
+        else:
+            if member.name in here:
+                raise CastError(f"{member.name} is in the scene already ({_who(here)})")
+            op = {"op": "append", "path": "present", "value": member.name}
+            text = f"{member.name} joins the scene."
+        with tx.journaled(move):
+            node = tx.append("system", text, metadata={SCENE: {move: member.name}}, delta=[op])
+    return node, tx.session
+
+
+def _who(here: list[str]) -> str:
+    return "present: " + ", ".join(here) if here else "no one is present"
