@@ -304,7 +304,7 @@ def scene_change(
                 raise CastError(f"{member.name} is in the scene already ({_who(here)})")
             op = {"op": "append", "path": "present", "value": member.name}
             text = f"{member.name} joins the scene."
-        with tx.journaled(move):
+        with tx.journaled("leave" if move == "leaves" else "join"):
             node = tx.append("system", text, metadata={SCENE: {move: member.name}}, delta=[op])
     return node, tx.session
 
