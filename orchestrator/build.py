@@ -7,6 +7,7 @@ from the engine's gateway and templates) when it is made, through its constructo
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,7 @@ def build_engine(
     *,
     planner: PlannerFactory | None = None,
     close_clients: bool = True,
+    rng: random.Random | None = None,
 ) -> Engine:
     """An engine that plays turns as ``setup`` says, with a gateway of its own and the
     planner ``planner`` makes (given the planning call when ``setup.plan_by_model``;
@@ -56,9 +58,10 @@ def build_engine(
     ``close_clients``: whether the engine's :meth:`~Engine.aclose` closes the model
     clients of the event loop (litellm's, shared by every engine of the process): a
     command that plays with one engine does; a server, which keeps many, passes
-    ``False`` and closes them once at shutdown.
+    ``False`` and closes them once at shutdown. ``rng``: the randomness of the speaker
+    order (:class:`Engine`).
     """
     gateway = Gateway()
     call = plan_call(gateway, setup) if setup.plan_by_model else None
     made = planner(call) if planner is not None else RuleBasedPlanner()
-    return Engine(store, setup, gateway=gateway, planner=made, close_clients=close_clients)
+    return Engine(store, setup, gateway=gateway, planner=made, close_clients=close_clients, rng=rng)

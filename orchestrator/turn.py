@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
@@ -51,13 +52,14 @@ from prompts import (
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
 from .preview import PromptPreview, measure
-from .setup import TurnSetup
+from .setup import Character, TurnSetup
+from .speakers import next_speakers, speaker_for
 from .trace import TraceBuilder
 
 __all__ = ["Engine", "TurnKind", "TurnRequest", "TurnResult"]
 
-TurnKind = Literal["say", "reroll", "edit", "continue", "impersonate"]
-KINDS: tuple[str, ...] = ("say", "reroll", "edit", "continue", "impersonate")
+TurnKind = Literal["say", "reroll", "edit", "continue", "impersonate", "reply"]
+KINDS: tuple[str, ...] = ("say", "reroll", "edit", "continue", "impersonate", "reply")
 #: SillyTavern's generation type for each kind of turn (World Info ``triggers``).
 TRIGGERS = {
     "say": "normal",
@@ -65,6 +67,7 @@ TRIGGERS = {
     "reroll": "swipe",
     "continue": "continue",
     "impersonate": "impersonate",
+    "reply": "normal",
 }
 
 #: Receives the turn's events: ``token``/``reasoning`` (text as it streams),
@@ -89,8 +92,10 @@ class TurnRequest:
     node: str | None = None
     """The node to reroll (default HEAD) or to edit."""
     speaker: str | None = None
-    """The member of the cast who replies (``None``: the session's speaker order
-    decides)."""
+    """The member of the cast who replies to a say, an edit or a reply (``None``: the
+    first of :meth:`Engine.next_speakers`); a reroll or a continue keeps the speaker of
+    the reply it replaces or extends (another name is refused). :data:`NARRATOR` in a
+    cast of several: one voice for everyone."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,9 @@ class Anchor:
     carried_note: bool = False
     """The author's note in ``state`` is the one of ``sibling_of`` (set on the message
     this turn makes an alternative of), not its parent's: the reply's delta records it."""
+    speaker: Character = field(default_factory=Character)
+    """Who the reply is written as (its card is the prompt's ``character``; its name
+    the reply node's); for impersonate, the session's character."""
 
 
 T = TypeVar("T")
@@ -191,6 +199,8 @@ class Engine:
             event loop. litellm keeps its HTTP clients per loop for the whole process,
             shared by every gateway: a server with many engines closes them once, at
             shutdown, not when one engine goes.
+        rng: the randomness of the speaker order (SillyTavern's natural order rolls
+            talkativeness); ``None``: a new :class:`random.Random`. Tests give a seeded one.
     """
 
     def __init__(
@@ -201,9 +211,11 @@ class Engine:
         gateway: Gateway | None = None,
         planner: Planner | None = None,
         close_clients: bool = True,
+        rng: random.Random | None = None,
     ) -> None:
         self.store = store
         self.setup = setup
+        self.rng = rng or random.Random()
         self._close_clients = close_clients
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
@@ -281,23 +293,32 @@ class Engine:
         state: TurnState = {
             "request": request,
             "session_id": session_id,
-            "anchor": load_anchor(self.store, session_id, request),
+            "anchor": load_anchor(self.store, session_id, request, self.setup, self.rng),
         }
         planned = await self._plan(state)
         return planned["plan"], await self.planner.retrieve(planned["plan"], planned["context"])
 
-    async def preview_prompt(self, session_id: str, text: str = "") -> PromptPreview:
+    async def preview_prompt(
+        self, session_id: str, text: str = "", speaker: str | None = None
+    ) -> PromptPreview:
         """The prompt the next turn would send if ``text`` (the player's draft; may be
-        empty) were the player's message at HEAD, measured (:mod:`orchestrator.preview`).
+        empty) were the player's message at HEAD, answered by ``speaker`` (``None``: the
+        first of :meth:`next_speakers`), measured (:mod:`orchestrator.preview`).
         No model call (the lore planned by rules, a summary a turn would write not
         written), nothing stored.
 
         Raises:
+            TurnError: ``speaker`` cannot speak (unknown, muted, absent).
             mnemosyne.MnemosyneError: unknown session.
             prompts.PromptError: a campaign template is broken.
         """
         session = self.store.session(session_id)
-        anchor = _anchor(self.store, session, session.head_id, user_text=text)
+        request = TurnRequest("say", text or None, speaker=speaker)
+        where: dict[str, Any] = {"user_text": text}
+        where["speaker"] = choose_speaker(
+            self.store, session, session.head_id, request, where, self.setup, self.rng
+        )
+        anchor = _anchor(self.store, session, session.head_id, **where)
         planner = self.planner
         if getattr(planner, "plan_call", None) is not None:
             planner = copy.copy(planner)  # the same lore, planned by its rules
@@ -327,6 +348,20 @@ class Engine:
             summary_text=built["summary_text"],
             note=state["trace"].author_note,
         )
+
+    def next_speakers(self, session_id: str, text: str | None = None) -> list[str]:
+        """Who answers the player's message ``text`` at HEAD (``None``: who speaks next
+        with no message), in order, by the session's speaker order
+        (:mod:`orchestrator.speakers`): only members present and not muted; a session
+        of one character always gives that character. A caller plays one turn per
+        name: the first a ``say`` (``speaker=names[0]``), each next a ``reply``.
+        Empty when no one can speak (everyone absent or muted).
+
+        Raises:
+            mnemosyne.MnemosyneError: unknown session.
+        """
+        session = self.store.session(session_id)
+        return _next_speakers(self.store, session, session.head_id, text, self.setup, self.rng)
 
     async def aclose(self) -> None:
         """Release what the engine holds (call it before the event loop ends): the model
@@ -431,7 +466,7 @@ class Engine:
     async def _load(self, state: TurnState) -> dict[str, Any]:
         request, sid = state["request"], state["session_id"]
         running = self._enter(state, "load")
-        anchor = load_anchor(self.store, sid, request)
+        anchor = load_anchor(self.store, sid, request, self.setup, self.rng)
         if running is not None:
             running.anchor = anchor
         trace = TraceBuilder(request.kind, self.setup)
@@ -440,15 +475,16 @@ class Engine:
     async def _plan(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "plan")
         anchor, setup, model = state["anchor"], self.setup, self.setup.model
+        speaker = anchor.speaker
         context = PlanContext(
             history=anchor.history,
             state=anchor.state,
             user_text=anchor.user_text,
             trigger=TRIGGERS[state["request"].kind],
-            char=setup.character.name,
+            char=speaker.name,
             user=setup.player,
-            character=setup.character.scan_texts(),
-            character_tags=setup.character.tags,
+            character=speaker.scan_texts(),
+            character_tags=speaker.tags,
             context_window=self.gateway.context_window(model),
             count_tokens=self.gateway.counter(model),
             tokenizer=self.gateway.tokenizer(model),
@@ -468,7 +504,8 @@ class Engine:
         running = self._enter(state, "build")
         anchor, setup = state["anchor"], self.setup
         templates = setup.templates
-        char, user = setup.character.name, setup.player
+        speaker = anchor.speaker
+        char, user = speaker.name, setup.player
 
         def substitute(text: str) -> str:
             return macros(text, char=char, user=user)
@@ -478,7 +515,7 @@ class Engine:
             "title": setup.title,
             "char": char,
             "user": user,
-            "character": setup.character.as_context(substitute),
+            "character": speaker.as_context(substitute),
             "lore_before": _lore(hits, "before_char", substitute),
             "lore": _lore(hits, "after_char", substitute),
             "outlets": _outlets(hits, substitute),
@@ -732,7 +769,7 @@ class Engine:
         sid = state["session_id"]
         # Each node carries its speaker's name, as a SillyTavern message does; a reroll
         # keeps the name of the reply it is an alternative to (a group chat's speaker).
-        speaker = self.setup.player if anchor.reply_role == "user" else self.setup.character.name
+        speaker = self.setup.player if anchor.reply_role == "user" else anchor.speaker.name
         if request.kind == "impersonate":  # the player's line, to edit and send: not stored
             return {"result": self._draft(sid, completion, warnings)}
         if request.kind == "reroll":
@@ -897,26 +934,48 @@ def _lore_delta(state: dict[str, Any], retrieval: Retrieval) -> list[dict[str, A
     return delta
 
 
-def load_anchor(store: TurnStore, session_id: str, request: TurnRequest) -> Anchor:
-    """Where the turn grows the tree and the history it follows.
+def load_anchor(
+    store: TurnStore,
+    session_id: str,
+    request: TurnRequest,
+    setup: TurnSetup | None = None,
+    rng: random.Random | None = None,
+) -> Anchor:
+    """Where the turn grows the tree, who speaks and the history it follows.
 
     Raises:
-        TurnError: nothing to reroll or continue, an edit of a non-user message, no text.
+        TurnError: nothing to reroll or continue, an edit of a non-user message, no text,
+            a speaker who cannot speak.
     """
-    session, parent_id, where = locate_turn(store, session_id, request)
+    session, parent_id, where = locate_turn(store, session_id, request, setup, rng)
     return _anchor(store, session, parent_id, **where)
 
 
 def locate_turn(
-    store: TurnStore, session_id: str, request: TurnRequest
+    store: TurnStore,
+    session_id: str,
+    request: TurnRequest,
+    setup: TurnSetup | None = None,
+    rng: random.Random | None = None,
 ) -> tuple[Session, str | None, dict[str, Any]]:
     """Where a turn grows the tree, without reading its history: the session, the node
     the new node(s) hang under, and how (what it is an alternative of, the player's
-    text, the reply's role). What refuses a turn refuses it here, cheaply.
+    text, the reply's role, and, given the ``setup``, who speaks:
+    :func:`choose_speaker`). What refuses a turn refuses it here, cheaply.
 
     Raises:
-        TurnError: nothing to reroll or continue, an edit of a non-user message, no text.
+        TurnError: nothing to reroll or continue, an edit of a non-user message, no text;
+            with ``setup``, a speaker who cannot speak (unknown, muted, absent).
     """
+    session, parent_id, where = _locate(store, session_id, request)
+    if setup is not None:
+        where["speaker"] = choose_speaker(store, session, parent_id, request, where, setup, rng)
+    return session, parent_id, where
+
+
+def _locate(
+    store: TurnStore, session_id: str, request: TurnRequest
+) -> tuple[Session, str | None, dict[str, Any]]:
     session = store.session(session_id)
     sid = session.id
     kind = request.kind
@@ -926,6 +985,10 @@ def locate_turn(
         return session, session.head_id, {"user_text": request.text}
     if kind == "impersonate":  # the player's next line: from anywhere, an empty story too
         return session, session.head_id, {"reply_role": "user"}
+    if kind == "reply":  # a character speaks with no message of the player's
+        if session.head_id is None:
+            raise TurnError(f"session {sid} is empty: say something first")
+        return session, session.head_id, {}
     if kind == "continue":
         if session.head_id is None:
             raise TurnError(f"session {sid} is empty: say something first")
@@ -952,6 +1015,94 @@ def locate_turn(
     return session, target.parent_id, {"sibling_of": target.id, "user_text": request.text}
 
 
+def choose_speaker(
+    store: TurnStore,
+    session: Session,
+    parent_id: str | None,
+    request: TurnRequest,
+    where: dict[str, Any],
+    setup: TurnSetup,
+    rng: random.Random | None = None,
+) -> Character:
+    """Who the turn's reply is written as (:func:`locate_turn`'s ``where``: what it
+    found). A reroll or a continue keeps the speaker of the reply it replaces or extends;
+    a say, an edit or a reply takes ``request.speaker``, else the first of the speaker
+    order. A session of one character: that character, always (a named speaker must be
+    it). Impersonate: the session's character (the line is the player's).
+
+    Raises:
+        TurnError: another speaker named for a reroll or continue; an unknown, muted or
+            absent speaker; no one who can speak.
+    """
+    members = setup.members
+    if request.kind == "impersonate":
+        return setup.character
+    sid = session.id
+    if len(members) == 1:
+        if request.speaker is not None:
+            speaker_for(members, None, setup.speaker_order, request.speaker)
+        return setup.character
+    present = store.state(sid, parent_id).present if parent_id is not None else None
+    kept = where.get("sibling_of") if request.kind == "reroll" else where.get("continues")
+    name = request.speaker
+    if kept is not None:
+        old = store.node(sid, kept).name
+        if old is not None:
+            if name is not None and name.casefold() != old.casefold():
+                raise TurnError(
+                    f"node {kept} is {old}'s reply: a {request.kind} keeps its speaker "
+                    f"({old}), not {name}"
+                )
+            name = old
+    if name is None:
+        text = where.get("user_text") if request.kind != "reply" else None
+        if text is None and request.kind == "continue" and parent_id is not None:
+            text = store.node(sid, parent_id).content  # the player's message it answers
+        names = _next_speakers(store, session, parent_id, text, setup, rng, present=present)
+        if not names:
+            raise TurnError(
+                "no one can speak: every member of the cast is absent or muted "
+                "(let someone join the scene, or unmute someone)"
+            )
+        name = names[0]
+    return speaker_for(members, present, setup.speaker_order, name)
+
+
+_UNREAD: Any = object()
+
+
+def _next_speakers(
+    store: TurnStore,
+    session: Session,
+    at: str | None,
+    text: str | None,
+    setup: TurnSetup,
+    rng: random.Random | None,
+    *,
+    present: Any = _UNREAD,
+) -> list[str]:
+    """:func:`orchestrator.speakers.next_speakers` at node ``at`` of the story."""
+    members = setup.members
+    if len(members) == 1:
+        return [members[0].name]
+    sid = session.id
+    if present is _UNREAD:
+        present = store.state(sid, at).present if at is not None else None
+    last = None
+    if at is not None and setup.speaker_order in ("natural", "round_robin"):
+        last = _last_speaker(store.messages(sid, at))
+    order = setup.speaker_order
+    return next_speakers(members, present, order, text=text, last_speaker=last, rng=rng)
+
+
+def _last_speaker(history: list[Message]) -> str | None:
+    """The name on the newest reply of a history (``None``: no named reply)."""
+    for message in reversed(history):
+        if message.role == "assistant" and message.name:
+            return message.name
+    return None
+
+
 def _anchor(
     store: TurnStore,
     session: Session,
@@ -961,6 +1112,7 @@ def _anchor(
     user_text: str | None = None,
     reply_role: str = "assistant",
     continues: str | None = None,
+    speaker: Character | None = None,
 ) -> Anchor:
     sid = session.id
     schema = store.schema(sid)
@@ -988,4 +1140,5 @@ def _anchor(
         user_text=user_text,
         carried_note=carried,
         continues=store.node(sid, continues) if continues is not None else None,
+        speaker=speaker or Character(),
     )
