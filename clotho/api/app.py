@@ -17,6 +17,7 @@ from clotho.web import mount as mount_page
 from mnemosyne import Store
 
 from . import (
+    cast,
     exchange,
     lorebooks,
     profiles,
@@ -166,6 +167,7 @@ def create_app(
         reads,
         writes,
         turns,
+        cast,
         exchange,
         lorebooks,
         stories,
