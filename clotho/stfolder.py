@@ -12,11 +12,20 @@ limits its own reader keeps (:func:`clotho.lore.read_upload`,
 :func:`clotho.formats.stchat.parse_chat`, :mod:`clotho.formats.stuser`), a file that
 cannot be used skipped with its reason, never stopping the rest. It plans one session
 per chat (its character's card kept with it; a chat whose card is missing comes in
-without one, and says so), one per group chat (the group's name and members kept
-with it, a ``group`` document), and one per character with no chat (starting with its
-greeting); World Info books go into the sessions of the characters that link them,
-the others are listed as available; the player is the chat's persona (a ``persona``
-document). Then :func:`write_plan` writes each session in one transaction of its own.
+without one, and says so), one per group chat, and one per character with no chat
+(starting with its greeting); World Info books go into the sessions of the characters
+that link them, the others are listed as available; the player is the chat's persona
+(a ``persona`` document). A card's picture (a PNG card's) is its avatar. Then
+:func:`write_plan` writes each session in one transaction of its own.
+
+A group chat plays with its group as the session's cast (:mod:`clotho.cast`): each
+member's card in the group's order (a member whose card is missing is written in place
+under its name, and the plan says so), its picture, its own book; its messages are
+named by the member who spoke them (their ``original_avatar``, so a character renamed
+since still speaks as its member); the group's muted members (``disabled_members``)
+are muted and its ``activation_strategy`` is the speaker order (natural as natural,
+manual as manual; list and pooled, which give every member its turn, as round robin).
+The group itself (name, members) is kept too, a ``group`` document.
 
 Each session remembers the file it came from and its SHA-256 (a ``source``
 document), so a second run finds what is already there and imports only what is new
@@ -36,6 +45,7 @@ from clotho.errors import ClothoError
 from clotho.formats.names import NAMES
 from clotho.formats.stchat import import_chat, parse_chat
 from clotho.formats.stuser import (
+    ACTIVATION_STRATEGIES,
     Group,
     Persona,
     Personas,
@@ -50,6 +60,7 @@ from mnemosyne import MnemosyneError
 from planner.errors import PlannerError
 
 if TYPE_CHECKING:
+    from clotho.sessionconfig import CastSettings, SpeakerOrder
     from mnemosyne import Session, SessionTransaction, Store
     from planner.cards import Card
     from planner.lorebook import Lorebook
@@ -74,6 +85,15 @@ GROUP = "group"
 USER_ENTRIES = ("characters", "chats", "groups", "group chats", "worlds", "settings.json")
 """What a user folder holds (SillyTavern makes them all; two of them mark one)."""
 CARD_SUFFIXES = (".png", ".json")
+MAX_MEMBER_NAME = 200
+"""The longest name a cast's settings keep (a longer one is not muted)."""
+#: How SillyTavern's group activation strategies play (:mod:`clotho.cast`'s orders).
+GROUP_ORDERS: dict[str, SpeakerOrder] = {
+    "natural": "natural",
+    "list": "round_robin",
+    "manual": "manual",
+    "pooled": "round_robin",
+}
 
 T = TypeVar("T")
 Kind = Literal["chat", "group", "character"]
@@ -105,6 +125,7 @@ class PlannedSession:
     """The SHA-256 of that file as planned."""
     title: str
     card: Card | None = None
+    """Its character: a chat's card, a group's first member's."""
     books: list[Lorebook] = field(default_factory=list)
     """The World Info books linked to it."""
     persona: Persona | None = None
@@ -116,30 +137,45 @@ class PlannedSession:
     group: Group | None = None
     members: list[str] = field(default_factory=list)
     """A group chat's members, by name (a missing card: its file's name)."""
+    cast: list[Card] = field(default_factory=list)
+    """The cards it keeps, in order: its character's, or each member's of a group (a
+    missing one written in place)."""
+    pictures: dict[str, Path] = field(default_factory=dict)
+    """A member's PNG card, by the member's name (its picture becomes its avatar)."""
+    speakers: dict[str, str] = field(default_factory=dict)
+    """A group member's card file (as its messages name it) -> its name in the cast."""
+    cast_settings: CastSettings | None = None
+    """How a group's cast plays (its muted members, its speaker order)."""
     notes: list[str] = field(default_factory=list)
     status: Status = "new"
     session_id: str | None = None
     """The session that holds it (already, or once written)."""
 
     def lorebooks(self) -> list[Lorebook]:
-        """The books the session plays with: the linked ones, and the card's own book
-        unless the book the card links (``extensions.world``) is among them: SillyTavern
-        plays the linked book, and the card's copy is what the card carried when it was
-        made (a book of the same name is kept once, the linked one)."""
-        own = self.card.book if self.card is not None else None
+        """The books the session plays with: each card's own book, then the linked
+        ones; a card's own book is left out when the book the card links
+        (``extensions.world``) is among the linked: SillyTavern plays the linked book,
+        and the card's copy is what the card carried when it was made (a book of the
+        same name is kept once, the linked one)."""
         linked = {book.name for book in self.books}
-        if own is None or own.name in linked or (self.card and self.card.world in linked):
-            return self.books
-        return [own, *self.books]
+        own: dict[str, Lorebook] = {}
+        for card in self.cast:
+            book = card.book
+            if book is not None and book.name not in linked and card.world not in linked:
+                own.setdefault(book.name, book)
+        return [*own.values(), *self.books]
 
     def documents(self) -> list[tuple[str, str, str]]:
-        """What the session keeps besides its messages, one of each kind and name."""
+        """What the session keeps besides its messages, one of each kind and name. A
+        member's picture is read from its card here; one that cannot be read is left
+        out."""
         from planner.lorebook import dump_world_info
 
         found: list[tuple[str, str, str]] = []
-        if self.card is not None:
-            found.extend(d for d in card_documents(self.card) if d[0] != LOREBOOK)
+        for card in self.cast:
+            found.extend(d for d in card_documents(card) if d[0] != LOREBOOK)
         found.extend((LOREBOOK, book.name, dump_world_info(book)) for book in self.lorebooks())
+        found.extend(self.avatars())
         if self.group is not None:
             group = {"id": self.group.id, "name": self.group.name, "members": self.members}
             found.append((GROUP, self.group.name, json.dumps(group, ensure_ascii=False)))
@@ -148,6 +184,20 @@ class PlannedSession:
         source = {"file": self.source, "sha256": self.digest}
         found.append((SOURCE, SOURCE_NAME, json.dumps(source)))
         return list({(kind, name): (kind, name, text) for kind, name, text in found}.values())
+
+    def avatars(self) -> list[tuple[str, str, str]]:
+        """Its members' pictures (avatar documents), each member's by its name."""
+        from clotho.stories import avatar_document
+
+        found = []
+        for name, path in self.pictures.items():
+            try:
+                picture = avatar_document(read_upload(path), name)
+            except ClothoError:
+                continue  # gone since the plan: the session comes in without it
+            if picture is not None:
+                found.append(picture)
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -261,9 +311,17 @@ class _Reader:
 @dataclass(frozen=True)
 class _Character:
     card: Card
-    file: str
-    """Its file's name in ``characters/`` (SillyTavern's "avatar")."""
+    path: Path
+    """Its file in ``characters/`` (its name is SillyTavern's "avatar")."""
     digest: str
+
+    @property
+    def file(self) -> str:
+        return self.path.name
+
+    def picture(self) -> dict[str, Path]:
+        """Its card's PNG (by its name), where its picture is."""
+        return {self.card.name: self.path} if self.path.suffix.lower() == ".png" else {}
 
 
 class _Planner:
@@ -299,7 +357,7 @@ class _Planner:
             if path.stem in found:
                 self.reader.skip(path, f"a second card named {path.stem} (the first is kept)")
                 continue
-            found[path.stem] = _Character(read[0], path.name, read[1])
+            found[path.stem] = _Character(read[0], path, read[1])
         return found
 
     def add(
@@ -335,6 +393,8 @@ class _Planner:
                 chatted.add(stem)
                 name = self.reader.name(path)
                 planned = PlannedSession("chat", name, read[1], path.stem, card, chat=path)
+                if found is not None:
+                    planned.cast, planned.pictures = [found.card], found.picture()
                 if card is None:
                     planned.notes.append(
                         f"its character's card (characters/{stem}.png) is missing: "
@@ -363,15 +423,85 @@ class _Planner:
             name = self.reader.name(path)
             title = f"{group.name}: {path.stem}"
             planned = PlannedSession("group", name, read_chat[1], title, chat=path, group=group)
-            members: list[tuple[Card | None, str]] = []
-            for member in group.members:
-                stem = Path(member).stem
-                found = self.characters.get(stem)
-                members.append((found.card if found else None, stem))
-                planned.members.append(found.card.name if found else stem)
-                if found is None:
-                    planned.notes.append(f"member {member}: its card is not in characters/")
+            members = self.cast(planned, group)
             self.add(planned, members, group.metadata_of(path.stem), ("group", group.id))
+
+    def member(self, entry: str) -> _Character | None:
+        """A group's member: its card file (``Bram.png``), or its character's name (as a
+        group saved before 2023 names it)."""
+        stem = Path(entry).stem if Path(entry).suffix.lower() in CARD_SUFFIXES else entry
+        found = self.characters.get(stem)
+        if found is None:
+            named = [c for c in self.characters.values() if c.card.name == entry]
+            found = named[0] if len(named) == 1 else None
+        return found
+
+    def cast(self, planned: PlannedSession, group: Group) -> list[tuple[Card | None, str]]:
+        """A group's cast into ``planned`` (its members' cards and pictures, who speaks
+        as whom, its settings); returns each member's card (``None``: missing) and card
+        file's stem, as :meth:`add` takes them."""
+        from clotho.cast import written_card
+        from clotho.sessionconfig import CastSettings
+
+        members: list[tuple[Card | None, str]] = []
+        by_file: dict[str, str] = {}
+        for entry in dict.fromkeys(group.members):
+            found = self.member(entry)
+            stem = found.path.stem if found else Path(entry).stem
+            members.append((found.card if found else None, stem))
+            card = found.card if found else written_card(stem)
+            if found is None:
+                planned.notes.append(
+                    f"member {entry}: its card is not in characters/: written in place "
+                    f"as {stem!r}, with no description"
+                )
+            if card.name in {kept.name for kept in planned.cast}:
+                planned.notes.append(
+                    f"member {entry}: another member is named {card.name!r}: its card is "
+                    "left out, and its messages are that member's"
+                )
+            else:
+                planned.cast.append(card)
+                planned.pictures.update(found.picture() if found else {})
+            by_file[entry] = card.name
+            if found is not None:
+                by_file[found.file] = card.name
+            planned.members.append(card.name)
+        planned.members = list(dict.fromkeys(planned.members))
+        planned.card = planned.cast[0] if planned.cast else None
+        planned.speakers = by_file
+        planned.cast_settings = CastSettings(
+            order=self.order(planned, group.activation_strategy),
+            muted=[
+                by_file[entry]
+                for entry in dict.fromkeys(group.disabled_members or ())
+                if entry in by_file and len(by_file[entry]) <= MAX_MEMBER_NAME
+            ],
+        )
+        if group.generation_mode:  # 1, 2: append
+            planned.notes.append(
+                "the group joins its members' cards into one prompt (append mode): "
+                "here each reply is played from its speaker's card"
+            )
+        return members
+
+    @staticmethod
+    def order(planned: PlannedSession, strategy: int | None) -> SpeakerOrder:
+        """Clotho's speaker order for a group's ``activation_strategy``."""
+        strategy = strategy or 0
+        if strategy not in ACTIVATION_STRATEGIES:
+            planned.notes.append(
+                f"its activation strategy {strategy} is not one SillyTavern has: natural order"
+            )
+            return "natural"
+        known = ACTIVATION_STRATEGIES[strategy]
+        order = GROUP_ORDERS[known]
+        if known in ("list", "pooled"):
+            planned.notes.append(
+                f"its {known} order (every member answering in turn) plays as round robin "
+                "(one member a message, each after the last who spoke)"
+            )
+        return order
 
     def lone_characters(self, chatted: set[str]) -> None:
         """A session from the card of each character with no chat."""
@@ -381,6 +511,7 @@ class _Planner:
                 planned = PlannedSession(
                     "character", source, found.digest, found.card.name, found.card
                 )
+                planned.cast, planned.pictures = [found.card], found.picture()
                 self.add(planned, [(found.card, stem)], {}, ("character", stem))
 
 
@@ -456,7 +587,15 @@ def write_plan(store: Store, plan: Plan) -> None:
 
 def _write(store: Store, planned: PlannedSession) -> Session:
     """The planned session, in one transaction."""
+    from clotho.sessionconfig import SessionSettings, updated_metadata
+    from clotho.stories import AVATAR, AVATAR_KEY
+
     documents = planned.documents()
+    metadata: dict[str, Any] = {}
+    if any(kind == AVATAR for kind, _, _ in documents):
+        metadata[AVATAR_KEY] = True
+    if planned.cast_settings is not None:
+        metadata = updated_metadata(metadata, SessionSettings(cast=planned.cast_settings))
     if planned.chat is None:
         assert planned.card is not None  # a character's own session
         player = {"player": planned.persona.name} if planned.persona else {}
@@ -465,7 +604,7 @@ def _write(store: Store, planned: PlannedSession) -> Session:
             planned.card,
             title=planned.title,
             documents=documents,
-            metadata={NAMES: {**player, "character": planned.card.name}},
+            metadata={**metadata, NAMES: {**player, "character": planned.card.name}},
         )
         return session
     data = read_upload(planned.chat)
@@ -482,5 +621,12 @@ def _write(store: Store, planned: PlannedSession) -> Session:
             tx.put_document(kind, name, content)
 
     return import_chat(
-        store, data, planned.source, title=planned.title, names=names, also=keep_documents
+        store,
+        data,
+        planned.source,
+        title=planned.title,
+        names=names,
+        cast=planned.speakers,
+        metadata=metadata,
+        also=keep_documents,
     )

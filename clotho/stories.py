@@ -1,7 +1,8 @@
 """A new story from a character card: the page's New (``POST /api/stories``).
 
 One transaction makes the whole session: the card (kept as ``import card`` keeps it,
-its own book a lorebook), the card's picture as the session's avatar, the lorebooks
+its own book a lorebook), the card's picture as the session's avatar (named by the
+character, the first member of the cast: :mod:`clotho.cast`), the lorebooks
 chosen (each lore once, :func:`clotho.lore.keep_book`), the player's persona (the
 session's ``settings.persona``), a ready campaign's world-state schema, and the card's
 greeting as the first reply with its alternate greetings as swipes
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from clotho.errors import ClothoError
 from clotho.formats.names import NAMES
-from clotho.lore import LOREBOOK, card_documents, session_card
+from clotho.lore import CARD, LOREBOOK, card_documents, session_card
 from clotho.sessionconfig import Persona, SessionSettings, updated_metadata
 from clotho.sessions import card_session
 from mnemosyne import StateSchema, UnknownSessionError, schema_from_mapping
@@ -53,7 +54,8 @@ __all__ = [
 ]
 
 AVATAR = "avatar"
-"""The kind of the document holding a session's avatar (the card's picture)."""
+"""The kind of the document holding a character's picture (its card's), named by the
+character: a member of the session's cast (:mod:`clotho.cast`)."""
 AVATAR_KEY = "avatar"
 """The session metadata's key saying it has one (``true``), so that a list of sessions
 can say so without reading each one's documents."""
@@ -129,11 +131,14 @@ def avatar_document(png: bytes, name: str) -> tuple[str, str, str] | None:
 
 
 def session_avatar(store: Store, session_id: str) -> Avatar | None:
-    """The session's picture, if it has one."""
-    found = store.documents(session_id, AVATAR)
+    """The session's picture, if it has one: its character's (the cast's first member
+    with a picture, :mod:`clotho.cast`), else the first one it keeps."""
+    found = {document.name: document for document in store.documents(session_id, AVATAR)}
     if not found:
         return None
-    document = found[-1]
+    members = [card.name for card in store.documents(session_id, CARD)]
+    document = next((found[name] for name in members if name in found), None)
+    document = document or next(iter(found.values()))
     try:
         data = base64.b64decode(json.loads(document.content)["data"], validate=True)
     except (ValueError, KeyError, TypeError, binascii.Error):

@@ -256,14 +256,20 @@ def import_chat(
     *,
     title: str | None = None,
     names: Mapping[str, str] | None = None,
+    cast: Mapping[str, str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
     also: Callable[[SessionTransaction], None] | None = None,
 ) -> Session:
     """A new session holding the chat, in one transaction (a bad file stores nothing).
     An empty chat (an empty file, as SillyTavern writes a group chat with no message
     yet) is an empty session. The chat's player and character become the session's
     names (``metadata["names"]``); ``names`` (``{"player", "character"}``, those known,
-    e.g. a persona) come before them. ``also`` runs in the same transaction after the
-    nodes are in (to store the session's documents with it: a card, books).
+    e.g. a persona) come before them. ``cast`` maps a card file (a message's
+    ``original_avatar``: ``Bram.png``) to the name of the member of the cast who spoke
+    it: such a reply's node is named by the cast (a character renamed since the chat
+    still speaks as its member), any other keeps the message's name. ``metadata`` is
+    more of the session's (its settings). ``also`` runs in the same transaction after
+    the nodes are in (to store the session's documents with it: a card, books).
 
     Raises:
         ChatError: the file is not a valid chat (line and field named).
@@ -275,6 +281,8 @@ def import_chat(
         role = "user" if message.get("is_user") else "assistant"
         enabled = not message.get("is_system", False)
         speaker = message.get("name") or None
+        if cast and not message.get("is_user"):
+            speaker = cast.get(str(message.get("original_avatar")), speaker)
         swipes = message.get("swipes")
         texts = [(message["mes"], None)] if not swipes else [(s, i) for i, s in enumerate(swipes)]
         if swipes:  # the story shows ``mes``, even where the swipe's text says otherwise
@@ -300,7 +308,8 @@ def import_chat(
         if also is not None:
             also(tx)
 
-    metadata: dict[str, Any] = {KEY: {"header": header, "file": name, **_layout(data)}}
+    layout = {"header": header, "file": name, **_layout(data)}
+    kept: dict[str, Any] = {**(metadata or {}), KEY: layout}
     found = {**speakers(messages), **{k: v for k, v in (names or {}).items() if v}}
     if header is not None:  # SillyTavern before 1.15 names them in the header too
         for key, field in (("player", "user_name"), ("character", "character_name")):
@@ -308,9 +317,9 @@ def import_chat(
             if isinstance(given, str) and given.strip() and given != "unused":
                 found.setdefault(key, given)
     if found:
-        metadata[NAMES] = found
+        kept[NAMES] = found
     return store.create_session(
-        title=title or _title(messages, header, name), metadata=metadata, fill=grow
+        title=title or _title(messages, header, name), metadata=kept, fill=grow
     )
 
 

@@ -26,6 +26,8 @@ from mnemosyne.errors import JsonTextError
 from mnemosyne.validation import problem_line
 
 __all__ = [
+    "ACTIVATION_STRATEGIES",
+    "MAX_GROUP_MEMBERS",
     "Group",
     "Persona",
     "Personas",
@@ -99,13 +101,33 @@ def _id_text(value: Any) -> Any:
 GroupId = Annotated[str, BeforeValidator(_id_text)]
 
 
+#: SillyTavern's ``group_activation_strategy`` (``public/scripts/group-chats.js``): who
+#: answers the player in a group: 0 natural (names mentioned, then talkativeness), 1 list
+#: (every member in the group's order), 2 manual (no one until the player picks), 3 pooled
+#: (at random, one who has not spoken since the player's last message).
+ACTIVATION_STRATEGIES = {0: "natural", 1: "list", 2: "manual", 3: "pooled"}
+#: The most members a group is read with (a cast's settings name at most as many).
+MAX_GROUP_MEMBERS = 200
+MemberFile = Annotated[str, Field(min_length=1, max_length=1_000)]
+
+
 class Group(_Model):
     """What is read of a ``groups/*.json`` file."""
 
     id: GroupId
-    name: str
-    members: list[str] = Field(default_factory=list)
-    """The members' card files (``Seraphina.png``)."""
+    name: Annotated[str, Field(max_length=1_000)]
+    members: Annotated[list[MemberFile], Field(max_length=MAX_GROUP_MEMBERS)] = Field(
+        default_factory=list
+    )
+    """The members' card files (``Seraphina.png``; a group saved before 2023 names them
+    by the character's name)."""
+    disabled_members: Annotated[list[MemberFile] | None, Field(max_length=MAX_GROUP_MEMBERS)] = None
+    """The members muted in the group (their card files): they never speak unasked."""
+    activation_strategy: int | None = None
+    """Who answers the player (:data:`ACTIVATION_STRATEGIES`; ``None``: natural)."""
+    generation_mode: int | None = None
+    """0 swap (each reply from its speaker's card; ``None`` too), 1 and 2 append (the
+    members' cards joined into one prompt)."""
     chats: list[GroupId] = Field(default_factory=list)
     """Its chats' ids (``group chats/<id>.jsonl``)."""
     chat_id: GroupId | None = None

@@ -1,8 +1,9 @@
 """``clotho import sillytavern DIR``: a whole SillyTavern user folder (the constructed
 one in tests/fixtures/sillytavern_user, plus SillyTavern's own Seraphina card and
-Eldoria book), on SQLite and PostgreSQL: characters, their chats, a group chat, World
-Info linked by card and by settings, personas, bad files skipped with their reasons,
-a chat whose card is missing, and a second run that imports nothing twice."""
+Eldoria book), on SQLite and PostgreSQL: characters, their chats, a group chat (played
+with its members as the cast), World Info linked by card and by settings, personas,
+bad files skipped with their reasons, a chat whose card is missing, and a second run
+that imports nothing twice."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from clotho.cast import session_cast
+from clotho.formats.stchat import export_chat
 from clotho.lore import CARD, LOREBOOK, session_books
 from clotho.sessions import PERSONA
 from clotho.stfolder import GROUP, FolderError, Plan, PlannedSession, plan_folder, write_plan
+from clotho.stories import AVATAR, AVATAR_KEY, session_avatar
 from mnemosyne import Store
 from tests._fixtures import ELDORIA, FIXTURES, SERAPHINA
 
@@ -24,6 +28,7 @@ USER = FIXTURES / "sillytavern_user"
 BRAM_CHAT = "chats/Bram/Bram - 2026-10-01@18h00m00s.jsonl"
 GHOST_CHAT = "chats/Ghost/Ghost - 2026-09-30@10h00m00s.jsonl"
 GROUP_CHAT = "group chats/2026-10-02@20h00m00s.jsonl"
+GROUP_FILE = "groups/1760000000000.json"
 SKIPPED = {
     "characters/Broken.json": "data: expected an object",
     "worlds/broken.json": "not JSON",
@@ -231,3 +236,110 @@ def test_names_from_the_files_are_shown_as_they_are(
     shown = capsys.readouterr().out
     assert "[bold red]Bram[-]" in shown  # not read as Rich markup
     assert "Dry run: nothing changed. 5 session(s): 5 would import; 3 skipped" in shown
+
+
+def _group(folder: Path, **changes: object) -> None:
+    path = folder / GROUP_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+def _say(folder: Path, *messages: dict[str, object]) -> None:
+    chat = folder / GROUP_CHAT
+    lines = [json.dumps({"is_user": False, "extra": {}, **m}) for m in messages]
+    chat.write_text(chat.read_text() + "\n".join(lines) + "\n")
+
+
+def test_a_group_chat_plays_with_its_members_as_the_cast(store: Store, folder: Path) -> None:
+    """Each member's card in the group's order (a missing one written in place), its
+    picture, its own book once; its muted members muted; its speakers named by the
+    cast (a renamed character by its card file); its activation strategy the order."""
+    _group(
+        folder,
+        members=["Bram.png", "Mira.png", "Seraphina.png", "Ghost.png"],
+        disabled_members=["Mira.png"],
+        activation_strategy=1,
+    )
+    bram = folder / "characters" / "Bram.json"
+    bram.write_text(bram.read_text().replace('"talkativeness": "0.5"', '"talkativeness": "0.8"'))
+    _say(
+        folder,
+        {"name": "Sera", "original_avatar": "Seraphina.png", "mes": "Be welcome."},
+        {"name": "Ghost", "original_avatar": "Ghost.png", "mes": "Boo."},
+        {"name": "Stranger", "mes": "Who are you all?"},
+    )
+    plan = plan_folder(folder, store)
+    planned = _by_source(plan)[GROUP_CHAT]
+    assert planned.members == ["Bram", "Mira", "Seraphina", "Ghost"]
+    assert any("Ghost.png" in note and "written in place" in note for note in planned.notes)
+    assert any("list order" in note and "round robin" in note for note in planned.notes)
+    write_plan(store, plan)
+    session_id = planned.session_id or ""
+
+    cast = session_cast(store, session_id)
+    assert cast.names == ["Bram", "Mira", "Seraphina", "Ghost"]
+    assert cast.settings.order == "round_robin"
+    assert [(m.name, m.muted, m.talkativeness) for m in cast.members] == [
+        ("Bram", False, 0.8),
+        ("Mira", True, 0.5),
+        ("Seraphina", False, 0.5),  # SillyTavern's default card has none: the default
+        ("Ghost", False, 0.5),
+    ]
+    ghost = cast.find("Ghost").card
+    assert (ghost.description, ghost.first_mes) == ("", "")
+    # each own book once: Bram's linked book (worlds/, not his card's older copy),
+    # Seraphina's Eldoria (worlds/: her card links it), Mira's from settings.json
+    assert [b.name for b in session_books(store, session_id)] == [
+        "Northwatch",
+        "Inn Rumours",
+        "Eldoria",
+    ]
+    assert cast.find("Bram").books == ("Northwatch",)
+    assert cast.find("Seraphina").books == ("Eldoria",)
+    # the one PNG card's picture, named by its member; the session says it has one
+    assert [d.name for d in store.documents(session_id, AVATAR)] == ["Seraphina"]
+    assert store.session(session_id).metadata[AVATAR_KEY] is True
+    avatar = session_avatar(store, session_id)
+    assert avatar is not None and avatar.png.startswith(b"\x89PNG")
+    assert store.session(session_id).metadata["names"]["character"] == "Bram"
+
+    # the renamed one speaks as her member; a name that is no member stays as it is
+    said = [n.name for n in store.projection(session_id)]
+    assert said == ["Mira", "Wren", "Bram", "Seraphina", "Ghost", "Stranger"]
+    # and the chat exports as it came (the message keeps the name it was saved with)
+    exported = [json.loads(line) for line in export_chat(store, session_id).text.splitlines()]
+    assert [m["name"] for m in exported][-3:] == ["Sera", "Ghost", "Stranger"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "order"),
+    [(None, "natural"), (0, "natural"), (1, "round_robin"), (2, "manual"), (3, "round_robin")],
+)
+def test_a_group_plays_in_its_order(folder: Path, strategy: int | None, order: str) -> None:
+    _group(folder, activation_strategy=strategy)
+    planned = _by_source(plan_folder(folder))[GROUP_CHAT]
+    assert planned.cast_settings is not None and planned.cast_settings.order == order
+
+
+def test_a_group_of_2023_names_its_members_by_name(folder: Path) -> None:
+    """Before 2023 a group listed its members by their characters' names, and an
+    unknown strategy number is read as natural, saying so."""
+    _group(folder, members=["Mira", "Bram", "Mira"], activation_strategy=9)
+    planned = _by_source(plan_folder(folder))[GROUP_CHAT]
+    assert [card.name for card in planned.cast] == ["Mira", "Bram"]
+    assert planned.cast_settings is not None and planned.cast_settings.order == "natural"
+    assert any("activation strategy 9" in note for note in planned.notes)
+    assert not any("not in characters/" in note for note in planned.notes)
+
+
+def test_a_chat_and_a_character_keep_the_card_picture(store: Store, folder: Path) -> None:
+    shutil.copy(SERAPHINA, folder / "characters" / "Ghost.png")  # the chat's card now
+    plan = plan_folder(folder, store)
+    write_plan(store, plan)
+    found = _by_source(plan)
+    for source in (GHOST_CHAT, "characters/Seraphina.png"):
+        session_id = found[source].session_id or ""
+        [card] = store.documents(session_id, CARD)
+        assert [d.name for d in store.documents(session_id, AVATAR)] == [card.name]
+        assert store.session(session_id).metadata[AVATAR_KEY] is True
+        assert session_cast(store, session_id).names == [card.name]
+    assert store.documents(found[BRAM_CHAT].session_id or "", AVATAR) == []  # a JSON card
