@@ -3,11 +3,15 @@
 // last alternative of the last reply generates a new one), Continue extending the
 // reply, Impersonate filling the input box, a reply edited in place, "delete from here"
 // (to the trash, undoable), "branch from here" on older messages; the world state beside.
+// With several characters (the cast, cast.js): each reply under its speaker's name and
+// picture, a message answered by one member or by a round of them (the speaker order
+// decides who, one turn each; Stop ends the round), and a change of scene shown as
+// narration, set apart from the characters' lines.
 
 import { renderFormatted } from "./format.js";
 import { t } from "./i18n.js";
 import { renderState } from "./panels.js";
-import { avatar, clear, el, formatTokens } from "./ui.js";
+import { avatar, clear, el, formatTokens, toast } from "./ui.js";
 
 const PAGE = 200; // messages read at a time, newest first; "Show earlier" reads the window before
 const ATTEMPTS = 3; // reads of a story that changes while it is read window by window
@@ -17,12 +21,13 @@ export class ChatView {
     this.app = app;
     this.root = document.getElementById("chat-view");
     this.list = document.getElementById("messages");
-    this.side = document.getElementById("chat-state");
+    this.side = document.getElementById("world-state");
     this.status = document.getElementById("turn-status");
     this.input = document.getElementById("composer-input");
     this.shown = PAGE; // how many of the last messages to show
     this.state = null;
     this.running = null; // the AbortController of the turn streaming now
+    this.round = null; // a round of turns playing (several members answering): {stopped}
     this.turn = null; // that turn, as its first event told (its id, its events)
     this.stopping = false; // the player asked to stop it
     this.story_ = null; // the projection shown (its nodes: what Continue and the buttons see)
@@ -71,6 +76,7 @@ export class ChatView {
     const [story, state] = await Promise.all([
       this.story(),
       app.api.get(app.path("/state")).catch((error) => (error.status === 404 || error.status === 422 ? null : Promise.reject(error))),
+      app.cast.load().catch((error) => app.fail(error, t("cast.loading"))), // the story is shown all the same
     ]);
     if (sid !== app.sid) return; // another session was chosen meanwhile
     app.setVersion(story.version);
@@ -192,12 +198,19 @@ export class ChatView {
 
   /** Send, Continue, Impersonate and Stop enabled only when they have something to do. */
   updateButtons() {
-    const busy = Boolean(this.running);
+    const busy = this.busy();
+    this.root.classList.toggle("busy", busy);
     const empty = !this.story_?.nodes?.length;
     if (this.buttons.send) this.buttons.send.disabled = busy;
     this.buttons.continue.disabled = busy || empty;
     this.buttons.impersonate.disabled = busy;
     this.buttons.stop.disabled = !busy || this.stopping;
+    this.app.cast.render(); // its Speak, Leave and Join wait for the turn
+  }
+
+  /** A turn (or a round of them) is playing. */
+  busy() {
+    return Boolean(this.running || this.round);
   }
 
   /** Keep the message shown at `article` where it is through the next render. */
@@ -208,6 +221,7 @@ export class ChatView {
   }
 
   message(node, isLast) {
+    if (node.role === "system" && node.metadata?.scene) return this.sceneChange(node, isLast);
     const generated = Boolean(node.metadata?.generated);
     // SillyTavern's swipes: `>` on the last alternative of the last reply asks for a new one.
     const lastReply = isLast && node.role === "assistant";
@@ -257,6 +271,15 @@ export class ChatView {
     );
   }
 
+  /** A change of scene (someone leaves or joins): narration, set apart, no bubble. */
+  sceneChange(node, isLast) {
+    return el(
+      `article.message.system.scene${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
+      { dataset: { nodeId: node.id, role: node.role, scene: Object.keys(node.metadata.scene)[0] || "" } },
+      el("p.narration", { text: node.content }),
+    );
+  }
+
   /** Another alternative of a node; the view stays on the message. */
   async swipe(node, direction, event) {
     const article = event?.target?.closest("article.message");
@@ -290,7 +313,8 @@ export class ChatView {
       ];
       const answer = await this.app.ask(t("chat.edit_user"), field, buttons);
       if (!answer) return;
-      if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content }, node);
+      const speaker = this.app.cast.chosen() || undefined; // else the order's first
+      if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content, speaker }, node);
       else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
       return;
     }
@@ -309,18 +333,51 @@ export class ChatView {
 
   async send() {
     const text = this.input.value;
-    if (!text.trim() || this.running) {
+    if (!text.trim() || this.busy()) {
       this.input.focus();
       return;
     }
     this.input.value = ""; // sent: Enter again sends nothing (Stop keeps what was stored)
-    const done = await this.play({ kind: "say", text });
-    if (!done && !this.stopping && !this.input.value) this.input.value = text; // refused: nothing stored
+    const restore = () => {
+      if (!this.stopping && !this.input.value) this.input.value = text; // refused: nothing stored
+    };
+    const cast = this.app.cast;
+    if (!cast.several()) {
+      if (!(await this.play({ kind: "say", text }))) restore();
+      return;
+    }
+    // Several characters: the one picked answers, else those the order names, in turn.
+    this.round = { stopped: false };
+    this.updateButtons();
+    try {
+      let names = cast.chosen() ? [cast.chosen()] : null;
+      if (!names) {
+        try {
+          names = await cast.speakers(text);
+        } catch (error) {
+          this.app.fail(error, t("cast.asking_speakers"));
+          return restore();
+        }
+      }
+      if (!names.length) {
+        toast(t("cast.no_speaker"), t("cast.no_speaker_detail"), "error");
+        return restore();
+      }
+      if (!(await this.play({ kind: "say", text, speaker: names[0] }, null, true))) return restore();
+      for (const name of names.slice(1)) {
+        if (this.round.stopped) break;
+        if (!(await this.play({ kind: "reply", speaker: name }, null, true))) break;
+      }
+    } finally {
+      this.round = null;
+      this.stopping = false;
+      this.updateButtons();
+    }
   }
 
   /** Stream a turn into the view: pending bubbles, tokens as they come, then reload. */
-  async play(request, replacing = null) {
-    if (this.running) return false;
+  async play(request, replacing = null, inRound = false) {
+    if (this.running || (this.round && !inRound)) return false;
     const app = this.app;
     // What the new reply replaces in the view: from the rerolled/edited message on.
     if (replacing) {
@@ -329,7 +386,7 @@ export class ChatView {
       if (at >= 0) shown.slice(at).forEach((item) => item.remove());
     }
     this.asked = request;
-    this.pending(request);
+    this.pending(request, replacing);
     // detach: the turn plays on if this page goes (a reload rejoins it); Stop cancels it.
     const path = app.path("/turns?detach=true");
     return this.follow((handlers) => app.api.stream(path, request, { ifMatch: app.version, ...handlers }));
@@ -341,13 +398,14 @@ export class ChatView {
     return node.name || this.names?.[node.role] || roles[node.role] || node.role;
   }
 
-  /** The speaker's avatar: the character's card image on its replies, else an initial. */
+  /** The speaker's avatar: on a reply its speaker's picture (the cast's), else an initial. */
   face(node) {
-    return avatar(this.speaker(node), node.role === "assistant" ? this.app.avatarImage(this.app.sid) : null);
+    const name = this.speaker(node);
+    return avatar(name, node.role === "assistant" ? this.app.cast.picture(node.name || name) : null);
   }
 
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
-  pending(request) {
+  pending(request, replacing = null) {
     this.list.querySelector(".empty")?.remove();
     if (request.kind === "impersonate") return; // the player's line streams into the input box
     const last = this.story_?.nodes?.at(-1);
@@ -363,7 +421,10 @@ export class ChatView {
       this.list.append(el("article.message.user.pending", {}, el("header", {}, this.face({ role: "user" }), el("span.who", { text: this.speaker({ role: "user" }) })), el("div.content", { text: request.text })));
     }
     const role = request.kind === "impersonate" ? "user" : "assistant";
-    const bubble = el(`article.message.${role}.pending.streaming`, {}, el("header", {}, this.face({ role }), el("span.who", { text: this.speaker({ role }) })), el("div.content"));
+    // Who speaks it: the one asked for, else (a reroll) the speaker of the reply it replaces.
+    const name = request.speaker || (replacing?.role === "assistant" ? replacing.name : null) || null;
+    const who = { role, name };
+    const bubble = el(`article.message.${role}.pending.streaming`, { dataset: { speaker: name || "" } }, el("header", {}, this.face(who), el("span.who", { text: this.speaker(who) })), el("div.content"));
     this.list.append(bubble);
     this.list.scrollTop = this.list.scrollHeight;
   }
@@ -380,8 +441,7 @@ export class ChatView {
     if (drafting) this.input.value = "";
     this.running = new AbortController();
     this.turn = turn;
-    this.stopping = false;
-    this.root.classList.add("busy");
+    if (!this.round) this.stopping = false; // a round's Stop stops the rest of it too
     this.updateButtons();
     this.setStatus(t("chat.starting"));
     let ok = false;
@@ -428,7 +488,6 @@ export class ChatView {
       this.running = null;
       this.turn = null;
       this.asked = null;
-      this.root.classList.remove("busy");
       this.setStatus("");
       this.updateButtons();
     }
@@ -448,8 +507,9 @@ export class ChatView {
    * the player's message); the stream goes on to the turn's last event.
    */
   stop() {
-    if (!this.running || this.stopping) return;
+    if (!this.busy() || this.stopping) return;
     this.stopping = true;
+    if (this.round) this.round.stopped = true;
     this.updateButtons();
     this.setStatus(t("chat.stopping"));
     if (this.turn) this.cancel(); // else as soon as its first event names it

@@ -5,6 +5,7 @@
 // (If-Match); a refused write changes nothing, and the view is drawn again from the server.
 
 import { Api, newKey, sessionPath } from "./api.js";
+import { CastPanel } from "./cast.js";
 import { ChatView } from "./chat.js";
 import { LANGUAGES, language, setLanguage, t } from "./i18n.js";
 import { LoreManager } from "./lore.js";
@@ -30,6 +31,7 @@ class App {
     this.notes = new StoryNotes(this); // the story's settings, the context meter
     this.connections = new Connections(this); // the model profiles, and the story's
     this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
+    this.cast = new CastPanel(this); // the story's characters (the chat's side panel)
     this.avatars = new Map(); // session id → a promise of its character's image (a data: URL) or null
   }
 

@@ -117,6 +117,29 @@ function json(value) {
   return el("pre.json", { text: JSON.stringify(value, null, 2) });
 }
 
+/** Who spoke, who was present, and the messages the speaker did not see (it was away). */
+function sceneSection(scene) {
+  const leftOut = scene.left_out || [];
+  const present = scene.present || [];
+  const idOf = (item) => (typeof item === "string" ? item : item?.id || JSON.stringify(item));
+  return el(
+    "section.trace-section.trace-scene",
+    {},
+    el("h3", { text: t("state.trace.scene") }),
+    el(
+      "dl.facts",
+      {},
+      el("dt", { text: t("state.trace.speaker") }),
+      el("dd", { text: scene.speaker || "—" }),
+      el("dt", { text: t("state.trace.present") }),
+      el("dd", { text: present.length ? present.join(", ") : t("app.none") }),
+      el("dt", { text: t("state.trace.left_out") }),
+      el("dd.left-out", { dataset: { count: String(leftOut.length) } }, leftOut.length ? t("state.trace.left_out_count", { count: leftOut.length, speaker: scene.speaker || "" }) : t("state.trace.left_out_none")),
+    ),
+    leftOut.length ? el("details", {}, el("summary", { text: t("state.trace.left_out_ids") }), el("ul.left-out-ids", {}, leftOut.map((item) => el("li.id", { text: short(idOf(item)), title: idOf(item) })))) : null,
+  );
+}
+
 /** A PromptTrace: what the model was sent, with which settings, and why. */
 export function renderTrace(container, trace) {
   clear(container);
@@ -136,6 +159,7 @@ export function renderTrace(container, trace) {
     el("h2", { text: t("state.trace.title", { id: short(trace.node_id) }) }),
     el("dl.facts", {}, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })])),
   );
+  if (trace.scene) container.append(sceneSection(trace.scene));
   if (trace.params && Object.keys(trace.params).length) container.append(section(t("state.trace.settings"), json(trace.params)));
   const lore = trace.lore || [];
   container.append(

@@ -10,6 +10,9 @@
 // Bookmarks: the store keeps none yet. A node whose metadata holds `bookmark` (a label,
 // or true) is starred in the tree, listed in the legend and badged in the panel: that is
 // the hook a bookmark feature fills.
+//
+// A change of scene (a narration node saying who left or joined, metadata `scene`) is
+// marked: ⇄ before its label (and in the legend), a badge in the panel.
 
 import { t } from "./i18n.js";
 import { renderDiff, renderState, variableOrder } from "./panels.js";
@@ -53,6 +56,13 @@ function dropOp(kind, event) {
   if (kind === "fragment") return "graft";
   if (event.altKey || event.ctrlKey) return "copy";
   return event.shiftKey ? "move" : "graft";
+}
+
+/** A change of scene in words: "⇄ Bram leaves" / "⇄ Bram joins". */
+function sceneBadge(scene) {
+  if (scene.leaves) return t("tree.scene_leaves", { name: scene.leaves });
+  if (scene.joins) return t("tree.scene_joins", { name: scene.joins });
+  return t("tree.scene");
 }
 
 /** Run after the browser has painted what was drawn (the measurements' end). */
@@ -235,6 +245,7 @@ export class TreeView {
     }
     this.labels = new Map(); // node id → its label's lines, fitted when first painted
     this.bookmarked = data.nodes.some((node) => node.metadata?.bookmark);
+    this.sceneChanges = data.nodes.some((node) => node.metadata?.scene);
   }
 
   /** The child a folded node continues with: the one flipped to, the trunk, else its
@@ -294,7 +305,7 @@ export class TreeView {
   labelOf(node) {
     let lines = this.labels.get(node.id);
     if (!lines) {
-      const mark = node.metadata?.bookmark ? "★ " : "";
+      const mark = (node.metadata?.bookmark ? "★ " : "") + (node.metadata?.scene ? "⇄ " : "");
       lines = fitLabel(`${mark}${node.content}`);
       if (!lines.length) lines = [t("tree.empty_text")];
       this.labels.set(node.id, lines);
@@ -385,6 +396,7 @@ export class TreeView {
         if (node.id === head) classes.push("head");
         if (!node.enabled) classes.push("disabled");
         if (node.metadata?.bookmark) classes.push("bookmarked");
+        if (node.metadata?.scene) classes.push("scene");
         if (node.id === this.selected) classes.push("selected");
         if (node.id === this.compare) classes.push("compared");
         return classes.join(" ");
@@ -520,6 +532,7 @@ export class TreeView {
       item("trunk", t("tree.trunk")),
       item("head", t("tree.head")),
       ...(this.bookmarked ? [item("bookmark", t("tree.bookmark"))] : []),
+      ...(this.sceneChanges ? [item("scene", t("tree.scene"))] : []),
     );
   }
 
@@ -735,6 +748,7 @@ export class TreeView {
           this.trunk.has(node.id) ? el("span.badge", { text: t("tree.badge.trunk") }) : null,
           node.enabled ? null : el("span.badge.off", { text: t("tree.badge.disabled") }),
           bookmark ? el("span.badge.bookmark", { text: typeof bookmark === "string" ? `★ ${bookmark}` : "★" }) : null,
+          node.metadata?.scene ? el("span.badge.scene", { text: sceneBadge(node.metadata.scene) }) : null,
         ),
         where
           ? el(
