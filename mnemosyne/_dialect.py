@@ -19,6 +19,7 @@ from sqlalchemy.sql.dml import Insert
 from ._schema import nodes
 
 __all__ = [
+    "contains_sql",
     "defers_forward_references",
     "insert_or_ignore",
     "insert_or_replace",
@@ -38,6 +39,14 @@ def _is_sqlite(bind: Connection | Engine) -> bool:
 def param(conn: Connection) -> str:
     """The driver's placeholder, for SQL run on its cursor (``?`` or ``%s``)."""
     return "?" if conn.dialect.paramstyle == "qmark" else "%s"
+
+
+def contains_sql(conn: Connection, column: str, text: str) -> str:
+    """SQL, for the driver's cursor, true where ``column`` holds ``text`` (a constant of
+    mnemosyne's own: no quotes, no LIKE wildcards): a LIKE whose ``%`` is doubled where
+    the driver's placeholder is ``%s``."""
+    percent = "%" if conn.dialect.paramstyle == "qmark" else "%%"
+    return f"{column} LIKE '{percent}{text}{percent}'"
 
 
 def insert_or_ignore(conn: Connection, table: Table) -> Insert:

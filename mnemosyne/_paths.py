@@ -23,7 +23,9 @@ have changed them:
 The messages are :class:`~mnemosyne.Message` objects, read-only, shared by every
 reader; each read gets a list of its own. Beside them a path keeps the keys of all its
 nodes, disabled ones included (:class:`Path`): what a page of the projection needs to
-find its place in the path without walking it.
+find its place in the path without walking it; and the changes of who is present
+along it (the deltas of its enabled nodes that mention ``present``, read in the same
+walk): what :meth:`mnemosyne.Store.scenes` folds into who was present at each message.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ __all__ = ["Path", "PathCache", "Stamp"]
 Stamp = tuple[int, datetime]
 
 #: Walks up from a pk, stopping below the first of the given pks; the rows
-#: ``(depth, enabled, id, role, name, content, parent_pk, pk)``, the top one (a root,
-#: or the node below a stop) first.
+#: ``(depth, enabled, id, role, name, content, parent_pk, pk, scene)``, the top one (a
+#: root, or the node below a stop) first; ``scene`` is the node's delta (JSON text) if
+#: it may change who is present (it mentions ``"present"``), else ``None``.
 Walk = Callable[[int, Sequence[int]], list[tuple[Any, ...]]]
 
 
@@ -58,20 +61,30 @@ class Path:
     """The pk of every node on it, disabled ones included, root first."""
     enabled: tuple[int, ...]
     """Where its enabled nodes are in :attr:`keys` (ascending): as many as messages."""
+    scenes: tuple[tuple[int, str], ...] = ()
+    """The enabled nodes whose delta may change who is present: ``(index in
+    messages, the delta's JSON text)``, in path order."""
 
     def extended(self, rows: Sequence[tuple[Any, ...]]) -> Path:
         """This path followed by the walked ``rows`` (top first)."""
         start = len(self.keys)
-        messages, keys, enabled = [], [], []
-        for i, (_, is_enabled, node_id, role, name, content, _, pk) in enumerate(rows):
+        count = len(self.messages)
+        messages: list[Message] = []
+        keys: list[int] = []
+        enabled: list[int] = []
+        scenes: list[tuple[int, str]] = []
+        for i, (_, is_enabled, node_id, role, name, content, _, pk, scene) in enumerate(rows):
             keys.append(pk)
             if is_enabled:
+                if scene is not None:
+                    scenes.append((count + len(messages), scene))
                 messages.append(Message(node_id, role, name, content))
                 enabled.append(start + i)
         return Path(
             self.messages + tuple(messages),
             self.keys + tuple(keys),
             self.enabled + tuple(enabled),
+            self.scenes + tuple(scenes) if scenes else self.scenes,
         )
 
 
@@ -123,7 +136,7 @@ class PathCache:
         rows = walk(pk, list(kept))
         above = None
         if rows:
-            _, _, _, _, _, _, above, _ = rows[0]  # the parent of the walk's top
+            above = rows[0][6]  # the parent of the walk's top
         base = _EMPTY
         if above in kept:
             base = kept[above]

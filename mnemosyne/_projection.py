@@ -5,7 +5,8 @@ read four ways, all here:
 
 - :func:`whole_nodes`: whole nodes (``Store.projection``).
 - :func:`messages`: what the model is sent, id, role, name and text only, from the
-  store's memory of recent paths (:mod:`mnemosyne._paths`): the hot path of a turn.
+  store's memory of recent paths (:mod:`mnemosyne._paths`): the hot path of a turn;
+  :func:`scenes`: the same, with who was present along the path.
 - :func:`turns`: whole nodes each with its siblings, the ``< 2/5 >`` of a chat view.
 - :func:`page`: a window of that (the ``limit`` messages before a node), costing the
   window, not the path: how a chat view reads a long story and pages back.
@@ -16,6 +17,7 @@ driver's cursor; its rows are decoded here by hand.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,19 +25,24 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from . import _dialect as dialect
 from . import _queries as q
 from ._checks import check_limit
 from ._paths import Path, PathCache, Stamp, Walk
 from .errors import InvalidOperationError
-from .models import Message, Node, NodeAmongSiblings, Session
+from .models import Message, Node, NodeAmongSiblings, SceneChange, Scenes, Session
+from .state.presence import apply_presence
 
-__all__ = ["ProjectionPage", "messages", "page", "stamp", "turns", "whole_nodes"]
+__all__ = ["ProjectionPage", "messages", "page", "scenes", "stamp", "turns", "whole_nodes"]
 
 # q.NODE_COLUMNS as SQL on the alias ``n``; created_at comes back as stored (text on
 # SQLite), decoded on first use.
 _NODE_SQL = ", ".join(f"n.{column.name}" for column in q.NODE_COLUMNS)
-# What a Path needs of each node: (enabled, id, role, name, content, parent_pk, pk).
-_MESSAGE_SQL = "n.enabled, n.id, n.role, n.name, n.content, n.parent_pk, n.pk"
+# What a Path needs of each node: (enabled, id, role, name, content, parent_pk, pk,
+# the delta if it may change who is present: _message_sql).
+_MESSAGE_SQL = (
+    "n.enabled, n.id, n.role, n.name, n.content, n.parent_pk, n.pk, CASE WHEN {} THEN n.delta END"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +70,13 @@ def _path_rows(conn: Connection, pk: int) -> list[tuple[Any, ...]]:
 
 def _walk(conn: Connection) -> Walk:
     """For :class:`~mnemosyne._paths.PathCache`: ``walk(pk, stops)``, the rows ``(depth,
-    enabled, id, role, name, content, parent_pk, pk)`` of the path from ``pk`` up to a
-    root or to the first of ``stops``, top first."""
+    enabled, id, role, name, content, parent_pk, pk, scene)`` of the path from ``pk`` up
+    to a root or to the first of ``stops``, top first."""
+
+    columns = _MESSAGE_SQL.format(dialect.contains_sql(conn, "n.delta", '"present"'))
 
     def walk(pk: int, stops: Sequence[int]) -> list[tuple[Any, ...]]:
-        return q.walk_up(conn, pk, _MESSAGE_SQL, stops)
+        return q.walk_up(conn, pk, columns, stops)
 
     return walk
 
@@ -93,6 +102,31 @@ def messages(
     if pk is None:
         return []
     return list(_path(conn, cache, record, pk).messages)
+
+
+def scenes(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None) -> Scenes:
+    """:func:`messages` and who was present along the path: the deltas of its enabled
+    nodes that change ``present`` (kept with the path in ``cache``, read in the same
+    walk) folded from everyone at its top, one pass over those nodes alone."""
+    if pk is None:
+        return Scenes([], [])
+    path = _path(conn, cache, record, pk)
+    changes: list[SceneChange] = []
+    present: list[str] | None = None
+    for index, text in path.scenes:
+        operations = json.loads(text)
+        moved, after = False, present
+        try:
+            for operation in operations if isinstance(operations, list) else ():
+                if isinstance(operation, dict) and operation.get("path") == "present":
+                    after = apply_presence(operation.get("op", ""), operation.get("value"), after)
+                    moved = True
+        except ValueError:  # not as stored: the store replays it the same way (refused)
+            moved = False
+        if moved:
+            present = after
+            changes.append(SceneChange(index, path.messages[index].id, after))
+    return Scenes(list(path.messages), changes)
 
 
 def turns(

@@ -32,6 +32,8 @@ __all__ = [
     "Node",
     "NodeAmongSiblings",
     "Role",
+    "SceneChange",
+    "Scenes",
     "Session",
     "Tree",
     "WorldState",
@@ -244,6 +246,27 @@ def parse_utc(text: str) -> datetime:
     with the zone appended is several times cheaper than ``replace(tzinfo=...)``.
     """
     return datetime.fromisoformat(text + "+00:00" if len(text) <= 26 else text)
+
+
+@dataclass(frozen=True, slots=True)
+class SceneChange:
+    """A message of a path after which who is present changed."""
+
+    index: int
+    """Its place in :attr:`Scenes.messages`."""
+    node_id: str
+    present: list[str] | None
+    """Who is present after it (``None``: everyone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenes:
+    """A path's messages and who was present along it
+    (:meth:`mnemosyne.Store.scenes`): before the first message, everyone (``None``);
+    after ``changes[i].index``, ``changes[i].present``, until the next change."""
+
+    messages: list[Message]
+    changes: list[SceneChange]
 
 
 @dataclass(frozen=True, slots=True)

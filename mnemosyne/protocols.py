@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from .models import Blame, Message, Node, Session, WorldState
+from .models import Blame, Message, Node, Scenes, Session, WorldState
 from .state.schema import StateSchema
 
 __all__ = ["TurnStore", "TurnTransaction"]
@@ -105,6 +105,10 @@ class TurnStore(Protocol):
 
     def messages(self, session_id: str, at: str | None = None) -> list[Message]:
         """What the model sees at HEAD (or at ``at``): the projection's messages."""
+        ...
+
+    def scenes(self, session_id: str, at: str | None = None) -> Scenes:
+        """:meth:`messages` with who was present along the path (where it changed)."""
         ...
 
     def state(self, session_id: str, at: str | None = None) -> WorldState:

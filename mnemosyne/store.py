@@ -52,6 +52,7 @@ from .models import (
     Message,
     Node,
     NodeAmongSiblings,
+    Scenes,
     Session,
     Tree,
     WorldState,
@@ -906,6 +907,19 @@ class Store:
             record = q.session_record(conn, session_id)
             pk = _head.node_or_head(conn, record, at)
             return proj.messages(conn, self.paths, record, pk)
+
+    def scenes(self, session_id: str, at: str | None = None) -> Scenes:
+        """:meth:`messages` (at HEAD, or at ``at``) and who was present along the path
+        (the built-in ``present``, :mod:`mnemosyne.state.presence`): where it changed,
+        and to what. As cheap as :meth:`messages`: the changes are kept with the path in
+        the memory of recent paths, read in the same walk (the deltas that mention
+        ``present``), and folded from everyone at the root in one pass over them.
+        What a character's prompt needs to hold only what it witnessed.
+        """
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            pk = _head.node_or_head(conn, record, at)
+            return proj.scenes(conn, self.paths, record, pk)
 
     def projection_turns(
         self, session_id: str, *, disabled: bool = False

@@ -84,3 +84,32 @@ def test_who_is_present_rolls_back_with_the_story(store: Store) -> None:
         store.append(sid, "system", "Cid leaves.", delta=[op("remove", "Cid")])
     assert (store.session(sid), len(store.tree(sid).nodes)) == before  # nothing stored
     assert store.state(sid, back.id).present == ["Marla", "Bram", "Ann"]
+
+
+def test_scenes_say_who_was_present_along_the_path_in_one_read(store: Store) -> None:
+    from mnemosyne.edits import Toggle
+
+    sid = store.create_session(schema=SCHEMA).id
+    store.append(sid, "user", "Hello, all.")
+    leaves, _ = store.append(sid, "system", "Ann leaves.", delta=[op("set", ["Marla", "Bram"])])
+    # a variable's delta that says 'present' is no change of who is
+    store.append(sid, "assistant", "present", delta=[{"op": "inc", "path": "hp", "value": -1}])
+    back, _ = store.append(sid, "system", "Ann joins.", delta=[op("append", "Ann")])
+    store.append(sid, "assistant", "Welcome back.")
+    scenes = store.scenes(sid)
+    assert scenes.messages == store.messages(sid)
+    assert [(c.index, c.node_id, c.present) for c in scenes.changes] == [
+        (1, leaves.id, ["Marla", "Bram"]),
+        (3, back.id, ["Marla", "Bram", "Ann"]),
+    ]
+    assert scenes.changes[-1].present == store.state(sid).present
+    assert [c.node_id for c in store.scenes(sid, leaves.id).changes] == [leaves.id]
+    # read again: from the store's memory of the path, changes and all
+    hits = store.paths.hits
+    assert store.scenes(sid).changes == scenes.changes
+    assert store.paths.hits == hits + 1
+    # a disabled node's change does not count (its delta is not applied)
+    store.edit(sid, Toggle(node_id=back.id))
+    assert store.state(sid).present == ["Marla", "Bram"]
+    assert [c.node_id for c in store.scenes(sid).changes] == [leaves.id]
+    assert store.scenes(sid).messages == store.messages(sid)
