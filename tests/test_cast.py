@@ -1,0 +1,230 @@
+"""The cast (clotho.cast), on SQLite and PostgreSQL: members added (a card with its
+picture and book, a character written in place) in order, a name taken refused,
+members removed (card and picture go, the book stays), scene changes (leave, join,
+their refusals, nothing half-written), who is present rolling back with undo, redo and
+checkout and not with an edit elsewhere, the cast's settings read back, and ``import
+card`` refusing a session with a cast of several."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clotho.cast import (
+    SCENE,
+    CastError,
+    add_member,
+    remove_member,
+    scene_change,
+    session_cast,
+    written_card,
+)
+from clotho.lore import CARD, LOREBOOK, import_card, session_card
+from clotho.sessionconfig import CastSettings, SessionSettings, updated_metadata
+from clotho.stories import AVATAR, new_story, session_avatar
+from mnemosyne import ConflictError, Store
+from planner.cards import Card, load_card, parse_card
+from planner.errors import CardError
+from tests._fixtures import FIXTURES, SERAPHINA
+
+CHARACTERS = FIXTURES / "sillytavern_user" / "characters"
+
+
+def _card(path: Path) -> Card:
+    return load_card(path.read_bytes(), path.name)
+
+
+@pytest.fixture
+def session_id(store: Store) -> str:
+    """A story of Seraphina (her picture, her book Eldoria), then Bram (his book
+    Northwatch) and Tobin (written in place) joining the cast."""
+    session, _ = new_story(store, _card(SERAPHINA), picture=SERAPHINA.read_bytes())
+    add_member(store, session.id, _card(CHARACTERS / "Bram.json"))
+    add_member(store, session.id, written_card("Tobin", "A tinker with soot on his hands."))
+    return session.id
+
+
+def _present(store: Store, session_id: str) -> list[str]:
+    return session_cast(store, session_id).present(store.state(session_id).present)
+
+
+def _names(store: Store, session_id: str, kind: str) -> list[str]:
+    return [document.name for document in store.documents(session_id, kind)]
+
+
+def test_members_are_the_cards_in_the_order_added(store: Store, session_id: str) -> None:
+    cast = session_cast(store, session_id)
+    assert cast.names == ["Seraphina", "Bram", "Tobin"]
+    card = session_card(store, session_id)
+    assert card is not None and card.name == "Seraphina"  # the first is the character
+    assert [m.books for m in cast.members] == [("Eldoria",), ("Northwatch",), ()]
+    assert set(_names(store, session_id, LOREBOOK)) == {"Eldoria", "Northwatch"}
+    tobin = cast.find("tobin")  # ignoring case when only one matches
+    assert (tobin.name, tobin.card.description) == ("Tobin", "A tinker with soot on his hands.")
+    assert tobin.as_dict()["description"] == "A tinker with soot on his hands."
+    character = cast.find("Bram").character()
+    assert (character.name, character.talkativeness, character.muted) == ("Bram", 0.5, False)
+    assert character.books == ("Northwatch",)
+    assert _present(store, session_id) == cast.names  # no one came or went: everyone
+
+    # a picture is kept under its member's name; the session's is its first member's
+    _, session = add_member(
+        store, session_id, _card(CHARACTERS / "Mira.json"), avatar=SERAPHINA.read_bytes()
+    )
+    assert _names(store, session_id, AVATAR) == ["Seraphina", "Mira"]
+    assert session.version == store.session(session_id).version
+    avatar = session_avatar(store, session_id)
+    assert avatar is not None and avatar.png.startswith(b"\x89PNG")
+
+
+def test_a_name_taken_is_refused_and_nothing_changes(store: Store, session_id: str) -> None:
+    version = store.session(session_id).version
+    documents = store.documents(session_id)
+    with pytest.raises(CastError, match="Bram is in the cast already") as refused:
+        add_member(store, session_id, _card(CHARACTERS / "Bram.json"))
+    assert refused.value.code == "cast"
+    with pytest.raises(ConflictError):
+        add_member(store, session_id, written_card("Ilse"), expected_version=version - 1)
+    assert store.session(session_id).version == version
+    assert store.documents(session_id) == documents
+
+
+def test_removing_a_member_keeps_its_book_and_its_lines(store: Store, session_id: str) -> None:
+    store.append(session_id, "assistant", "The gate is shut.", name="Bram")
+    remove_member(store, session_id, "Seraphina")
+    assert session_cast(store, session_id).names == ["Bram", "Tobin"]
+    assert _names(store, session_id, AVATAR) == []  # her picture went with her
+    assert session_avatar(store, session_id) is None
+    assert set(_names(store, session_id, LOREBOOK)) == {"Eldoria", "Northwatch"}
+    card = session_card(store, session_id)
+    assert card is not None and card.name == "Bram"  # the character is now the first
+    assert [n.name for n in store.projection(session_id)] == ["Seraphina", "Bram"]
+
+    version = store.session(session_id).version
+    with pytest.raises(
+        CastError, match=r"no member of the cast is named 'Nobody' \(the cast: Bram, Tobin\)"
+    ):
+        remove_member(store, session_id, "Nobody")
+    assert store.session(session_id).version == version
+
+
+def test_scene_changes_and_their_refusals(store: Store, session_id: str) -> None:
+    node, session = scene_change(store, session_id, "Bram", "leaves")
+    assert (node.role, node.name, node.content) == ("system", None, "Bram leaves the scene.")
+    assert node.metadata[SCENE] == {"leaves": "Bram"}
+    assert session.head_id == node.id
+    assert store.state(session_id).present == ["Seraphina", "Tobin"]  # the first leave sets
+    scene_change(store, session_id, "tobin", "leaves")
+    assert store.state(session_id).present == ["Seraphina"]
+
+    version, nodes = store.session(session_id).version, len(store.tree(session_id).nodes)
+    for name, move, why in [
+        ("Bram", "leaves", r"Bram is not in the scene \(present: Seraphina\)"),
+        ("Seraphina", "joins", r"Seraphina is in the scene already \(present: Seraphina\)"),
+        ("Nobody", "joins", "no member of the cast is named 'Nobody'"),
+    ]:
+        with pytest.raises(CastError, match=why):
+            scene_change(store, session_id, name, move)  # type: ignore[arg-type]
+    with pytest.raises(ConflictError):
+        scene_change(store, session_id, "Bram", "joins", expected_version=version - 1)
+    assert store.session(session_id).version == version  # nothing half-written
+    assert len(store.tree(session_id).nodes) == nodes
+
+    node, _ = scene_change(store, session_id, "Bram", "joins", expected_version=version)
+    assert (node.content, node.metadata[SCENE]) == ("Bram joins the scene.", {"joins": "Bram"})
+    assert store.state(session_id).present == ["Seraphina", "Bram"]  # in the order they came
+    assert _present(store, session_id) == ["Seraphina", "Bram"]
+    assert [entry.action for entry in store.history(session_id)][-3:] == [
+        "leave",
+        "leave",
+        "join",
+    ]
+
+    # a member added while someone is away is not in the scene until it joins
+    add_member(store, session_id, written_card("Ilse"))
+    assert _present(store, session_id) == ["Seraphina", "Bram"]
+    scene_change(store, session_id, "Ilse", "joins")
+    assert _present(store, session_id) == ["Seraphina", "Bram", "Ilse"]
+
+
+def test_who_is_present_rolls_back_with_the_story(store: Store, session_id: str) -> None:
+    greeting = store.session(session_id).head_id or ""
+    left, _ = scene_change(store, session_id, "Bram", "leaves")
+    with store.transaction(session_id) as tx, tx.journaled("say"):
+        tx.append("user", "Where did Bram go?", name="Wren")
+        reply = tx.append("assistant", "To the gate.", name="Seraphina")
+    with store.transaction(session_id) as tx, tx.journaled("reroll"):
+        tx.add_sibling(reply.id, "He did not say.")
+
+    # an undo elsewhere (the reroll, the say) leaves the scene as it is
+    store.undo(session_id)
+    assert store.session(session_id).head_id == reply.id
+    assert store.state(session_id).present == ["Seraphina", "Tobin"]
+    store.undo(session_id)
+    assert store.session(session_id).head_id == left.id
+    assert store.state(session_id).present == ["Seraphina", "Tobin"]
+    # undoing the leave brings Bram back; redo takes him away again
+    store.undo(session_id)
+    assert store.session(session_id).head_id == greeting
+    assert store.state(session_id).present is None
+    assert _present(store, session_id) == ["Seraphina", "Bram", "Tobin"]
+    store.redo(session_id)
+    assert store.session(session_id).head_id == left.id
+    assert store.state(session_id).present == ["Seraphina", "Tobin"]
+    store.redo(session_id)
+    assert store.session(session_id).head_id == reply.id
+
+    # a checkout across the leave: the cast is as it was at that point
+    store.checkout(session_id, greeting)
+    assert _present(store, session_id) == ["Seraphina", "Bram", "Tobin"]
+    store.checkout(session_id, reply.id)
+    assert _present(store, session_id) == ["Seraphina", "Tobin"]
+    # a branch from before the leave has everyone; Bram may leave there too, on its own
+    store.checkout(session_id, greeting)
+    other, _ = scene_change(store, session_id, "Tobin", "leaves")
+    assert store.state(session_id).present == ["Seraphina", "Bram"]
+    assert store.state(session_id, reply.id).present == ["Seraphina", "Tobin"]
+    assert other.parent_id == greeting
+
+
+def test_the_cast_settings_are_read_back(store: Store, session_id: str) -> None:
+    settings = CastSettings(order="round_robin", muted=["Bram"], talkativeness={"Tobin": 0.9})
+    metadata = updated_metadata(store.session(session_id).metadata, SessionSettings(cast=settings))
+    store.update_session(session_id, metadata=metadata)
+    cast = session_cast(store, session_id)
+    assert cast.settings == settings
+    assert [(m.name, m.muted, m.talkativeness) for m in cast.members] == [
+        ("Seraphina", False, 0.5),
+        ("Bram", True, 0.5),
+        ("Tobin", False, 0.9),  # the settings' over the card's
+    ]
+    assert cast.find("Bram").character().muted is True
+    assert cast.find("Tobin").character().talkativeness == 0.9
+    # the other settings stay as they were
+    again = updated_metadata(metadata, SessionSettings(system_prompt="Be brief."))
+    store.update_session(session_id, metadata=again)
+    assert session_cast(store, session_id).settings == settings
+
+
+def test_a_cards_talkativeness_is_kept_within_0_and_1(store: Store, session_id: str) -> None:
+    mira = _card(CHARACTERS / "Mira.json")
+    for name, talkativeness in [("Mira", "0.25"), ("Loud", "7"), ("Odd", "lots")]:
+        data = {**mira.raw["data"], "name": name, "extensions": {"talkativeness": talkativeness}}
+        add_member(store, session_id, parse_card({**mira.raw, "data": data}, name))
+    cast = session_cast(store, session_id)
+    assert [cast.find(n).talkativeness for n in ("Mira", "Loud", "Odd")] == [0.25, 1.0, 0.5]
+
+
+def test_import_card_refuses_a_cast_of_several(store: Store, session_id: str) -> None:
+    mira = (CHARACTERS / "Mira.json").read_bytes()
+    version = store.session(session_id).version
+    with pytest.raises(CardError, match=r"cast of 3 \(Seraphina, Bram, Tobin\).*clotho cast add"):
+        import_card(store, session_id, mira, "Mira.json")
+    assert store.session(session_id).version == version
+    assert session_cast(store, session_id).names == ["Seraphina", "Bram", "Tobin"]
+
+    # a session of one character: the card replaces it, as before
+    one, _ = new_story(store, _card(SERAPHINA))
+    import_card(store, one.id, mira, "Mira.json")
+    assert _names(store, one.id, CARD) == ["Mira"]
