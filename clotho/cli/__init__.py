@@ -17,6 +17,7 @@ for _module in (
     "editor",
     "play",
     "lore",
+    "cast",
     "exchange",
     "stfolder",
     "serve",

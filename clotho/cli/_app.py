@@ -35,6 +35,7 @@ __all__ = [
     "campaign_app",
     "command",
     "db_app",
+    "group_default",
     "import_app",
     "lore_app",
     "session_app",
@@ -248,40 +249,77 @@ def command(group: typer.Typer, name: str | None = None, **kwargs: Any) -> Calla
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(fn, eval_str=True)
         own = list(signature.parameters.values())[1:]
-        extra = [
-            inspect.Parameter("_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-            *(
-                inspect.Parameter(
-                    key, inspect.Parameter.KEYWORD_ONLY, default=_DEFAULTS[key], annotation=hint
-                )
-                for key, hint in _GLOBALS.items()
-            ),
-        ]
 
         @functools.wraps(fn)
         def wrapper(**values: Any) -> Any:
             ctx: typer.Context = values.pop("_ctx")
-            inherited = ctx.obj or _DEFAULTS
-            options = {}
-            for key in _GLOBALS:
-                mine = values.pop(key)
-                options[key] = mine if mine not in (None, False) else inherited.get(key)
-            show_warnings()  # what the library logs, on stderr
-            cli = Cli(options)
-            try:
-                return fn(cli, **values)
-            except (MnemosyneError, ClothoError, PlannerError) as error:
-                cli.fail(error)
-            except Exception as error:
-                if not _turn_loop_error(error):
-                    raise
-                cli.fail(error)
-            finally:
-                cli.close()
+            return _run(fn, _options(ctx, values), values)
 
-        wrapper.__signature__ = signature.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
+        wrapper.__signature__ = signature.replace(parameters=[*own, *_global_parameters()])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {}
         group.command(name, **kwargs)(wrapper)
+        return fn
+
+    return decorate
+
+
+def _global_parameters() -> list[inspect.Parameter]:
+    """The Typer context and the global options, as keyword parameters of a command."""
+    return [
+        inspect.Parameter("_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+        *(
+            inspect.Parameter(
+                key, inspect.Parameter.KEYWORD_ONLY, default=_DEFAULTS[key], annotation=hint
+            )
+            for key, hint in _GLOBALS.items()
+        ),
+    ]
+
+
+def _options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The global options (taken out of ``values``): given here, else given before."""
+    inherited = ctx.obj or _DEFAULTS
+    options = {}
+    for key in _GLOBALS:
+        mine = values.pop(key)
+        options[key] = mine if mine not in (None, False) else inherited.get(key)
+    return options
+
+
+def _run(fn: Callable[..., Any], options: dict[str, Any], values: dict[str, Any]) -> Any:
+    """``fn(cli, **values)``, its errors one line on stderr and an exit code."""
+    show_warnings()  # what the library logs, on stderr
+    cli = Cli(options)
+    try:
+        return fn(cli, **values)
+    except (MnemosyneError, ClothoError, PlannerError) as error:
+        cli.fail(error)
+    except Exception as error:
+        if not _turn_loop_error(error):
+            raise
+        cli.fail(error)
+    finally:
+        cli.close()
+
+
+def group_default(group: typer.Typer) -> Callable[..., Any]:
+    """Register ``fn(cli)`` as what ``clotho GROUP`` does with no subcommand (``clotho
+    cast``: the list), taking the global options as :func:`command` does; the options
+    given there reach the group's subcommands too (``clotho cast --json list``). The
+    group is made with ``invoke_without_command=True``."""
+
+    def decorate(fn: Callable[[Cli], Any]) -> Callable[[Cli], Any]:
+        def callback(**values: Any) -> Any:
+            ctx: typer.Context = values.pop("_ctx")
+            options = _options(ctx, values)
+            ctx.obj = options
+            if ctx.invoked_subcommand is None:
+                return _run(fn, options, values)
+            return None
+
+        callback.__signature__ = inspect.Signature(_global_parameters())  # type: ignore[attr-defined]
+        callback.__doc__ = fn.__doc__
+        group.callback(invoke_without_command=True)(callback)
         return fn
 
     return decorate

@@ -53,7 +53,7 @@ def import_lorebook_command(
     kept, _ = import_lorebook(cli.store, sid, read_upload(file), name or file.stem, replace=replace)
     book = kept.book
     if kept.same_as is None:
-        _index(cli, [book])
+        index_books(cli, [book])
     enabled = sum(1 for entry in book.entries if not entry.disable)
     document = {
         "book": book.name,
@@ -96,7 +96,7 @@ def import_card_command(cli: Cli, file: FileArgument) -> None:
         session, greetings = card_session(cli.store, card)
         cli.remember(session.id)
     if card.book is not None:
-        _index(cli, [card.book])
+        index_books(cli, [card.book])
     document = {
         "name": card.name,
         "spec": card.spec,
@@ -198,7 +198,7 @@ def lore_test(
     cli.emit({"fired": fired, "skipped": skipped} if with_skipped else fired, show)
 
 
-def _index(cli: Cli, books: list[Any]) -> None:
+def index_books(cli: Cli, books: list[Any]) -> None:
     """Embed the new books now (a large one takes a while once), not at the first turn."""
     if cli.settings.vectors:
         # on a terminal, while it works; a warning that it cannot (keywords only) erases it

@@ -15,17 +15,20 @@ reply's first word, the player's message alone is kept (HEAD on it, so /continue
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clotho.errors import UsageError
 from clotho.wiring import session_engine
+from mnemosyne import MnemosyneError
 
 from . import render
 from ._app import EXIT_FAILED, Cli, app, command
@@ -33,13 +36,13 @@ from .logs import said_once
 from .playcommands import Play, dispatch
 from .playinput import LineReader
 from .playscreen import RECAP, ChatScreen, footer_text, state_changes
-from .style import out, paint
+from .style import out
 from .traceview import print_trace
 
 if TYPE_CHECKING:
     from orchestrator import Engine, TurnInterrupted, TurnResult
 
-__all__ = ["PLAY_HINT", "run_turn"]
+__all__ = ["PLAY_HINT", "play_round", "run_turn", "turn_document"]
 
 #: The line under the recap when ``clotho play`` opens.
 PLAY_HINT = "/help for commands · Alt+Enter for a new line"
@@ -79,6 +82,9 @@ async def _interruptible(
             await engine.aclose()
 
 
+Runner = Callable[[Coroutine[Any, Any, "TurnResult"]], "TurnResult"]
+
+
 def run_turn(
     cli: Cli,
     session_id: str,
@@ -86,13 +92,20 @@ def run_turn(
     *,
     text: str | None = None,
     node: str | None = None,
+    speaker: str | None = None,
     engine: Engine | None = None,
-    runner: Callable[[Coroutine[Any, Any, TurnResult]], TurnResult] | None = None,
+    runner: Runner | None = None,
     continue_hint: str = "`clotho continue`",
     screen: ChatScreen | None = None,
+    emit: bool = True,
 ) -> TurnResult:
     """Play one turn from the command line and show it (``screen``: where; default a
-    new one on stdout) with its footer."""
+    new one on stdout) with its footer; with ``--json``, its document (unless
+    ``emit`` is false: the caller prints it, :func:`turn_document`).
+
+    ``speaker``: who answers a say, an edit or a reply (``None``: the first the
+    session's speaker order names, :meth:`orchestrator.Engine.next_speakers`); a reroll
+    or a continue keeps its reply's."""
     if screen is None:
         screen = ChatScreen(quiet=cli.json)
     if engine is None:
@@ -109,9 +122,13 @@ def run_turn(
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
     else:
+        if speaker is None and kind in ("say", "edit", "reply"):
+            chosen = engine.next_speakers(session_id, None if kind == "reply" else text)
+            speaker = chosen[0] if chosen else None  # no one: the engine says why
         note = "(continues)" if kind == "continue" and _head_is_a_reply(cli, session_id) else ""
-        screen.expect_reply(engine.setup.character.name, note=note)
-    request = TurnRequest(kind, text=text, node=node)  # type: ignore[arg-type]
+        shown = speaker or _reply_speaker(cli, session_id, kind, node)
+        screen.expect_reply(shown or engine.setup.character.name, note=note)
+    request = TurnRequest(kind, text=text, node=node, speaker=speaker)  # type: ignore[arg-type]
     work = _interruptible(
         engine, engine.run(session_id, request, screen.on_event), keep_open=bool(runner)
     )
@@ -134,14 +151,61 @@ def run_turn(
     except (OrchestratorError, PromptError) as error:
         cli.fail(error)
     cli.remember(session_id)
-    _report(cli, session_id, result, engine, screen)
+    _report(cli, session_id, result, engine, screen, emit=emit)
     return result
+
+
+def play_round(
+    cli: Cli,
+    session_id: str,
+    text: str,
+    *,
+    speaker: str | None = None,
+    engine: Engine,
+    runner: Runner,
+    screen: ChatScreen,
+    continue_hint: str = "`clotho continue`",
+) -> list[TurnResult]:
+    """The player's message ``text`` and who answers it: ``speaker`` alone, else each
+    one the session's speaker order names (:meth:`orchestrator.Engine.next_speakers`)
+    in turn: the first as the say, each next as a reply of its own, each streamed
+    under its name with its footer. An error or an interrupt ends the round."""
+    names: list[str | None] = [speaker]
+    if speaker is None:
+        names = [*engine.next_speakers(session_id, text)] or [None]  # no one: the engine says why
+    turn = functools.partial(
+        run_turn,
+        cli,
+        session_id,
+        engine=engine,
+        runner=runner,
+        screen=screen,
+        continue_hint=continue_hint,
+        emit=False,
+    )
+    results = [turn("say", text=text, speaker=names[0])]
+    for name in names[1:]:
+        results.append(turn("reply", speaker=name))
+    return results
 
 
 def _head_is_a_reply(cli: Cli, session_id: str) -> bool:
     """Whether HEAD is a reply (which ``continue`` extends; else it asks for one)."""
     head = cli.store.session(session_id).head_id
     return head is not None and cli.store.node(session_id, head).role == "assistant"
+
+
+def _reply_speaker(cli: Cli, session_id: str, kind: str, node: str | None) -> str | None:
+    """Who a reroll or a continue speaks as: the name on the reply it replaces or
+    extends (``None``: not known before the turn)."""
+    if kind not in ("reroll", "continue"):
+        return None
+    ref = node if kind == "reroll" else None
+    try:
+        found = cli.store.node(session_id, ref or "HEAD")
+    except MnemosyneError:  # an unknown node: the engine's refusal names it
+        return None
+    return found.name if found.role == "assistant" else None
 
 
 def _interrupted_line(stop: TurnInterrupted, continue_hint: str) -> str:
@@ -155,43 +219,50 @@ def _interrupted_line(stop: TurnInterrupted, continue_hint: str) -> str:
     )
 
 
+def turn_document(cli: Cli, session_id: str, result: TurnResult) -> dict[str, Any]:
+    """A stored turn as ``--json`` gives it: the reply node, the player's node, the
+    session's version, the state after it, and how the generation went."""
+    assert result.node is not None
+    state = cli.store.state(session_id, result.node.id)
+    return {
+        "node": result.node.as_dict(),
+        "user_node": result.user_node.as_dict() if result.user_node else None,
+        "session": {"id": result.session.id, "version": result.session.version},
+        "state": state.as_dict(),
+        "incomplete": result.completion.incomplete,
+        "warnings": result.warnings,
+        "usage": result.completion.usage,
+    }
+
+
 def _report(
     cli: Cli,
     session_id: str,
     result: TurnResult,
     engine: Engine,
     screen: ChatScreen,
+    *,
+    emit: bool = True,
 ) -> None:
     if result.node is None:  # impersonate: the player's line, not stored
         _report_draft(cli, result, screen)
         return
     if cli.json:
-        state = cli.store.state(session_id, result.node.id)
-        out(
-            json.dumps(
-                {
-                    "node": result.node.as_dict(),
-                    "user_node": result.user_node.as_dict() if result.user_node else None,
-                    "session": {"id": result.session.id, "version": result.session.version},
-                    "state": state.as_dict(),
-                    "incomplete": result.completion.incomplete,
-                    "warnings": result.warnings,
-                    "usage": result.completion.usage,
-                },
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        if emit:
+            out(json.dumps(turn_document(cli, session_id, result), ensure_ascii=False, indent=2))
         return
     parent = result.node.parent_id  # what this reply changed: a reroll's own changes too
     changed = cli.store.diff(session_id, parent, result.node.id) if parent else {}
     prompt_tokens = (result.completion.usage or {}).get("prompt_tokens")
+    several = len(engine.setup.members) > 1
     screen.footer(
         footer_text(
             cli.store.turn(session_id, result.node.id),
             state_changes(changed),
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
             window=engine.gateway.context_window(engine.setup.model),
+            # off a terminal no header names the speaker: the footer does
+            speaker=result.node.name if several and not screen.terminal else None,
         )
     )
 
@@ -217,10 +288,58 @@ NodeArgument = Annotated[
 ]
 
 
+SpeakerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--speaker",
+        metavar="NAME",
+        help="The character who answers (default: the cast's speaker order: `clotho cast`).",
+        show_default=False,
+    ),
+]
+
+
+@contextlib.contextmanager
+def _turns(cli: Cli, session_id: str) -> Iterator[tuple[Engine, Runner, ChatScreen]]:
+    """The session's engine, an event loop and a screen for several turns in a row
+    (a spinner while the model side loads); the engine is closed after."""
+    screen = ChatScreen(quiet=cli.json)
+    screen.waiting("starting the model client")
+    try:
+        engine = _engine(cli, session_id)
+        _load_model_client()
+    finally:
+        screen.done_waiting()
+    with asyncio.Runner() as runner:
+        try:
+            yield engine, runner.run, screen
+        finally:
+            runner.run(engine.aclose())
+
+
 @command(app, "say")
-def say(cli: Cli, text: TextArgument) -> None:
-    """Say something as the player; the reply streams in and the state follows it."""
-    run_turn(cli, cli.session_id(), "say", text=text)
+def say(cli: Cli, text: TextArgument, speaker: SpeakerOption = None) -> None:
+    """Say something as the player; the reply streams in and the state follows it.
+
+    In a cast of several, each character the speaker order names answers in turn, each
+    reply a node of its own with its speaker's name; --speaker NAME: that one alone.
+    --json: the first reply's turn, the others' in "replies"."""
+    session_id = cli.session_id()
+    with _turns(cli, session_id) as (engine, runner, screen):
+        results = play_round(
+            cli, session_id, text, speaker=speaker, engine=engine, runner=runner, screen=screen
+        )
+    if cli.json:
+        first, *others = (turn_document(cli, session_id, result) for result in results)
+        document = {**first, "replies": others}
+        out(json.dumps(document, ensure_ascii=False, indent=2))
+
+
+@command(app, "reply")
+def reply(cli: Cli, speaker: SpeakerOption = None) -> None:
+    """A character speaks next, with no message of the player's (default: the one the
+    speaker order names)."""
+    run_turn(cli, cli.session_id(), "reply", speaker=speaker)
 
 
 @command(app, "reroll")
@@ -302,8 +421,27 @@ def play(cli: Cli) -> None:
                 **kwargs,
             )
 
+        def speak(text: str, speaker: str | None) -> list[TurnResult]:
+            return play_round(
+                cli,
+                session_id,
+                text,
+                speaker=speaker,
+                engine=engine,
+                runner=runner.run,
+                screen=screen,
+                continue_hint="/continue",
+            )
+
+        def refresh() -> None:
+            nonlocal engine
+            old, engine = engine, _engine(cli, session_id)
+            runner.run(old.aclose())
+
         try:
-            _play_loop(Play(cli, session_id, LineReader(), turn, screen))
+            _play_loop(
+                Play(cli, session_id, LineReader(), turn, screen, speak=speak, refresh=refresh)
+            )
         finally:
             runner.run(engine.aclose())
 
@@ -312,7 +450,7 @@ def _play_loop(play: Play) -> None:
     lines = play.lines
     while True:
         try:
-            line = lines.read(paint("> ", "green", "bold"))
+            line = lines.read(play.prompt())
         except EOFError:
             out("")
             return

@@ -52,13 +52,36 @@ class Play:
     #: What the player reads: ``screen.message(view)`` shows one message (its speaker,
     #: its text wrapped, ``reply 2/3`` and its id), ``screen.line(text)`` a line.
     screen: ChatScreen
+    #: The player's message and who answers it (``speak(text, speaker)``: ``speaker``
+    #: alone, else each the speaker order names, in turn):
+    #: :func:`clotho.cli.play.play_round`, bound. ``None``: a say turn.
+    speak: Callable[[str, str | None], Sequence[TurnResult]] | None = None
+    #: The character the player picked to answer (``/speaker NAME``) until ``/speaker``
+    #: alone gives it back to the speaker order.
+    speaker: str | None = None
+    #: Make the session's engine again, after its cast's settings changed (``/mute``).
+    refresh: Callable[[], None] = lambda: None
 
     def __post_init__(self) -> None:
         self.lines.attach(
             history=self.cli.settings.data_dir / HISTORY_FILE,
             commands=COMMANDS,
             nodes=self.node_choices,
+            members=self.member_names,
         )
+
+    def member_names(self) -> list[str]:
+        """The cast's names, for completion."""
+        from clotho.cast import session_cast
+
+        return session_cast(self.cli.store, self.session_id).names
+
+    def prompt(self) -> str:
+        """The prompt of the player's line: ``> ``, or ``(to Bram) > `` while the
+        player picked who answers."""
+        if self.speaker is None:
+            return paint("> ", "green", "bold")
+        return paint(f"(to {self.speaker}) ", "dim") + paint("> ", "green", "bold")
 
     def node_choices(self) -> list[NodeChoice]:
         """The nodes a node id completes to: the path to HEAD, newest first, then the
@@ -217,6 +240,86 @@ def _travel(play: Play, way: Literal["undo", "redo"]) -> None:
 
 def _quit(play: Play, rest: str) -> bool:
     return False
+
+
+# -- the cast ------------------------------------------------------------------------
+
+
+def _cast(play: Play, rest: str) -> None:
+    from .cast import cast_document, cast_lines
+
+    document = cast_document(play.cli.store, play.session_id)
+    out(*cast_lines(document, terminal_width()))
+    if play.speaker is not None:
+        play.say(f"{play.speaker} answers your messages (/speaker alone: the order)", "dim")
+
+
+def _member(play: Play, rest: str, usage: str) -> str | None:
+    """The cast's name ``rest`` stands for (any case); ``None`` (and the usage said)
+    when it is empty."""
+    from clotho.cast import session_cast
+
+    if not rest:
+        play.say(f"usage: {usage} (Tab completes the names)")
+        return None
+    return session_cast(play.cli.store, play.session_id).find(rest).name
+
+
+def _speaker(play: Play, rest: str) -> None:
+    if not rest:
+        play.speaker = None
+        play.say("the speaker order decides who answers again", "dim")
+        return
+    name = _member(play, rest, "/speaker NAME")
+    if name is None:
+        return
+    play.speaker = name
+    play.say(f"{name} answers your messages now (/speaker alone: the order decides)", "dim")
+
+
+def _next(play: Play, rest: str) -> None:
+    name = _member(play, rest, "/next [NAME]") if rest else None
+    play.turn("reply", speaker=name)
+
+
+def _scene(play: Play, rest: str, move: Literal["leaves", "joins"]) -> None:
+    from clotho.cast import scene_change
+
+    name = _member(play, rest, "/leave NAME" if move == "leaves" else "/join NAME")
+    if name is None:
+        return
+    node, session = scene_change(play.cli.store, play.session_id, name, move)
+    play.show(node.id, session.head_id)
+    if move == "leaves" and play.speaker == name:
+        play.speaker = None
+        play.say(f"{name} was to answer: the speaker order decides again", "dim")
+
+
+def _leave(play: Play, rest: str) -> None:
+    _scene(play, rest, "leaves")
+
+
+def _join(play: Play, rest: str) -> None:
+    _scene(play, rest, "joins")
+
+
+def _mute(play: Play, rest: str, muted: bool) -> None:
+    from .cast import set_muted
+
+    name = _member(play, rest, "/mute NAME" if muted else "/unmute NAME")
+    if name is None:
+        return
+    member, _ = set_muted(play.cli.store, play.session_id, name, muted)
+    play.say(f"{member.name} " + ("never speaks now (it still sees)" if muted else "may speak"))
+    play.refresh()
+
+
+def _muted(play: Play, rest: str) -> None:
+    _mute(play, rest, True)
+
+
+def _unmuted(play: Play, rest: str) -> None:
+    _mute(play, rest, False)
 
 
 # -- reading -------------------------------------------------------------------------
@@ -451,6 +554,54 @@ COMMANDS: tuple[Command, ...] = (
         run=_checkout,
         takes_node=True,
     ),
+    Command(
+        name="cast",
+        arguments="",
+        help="the characters: who is in the scene, muted, the speaker order",
+        run=_cast,
+    ),
+    Command(
+        name="speaker",
+        arguments="[NAME]",
+        help="NAME answers your messages from now on; alone: the speaker order decides",
+        run=_speaker,
+        takes_member=True,
+    ),
+    Command(
+        name="next",
+        arguments="[NAME]",
+        help="a character speaks with no message of yours (default: the order's pick)",
+        run=_next,
+        takes_member=True,
+    ),
+    Command(
+        name="leave",
+        arguments="NAME",
+        help="NAME leaves the scene (misses what happens until /join)",
+        run=_leave,
+        takes_member=True,
+    ),
+    Command(
+        name="join",
+        arguments="NAME",
+        help="NAME comes (back) into the scene",
+        run=_join,
+        takes_member=True,
+    ),
+    Command(
+        name="mute",
+        arguments="NAME",
+        help="NAME never speaks (it still sees)",
+        run=_muted,
+        takes_member=True,
+    ),
+    Command(
+        name="unmute",
+        arguments="NAME",
+        help="NAME may speak again",
+        run=_unmuted,
+        takes_member=True,
+    ),
     Command(name="undo", arguments="", help="take back the last turn or edit", run=_undo),
     Command(name="redo", arguments="", help="bring back what /undo took back", run=_redo),
     Command(
@@ -472,7 +623,10 @@ def dispatch(play: Play, line: str) -> bool:
     when the player asked to quit."""
     with play.lines.held():  # keys typed meanwhile neither echo nor send anything
         if not line.startswith("/"):
-            play.turn("say", text=line)
+            if play.speak is None:
+                play.turn("say", text=line, speaker=play.speaker)
+            else:
+                play.speak(line, play.speaker)
             return True
         word, _, rest = line[1:].partition(" ")
         command = _find(word)

@@ -3,12 +3,13 @@
 On a terminal, a line editor: Enter sends; Alt+Enter (or Esc then Enter) and Ctrl+J
 start a new line, and a pasted text stays one message (bracketed paste); the arrows
 walk the history, which is kept across sessions in the data folder (Ctrl+R searches
-it); Tab completes the slash commands, with their help, and node ids after the commands
-that take one; Backspace and Delete take whole characters (a CJK character, an emoji
-with its modifiers); keys such as Ctrl+L act and are not typed into the text; a line
-has no length limit. Between lines (:meth:`LineReader.held`), keys typed while a reply
-streams neither echo into it nor send anything. Piped input is read line by line, with
-control characters other than tab and newline removed.
+it); Tab completes the slash commands, with their help, node ids after the commands
+that take one, and the cast's names after those that take a character; Backspace and
+Delete take whole characters (a CJK character, an emoji with its modifiers); keys such
+as Ctrl+L act and are not typed into the text; a line has no length limit. Between
+lines (:meth:`LineReader.held`), keys typed while a reply streams neither echo into it
+nor send anything. Piped input is read line by line, with control characters other
+than tab and newline removed.
 
 prompt_toolkit is imported only when a terminal asks for it (it costs every other
 command a tenth of a second).
@@ -73,12 +74,14 @@ def clean_line(text: str) -> str:
 @dataclass(frozen=True)
 class CommandHelp:
     """A slash command as completion offers it: ``name`` (without the slash), its
-    arguments and its one line of help; ``takes_node``: node ids complete after it."""
+    arguments and its one line of help; ``takes_node``: node ids complete after it;
+    ``takes_member``: the names of the cast do."""
 
     name: str
     arguments: str
     help: str
     takes_node: bool = False
+    takes_member: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,12 +104,17 @@ class Candidate:
 
 
 def completions(
-    typed: str, commands: Sequence[CommandHelp], nodes: Callable[[], Sequence[NodeChoice]]
+    typed: str,
+    commands: Sequence[CommandHelp],
+    nodes: Callable[[], Sequence[NodeChoice]],
+    members: Callable[[], Sequence[str]] = tuple,
 ) -> Iterator[Candidate]:
     """What Tab offers for the text before the cursor: slash commands (``/tr`` ->
-    ``/trace``, ``/tree``) with their help, a command's name after ``/help``, and after
+    ``/trace``, ``/tree``) with their help, a command's name after ``/help``, after
     a command that takes a node, the nodes whose short id starts with the word being
-    typed (``nodes`` is called only then)."""
+    typed (``nodes`` is called only then), and after one that takes a member of the
+    cast, the names (``members``) that start with what follows it, in any case (a
+    name may have spaces)."""
     if not typed.startswith("/") or "\n" in typed:
         return
     word, space, rest = typed[1:].partition(" ")
@@ -123,6 +131,11 @@ def completions(
                 yield Candidate(command.name, len(current), command.name, command.help)
         return
     chosen = next((c for c in commands if c.name == word), None)
+    if chosen is not None and chosen.takes_member:
+        for name in members():
+            if name.casefold().startswith(rest.casefold()) and name != rest:
+                yield Candidate(name, len(rest), name, "")
+        return
     if chosen is None or not chosen.takes_node:
         return
     for choice in nodes():
@@ -131,7 +144,9 @@ def completions(
 
 
 def _completer(
-    commands: Sequence[CommandHelp], nodes: Callable[[], Sequence[NodeChoice]]
+    commands: Sequence[CommandHelp],
+    nodes: Callable[[], Sequence[NodeChoice]],
+    members: Callable[[], Sequence[str]] = tuple,
 ) -> Completer:
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.document import Document
@@ -140,7 +155,8 @@ def _completer(
         def get_completions(
             self, document: Document, complete_event: CompleteEvent
         ) -> Iterator[Completion]:
-            for found in completions(document.text_before_cursor, commands, nodes):
+            typed = document.text_before_cursor
+            for found in completions(typed, commands, nodes, members):
                 yield Completion(
                     found.text,
                     start_position=-found.replace,
@@ -237,11 +253,13 @@ def prompt_session(
     history: Path | None = None,
     commands: Sequence[CommandHelp] = (),
     nodes: Callable[[], Sequence[NodeChoice]] = tuple,
+    members: Callable[[], Sequence[str]] = tuple,
     **options: Any,
 ) -> PromptSession[str]:
     """The line editor (see the module's doc): its history in the file ``history``
-    (none kept: ``None``), completion of ``commands`` and of ``nodes``; ``options`` go
-    to prompt_toolkit's ``PromptSession`` (tests pass ``input`` and ``output``)."""
+    (none kept: ``None``), completion of ``commands``, of ``nodes`` and of the cast's
+    names (``members``); ``options`` go to prompt_toolkit's ``PromptSession`` (tests
+    pass ``input`` and ``output``)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -251,7 +269,7 @@ def prompt_session(
         history=FileHistory(history) if history is not None else InMemoryHistory(),
         multiline=True,
         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
-        completer=_completer(commands, nodes),
+        completer=_completer(commands, nodes, members),
         complete_while_typing=True,
         key_bindings=_key_bindings(),
         bottom_toolbar=_keys_hint,
@@ -287,6 +305,8 @@ class LineReader:
         self._commands: Sequence[CommandHelp] = ()
         self._nodes: Callable[[], Sequence[NodeChoice]] = tuple
         self._read_nodes: Sequence[NodeChoice] | None = None  # this line's, once asked
+        self._members: Callable[[], Sequence[str]] = tuple
+        self._read_members: Sequence[str] | None = None
 
     def attach(
         self,
@@ -294,10 +314,19 @@ class LineReader:
         history: Path | None,
         commands: Sequence[CommandHelp],
         nodes: Callable[[], Sequence[NodeChoice]],
+        members: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         """What the line editor keeps and completes: its history file, the slash
-        commands, the nodes (asked for when a node id is being completed)."""
+        commands, the nodes (asked for when a node id is being completed), the cast's
+        names (when a member's is)."""
         self._history, self._commands, self._nodes = history, commands, nodes
+        self._members = members
+
+    def _members_now(self) -> Sequence[str]:
+        """The cast's names to complete, read once a line."""
+        if self._read_members is None:
+            self._read_members = self._members()
+        return self._read_members
 
     def _nodes_now(self) -> Sequence[NodeChoice]:
         """The nodes to complete, read once a line (not at every key typed)."""
@@ -339,9 +368,13 @@ class LineReader:
 
             if self.session is None:
                 self.session = prompt_session(
-                    history=self._history, commands=self._commands, nodes=self._nodes_now
+                    history=self._history,
+                    commands=self._commands,
+                    nodes=self._nodes_now,
+                    members=self._members_now,
                 )
             self._read_nodes = None  # the tree may have changed since the last line
+            self._read_members = None  # and the cast
             editor = self.session
             if draft is not None:
                 if self.edit_session is None:

@@ -101,13 +101,18 @@ def footer_text(
     prompt_tokens: int | None = None,
     window: int | None = None,
     head_id: str | None = None,
+    speaker: str | None = None,
 ) -> list[tuple[str, str]]:
-    """A message's footer as (text, style) parts: ``reply 2/2``, the changes, the
+    """A message's footer as (text, style) parts: its ``speaker`` if given (a reply's
+    in a cast of several, where no header names it), ``reply 2/2``, the changes, the
     prompt's tokens over the context window, its marks (incomplete, disabled, ``HEAD``
     if it is ``head_id``), and its short id last."""
     node = view.node
     what = {"assistant": "reply", "user": "message"}.get(node.role, node.role)
-    parts = [(f"{what} {view.index + 1}/{len(view.siblings)}", "dim")]
+    if render.scene_text(node) is not None:
+        what = "scene"
+    parts = [(speaker, "bold")] if speaker else []
+    parts.append((f"{what} {view.index + 1}/{len(view.siblings)}", "dim"))
     parts.extend((change.text(), "yellow") for change in changes)
     if prompt_tokens is not None and window:
         parts.append((f"{prompt_tokens:,}/{window:,} tokens", "dim"))
@@ -403,6 +408,15 @@ class ChatScreen:
         has alternatives or a mark. ``max_lines`` shortens a long one, with a note that
         ``/log`` shows it whole."""
         node = view.node
+        scene = render.scene_text(node)
+        if scene is not None:  # narration, set apart: no speaker
+            told = f"{render.SCENE_MARK} {scene}"
+            styles = ("strike", *render.SCENE_STYLE) if not node.enabled else render.SCENE_STYLE
+            self.line(told, *styles)
+            footer = footer_text(view, head_id=head_id)
+            if details or len(footer) > 2 or len(view.siblings) > 1:
+                self.footer(footer)
+            return
         name = node.name or self.speakers.get(node.role) or node.role
         player = node.role == "user"
         text = cells.clean(node.content) or "(empty)"  # stored text: no escape reaches us

@@ -1,7 +1,9 @@
 """Text output of the CLI: nodes, the projection (the log), the tree as a graph.
 
 A message's number is its depth on its path (a root is #1): the log and the tree show
-the same number for the same message, so a player can say "message 42". Marks:
+the same number for the same message, so a player can say "message 42". A change of
+scene (``Bram leaves the scene.``, :func:`clotho.cast.scene_change`) is narration: set
+apart as ``~ Bram leaves the scene.``, dim and in italics, with no speaker. Marks:
 ``(empty)``, ``(incomplete)`` (a reply cut short), ``(disabled)`` (out of what the
 model is sent), ``(HEAD)``, and ``< 2/3 >`` (its place among its alternatives).
 
@@ -15,6 +17,7 @@ import json
 import math
 from collections.abc import Sequence
 
+from clotho.cast import SCENE
 from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
 
 from .cells import MIN_WIDTH, cell_len, clean, clip, terminal_size, wrap
@@ -28,6 +31,7 @@ __all__ = [
     "print_node",
     "print_sessions",
     "print_tree",
+    "scene_text",
     "short",
     "tree_lines",
 ]
@@ -35,10 +39,22 @@ __all__ = [
 SHORT = 8
 ROLE_STYLE = {"system": "magenta", "user": "green", "assistant": "cyan"}
 NAME_CELLS = 24  # a speaker's name longer than this is cut in headers and labels
+#: What a change of scene starts with where a message has its speaker.
+SCENE_MARK = "~"
+#: How a change of scene is painted: narration, set apart.
+SCENE_STYLE = ("dim", "italic")
 
 
 def short(node_id: str | None) -> str:
     return node_id[:SHORT] if node_id else "-"
+
+
+def scene_text(node: Node) -> str | None:
+    """A change of scene's text (``Bram leaves the scene.``), on one line; ``None`` for
+    any other node."""
+    if node.role != "system" or not isinstance(node.metadata.get(SCENE), dict):
+        return None
+    return " ".join(clean(node.content).split())
 
 
 def _first_line(text: str, width: int) -> str:
@@ -64,12 +80,18 @@ def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width:
     """``1a2b3c4d user Alice: Hello…`` with its marks (:func:`_marks`): ``(empty)`` (a
     reply with no text, which older versions stored when interrupted before its first
     word; the model is not sent it), ``(incomplete)`` (a reply cut short),
-    ``(disabled)``, ``(HEAD)``, ``< i/n >``. ``width``: the cells the text may take."""
+    ``(disabled)``, ``(HEAD)``, ``< i/n >``. ``width``: the cells the text may take.
+    A change of scene: ``1a2b3c4d ~ Bram leaves the scene.``, as narration."""
+    marks = "".join(" " + mark for _, mark in _marks(node, head_id, alternatives))
+    scene = scene_text(node)
+    if scene is not None:
+        styles = ("strike", *SCENE_STYLE) if not node.enabled else SCENE_STYLE
+        told = paint(f"{SCENE_MARK} {clip(scene, width)}", *styles)
+        return f"{paint(short(node.id), 'dim')} {told}" + marks
     speaker = f" {_speaker(node.name)}:" if node.name else ":"
     text = _first_line(node.content, width)
     if not node.enabled:
         text = paint(text, "dim", "strike")
-    marks = "".join(" " + mark for _, mark in _marks(node, head_id, alternatives))
     role = paint(node.role, ROLE_STYLE[node.role])
     return f"{paint(short(node.id), 'dim')} {role}{speaker} {text}".rstrip() + marks
 
@@ -151,6 +173,16 @@ def log_lines(
         if lines:
             lines.append("")
         marks = _marks(node, session.head_id, alternatives(turn))
+        scene = scene_text(node)
+        if scene is not None:  # narration: set apart, no speaker
+            lead = f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} "
+            room = width - len(f"#{number} ") - SHORT - 1 - _cells(marks)
+            told = wrap(f"{SCENE_MARK} {scene}", max(room, MIN_WIDTH // 2))
+            lines.append(lead + paint(told[0], *SCENE_STYLE))
+            lines.extend(paint(line, *SCENE_STYLE) for line in told[1:])
+            if marks:
+                lines[-1] += "".join(" " + mark for _, mark in marks)
+            continue
         header, _ = _header(node, number, width, reserve=_cells(marks))
         lines.append(header + "".join(" " + mark for _, mark in marks))
         text = clean(node.content)
@@ -288,6 +320,14 @@ class _Graph:
         """``#12 1a2b3c4d Seraphina: text… (HEAD) < 2/3 >`` in ``width`` cells."""
         marks = _marks(node, self.head, alt)
         number = self.number[node.id]
+        scene = scene_text(node)
+        if scene is not None:  # ``#12 1a2b3c4d ~ Bram leaves the scene.``
+            lead = len(f"#{number} ") + SHORT + 1
+            room = width - lead - _cells(marks)
+            told = paint(clip(f"{SCENE_MARK} {scene}", max(room, 1)), *SCENE_STYLE)
+            return f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} {told}" + "".join(
+                " " + mark for _, mark in marks
+            )
         reserve = _cells(marks) + min(12, width // 4)  # the text keeps some room
         header, used = _header(node, number, width, reserve=reserve, colon=":")
         used += _cells(marks)
@@ -338,6 +378,9 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     ]
     if node.id == head_id:
         rows.append(("HEAD", "yes"))
+    scene = scene_text(node)
+    if scene is not None:
+        rows.append(("scene", paint(scene, *SCENE_STYLE)))
     if node.metadata:
         rows.append(("metadata", json.dumps(node.metadata, ensure_ascii=False)))
     if node.delta:

@@ -37,6 +37,7 @@ def trace_lines(trace: dict[str, Any], width: int | None) -> list[str]:
         lines += _detail(f"params: {json.dumps(trace['params'])}", width)
     planner = trace.get("planner") or {}
     lines += _detail(f"planner ({planner.get('strategy')}): {planner.get('reasoning')}", width)
+    lines += _scene_lines(trace.get("scene"), width)
     for hit in trace.get("lore") or []:
         lines += _detail(f"lore {hit['id']}: {hit['reason']}", width)
     for miss in trace.get("lore_skipped") or []:
@@ -79,6 +80,42 @@ def trace_lines(trace: dict[str, Any], width: int | None) -> list[str]:
             lines.append(message["content"])
         else:
             lines += wrap(clean(message["content"]), width)
+    return lines
+
+
+#: How many of the messages a speaker missed the trace's text names (the rest counted).
+LEFT_OUT_NAMED = 12
+
+
+def _node_ref(item: Any) -> str:
+    """A left-out node as the trace keeps it (its id, or an object with one), short."""
+    if isinstance(item, dict):
+        item = item.get("id") or item.get("node_id") or "?"
+    return render.short(str(item))
+
+
+def _scene_lines(scene: Any, width: int | None) -> list[str]:
+    """In a cast of several: who spoke, who was present, the messages left out of the
+    prompt because the speaker was away (a few named, shortened), and the lore of
+    members away."""
+    if not isinstance(scene, dict):
+        return []
+    speaker = scene.get("speaker") or "?"
+    present = scene.get("present")
+    here = ", ".join(present) if isinstance(present, list) and present else "no one"
+    lines = _detail(f"scene: {speaker} speaks; present: {here}", width)
+    left = scene.get("left_out") or []
+    if left:
+        named = " ".join(_node_ref(item) for item in left[:LEFT_OUT_NAMED])
+        more = f" and {len(left) - LEFT_OUT_NAMED} more" if len(left) > LEFT_OUT_NAMED else ""
+        count = f"{len(left)} message" + ("s" if len(left) != 1 else "")
+        lines += _detail(
+            f"left out: {count} {speaker} did not witness (away): {named}{more}", width
+        )
+    for lore in scene.get("lore_left_out") or []:
+        what = lore.get("id", "?") if isinstance(lore, dict) else str(lore)
+        why = lore.get("reason", "") if isinstance(lore, dict) else ""
+        lines += _detail(f"lore left out: {what}" + (f" ({why})" if why else ""), width)
     return lines
 
 
