@@ -25,7 +25,7 @@ from mnemosyne import jsontext
 
 if TYPE_CHECKING:
     from clotho.sessionconfig import CastSettings
-    from mnemosyne import Node, Session, SessionTransaction, Store
+    from mnemosyne import Document, Node, Session, SessionTransaction, Store
     from orchestrator import Character
     from planner.cards import Card
 
@@ -158,14 +158,18 @@ def session_cast(store: Store, session_id: str) -> Cast:
 
     settings = session_settings(store.session(session_id).metadata).cast_settings
     cards = _cards(store.documents(session_id, CARD))
-    return _cast(cards, settings)
+    return _cast(cards, settings, store.documents(session_id, LOREBOOK))
 
 
-def _cast(cards: list[Card], settings: CastSettings) -> Cast:
+def _cast(cards: list[Card], settings: CastSettings, books: list[Document] | None = None) -> Cast:
+    """The members of ``cards``; ``books``: the session's lorebook documents, where
+    each member's own book is looked for (without them: by its name)."""
     muted = set(settings.muted)
     members = []
     for card in cards:
-        book = card.book.name if card.book is not None else None
+        book = _own_book(card, books) if books is not None else None
+        if books is None and card.book is not None:
+            book = card.book.name
         members.append(
             Member(
                 name=card.name,
@@ -176,6 +180,28 @@ def _cast(cards: list[Card], settings: CastSettings) -> Cast:
             )
         )
     return Cast(tuple(members), settings)
+
+
+def _own_book(card: Card, documents: list[Document]) -> str | None:
+    """The name of the session's book that is the card's own: the book of its name, or
+    the one holding the same lore where :func:`clotho.lore.keep_book` kept it apart
+    (``"Name (2)"``: another book had its name) or kept it once (the same lore was
+    there already, under another name); ``None``: none is (taken out of the session).
+    Books are read only when the name alone cannot tell."""
+    if card.book is None:
+        return None
+    name = card.book.name
+    names = [document.name for document in documents]
+    numbered = [other for other in names if other.startswith(f"{name} (")]
+    if name in names and not numbered:
+        return name
+    from planner.lorebook import load_world_info
+
+    candidates = [d for d in documents if d.name == name or d.name in numbered] or documents
+    for document in candidates:
+        if load_world_info(document.content, document.name).same_lore(card.book):
+            return document.name
+    return name if name in names else None
 
 
 def written_card(

@@ -228,3 +228,28 @@ def test_import_card_refuses_a_cast_of_several(store: Store, session_id: str) ->
     one, _ = new_story(store, _card(SERAPHINA))
     import_card(store, one.id, mira, "Mira.json")
     assert _names(store, one.id, CARD) == ["Mira"]
+
+
+def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str) -> None:
+    """A book whose name another book had is kept as "Name (2)", and one whose lore the
+    session had already is kept once under the other name: each member's book is the
+    one that holds its lore."""
+    bram = _card(CHARACTERS / "Bram.json")
+    assert bram.book is not None
+    twin_raw = {**bram.raw, "data": {**bram.raw["data"], "name": "Other Bram"}}
+    twin_raw["data"]["character_book"] = {
+        **bram.raw["data"]["character_book"],
+        "entries": [{"id": 0, "keys": ["wall"], "content": "Another wall.", "extensions": {}}],
+    }
+    member, _ = add_member(store, session_id, parse_card(twin_raw, "Other Bram"))
+    assert member.books == ("Northwatch (2)",)
+    same = {**bram.raw, "data": {**bram.raw["data"], "name": "Bram Again"}}
+    same["data"]["character_book"] = {**same["data"]["character_book"], "name": "Gatehouse"}
+    member, _ = add_member(store, session_id, parse_card(same, "Bram Again"))
+    assert member.books == ("Northwatch",)  # the same lore: kept once
+    cast = session_cast(store, session_id)
+    assert [cast.find(n).books for n in ("Bram", "Other Bram", "Bram Again")] == [
+        ("Northwatch",),
+        ("Northwatch (2)",),
+        ("Northwatch",),
+    ]
