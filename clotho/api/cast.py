@@ -42,6 +42,8 @@ from .cast_schemas import (
     MemberOut,
     MemberPatch,
     SceneChangeOut,
+    SpeakersOut,
+    SpeakersQuery,
     WrittenMember,
 )
 from .context import check_version
@@ -439,3 +441,26 @@ def join(
     {"joins": "Bram"}}`), HEAD on it; the state's `present` gains the member. One step
     of the undo journal (`join`). Joining while present is a 422 (`cast`)."""
     return _scene(response, store, session_id, name, "joins", version)
+
+
+# -- who speaks -----------------------------------------------------------------------
+
+
+@router.get(
+    "/sessions/{session_id}/speakers",
+    summary="Who would answer a message",
+    response_model=SpeakersOut,
+    responses={503: {"description": "No model is configured to play the session's turns."}},
+)
+async def speakers(
+    session_id: str, ctx: ContextDep, query: Annotated[SpeakersQuery, Query()]
+) -> Any:
+    """Who would answer the player's message `text` at HEAD (without `text`: who speaks
+    next with no message), in order, by the session's speaker order: only members present
+    and not muted (none: an empty list); a session of one character, always that one;
+    the narrator order, `Narrator`. Play one turn per name: the first a `say` with its
+    `speaker`, each next a `reply` with its `speaker`. Nothing is stored."""
+    session = await run_in_threadpool(ctx.store.session, session_id)
+    engine = await ctx.engine(session.id)  # the session's, as its turns get it
+    names = await run_in_threadpool(engine.next_speakers, session.id, query.text)
+    return {"speakers": names}

@@ -121,15 +121,27 @@ class TurnBody(BaseModel):
                 {"kind": "say", "text": "I draw my sword."},
                 {"kind": "reroll"},
                 {"kind": "edit", "node_id": "3f2a9c", "text": "I sheathe my sword."},
+                {"kind": "say", "text": "Bram, is the river safe?", "speaker": "Bram"},
+                {"kind": "reply", "speaker": "Marla"},
             ]
         },
     )
-    kind: Literal["say", "reroll", "edit", "continue", "impersonate"]
+    kind: Literal["say", "reroll", "edit", "continue", "impersonate", "reply"] = Field(
+        description="`reply`: a member of the cast speaks at HEAD with no message of the "
+        "player's (after a `say`, the next of `GET .../speakers`)."
+    )
     text: Annotated[str | None, Field(max_length=1_000_000)] = Field(
         default=None, description="say/edit: the player's message."
     )
     node_id: NodeRef | None = Field(
         default=None, description="reroll: the reply (default HEAD); edit: the player's message."
+    )
+    speaker: Annotated[str | None, Field(min_length=1, max_length=200)] = Field(
+        default=None,
+        description="say/edit/reply: the member of the cast who answers (its name; default: "
+        "the first of the session's speaker order, `GET .../speakers`). A reroll or a "
+        "continue keeps the speaker of its reply. An unknown, muted or absent member is "
+        "refused (422 `invalid_turn`), as a reply when no one can speak.",
     )
 
     @model_validator(mode="after")
@@ -138,6 +150,8 @@ class TurnBody(BaseModel):
             raise ValueError(f"{self.kind} needs the text of the player's message")
         if self.kind == "edit" and self.node_id is None:
             raise ValueError("edit needs node_id: the player's message to edit as a fork")
+        if self.kind == "reply" and self.text is not None:
+            raise ValueError("reply takes no text: a player's message is a say")
         return self
 
 

@@ -44,6 +44,7 @@ class Asked:
     text: str | None
     node_id: str | None
     detach: bool
+    speaker: str | None = None
 
 
 @dataclass(eq=False)

@@ -1,4 +1,4 @@
-"""Playing turns (say, reroll, edit, continue, impersonate): each turn is a resource with
+"""Playing turns (say, reroll, edit, continue, impersonate, reply): each turn is a resource with
 an id, its events streamed as server-sent events (``fastapi.sse``).
 
 ``POST .../turns`` starts a turn (``201``, ``Location: .../turns/{turn_id}``) and answers
@@ -107,7 +107,12 @@ def _status(turn: Turn) -> dict[str, Any]:
         "turn_id": turn.turn_id,
         "session_id": turn.session_id,
         "status": turn.status,
-        "request": {"kind": asked.kind, "text": asked.text, "node_id": asked.node_id},
+        "request": {
+            "kind": asked.kind,
+            "text": asked.text,
+            "node_id": asked.node_id,
+            "speaker": asked.speaker,
+        },
         "detach": asked.detach,
         "created_at": turn.created_at.isoformat(),
         "ended_at": turn.ended_at.isoformat() if turn.ended_at else None,
@@ -168,9 +173,19 @@ def _prepare(ctx: ApiContext, session: Session, body: TurnBody, expected: int | 
     from orchestrator.turn import locate_turn
 
     check_version(session, expected)
-    request = TurnRequest(body.kind, text=body.text, node=body.node_id)
+    request = TurnRequest(body.kind, text=body.text, node=body.node_id, speaker=body.speaker)
     locate_turn(ctx.store, session.id, request)
     return request
+
+
+def _speaker_checked(
+    ctx: ApiContext, session_id: str, request: TurnRequest, engine: Engine
+) -> None:
+    """Refuse (422) a turn whose speaker cannot speak (unknown, muted, absent; another
+    than its reply's for a reroll or a continue; no one who can), before it starts."""
+    from orchestrator.turn import locate_turn
+
+    locate_turn(ctx.store, session_id, request, engine.setup)
 
 
 def _accepts_events(
@@ -207,7 +222,7 @@ async def _start(
     ] = False,
 ) -> Turn:
     """The turn asked for: started here, or the one this Idempotency-Key started."""
-    asked = Asked(body.kind, body.text, body.node_id, detach)
+    asked = Asked(body.kind, body.text, body.node_id, detach, body.speaker)
     await request.app.state.warmup.wait()  # a server just started: what it is loading
     session = await run_in_threadpool(ctx.store.session, session_id)
     if key is not None:  # before If-Match: a retry naming its old version gets its turn
@@ -218,6 +233,7 @@ async def _start(
             return known
     turn_request = await run_in_threadpool(_prepare, ctx, session, body, expected)
     engine = await ctx.engine(session.id)
+    await run_in_threadpool(_speaker_checked, ctx, session.id, turn_request, engine)
     if key is not None:  # another request with the key may have started it meanwhile
         known = _same_key(registry, session.id, key, asked)
         if known is not None:
@@ -369,9 +385,12 @@ async def play_turn(
     edit (a player's message forked with new text, and the reply), continue (the reply at
     HEAD extended: a new alternative holding its whole text; at a player's message, its
     reply), impersonate (the model drafts the player's next line: the `draft` event,
-    nothing stored). A stored turn is one step of the undo journal (`POST .../undo`
-    sends its nodes to the trash and HEAD back). What can be refused before the model
-    is called is refused with a status (422, 412, 503)."""
+    nothing stored), reply (a member of the cast speaks at HEAD with no message of the
+    player's). In a cast of several, `speaker` names who answers a say, an edit or a
+    reply (default: the first of `GET .../speakers`); the reply node's `name` is its
+    speaker. A stored turn is one step of the undo journal (`POST .../undo` sends its
+    nodes to the trash and HEAD back). What can be refused before the model is called
+    is refused with a status (422, 412, 503): an unknown, muted or absent speaker too."""
     async for event in turn.follow(after):
         yield event
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
+from orchestrator.loopback import ModelServer, Received
 from tests._fixtures import ELDORIA, SERAPHINA
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -271,3 +273,138 @@ def test_leaving_and_joining_are_scene_changes_that_roll_back(
     back = client.get(base).json()
     assert back["present"] is None
     assert all(m["present"] for m in back["members"])
+
+
+# -- a four-character story over HTTP ---------------------------------------------------
+
+
+class Voices:
+    """The loopback model: each member's line names its speaker (the prompt's character,
+    from the card it was written as); a state extraction changes nothing."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        self.count += 1
+        return f"Line {self.count}."
+
+
+def chat(server: ModelServer) -> list[Received]:
+    """The story requests the model received (state extractions left out)."""
+    return [r for r in server.requests if "response_format" not in r.json]
+
+
+def turn(client: TestClient, sid: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Play a turn; its stored result (the `node` event's document)."""
+    answer = client.post(f"/api/sessions/{sid}/turns", json=body)
+    assert answer.status_code == 201, answer.text
+    last = [block for block in answer.text.split("\n\n") if block.strip()][-1]
+    fields = dict(line.split(": ", 1) for line in last.splitlines() if not line.startswith(":"))
+    assert fields["event"] == "node", answer.text
+    result: dict[str, Any] = json.loads(fields["data"])
+    return result
+
+
+def said(server: ModelServer) -> str:
+    """Everything the last story request sent the model, as one text."""
+    return json.dumps(chat(server)[-1].messages, ensure_ascii=False)
+
+
+def test_a_four_character_story_played_over_http(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer], store: Store
+) -> None:
+    server = serve(Voices())
+    client = make_client(server)
+    sid = story(client)
+    base = f"/api/sessions/{sid}/cast"
+    assert client.post(base, json={"name": "Bram", "description": "A ferryman."}).status_code == 201
+    assert (
+        client.post(base, json={"name": "Élodie Brun", "description": "A spy."}).status_code == 201
+    )
+    files = {"file": ("seraphina.png", SERAPHINA.read_bytes(), "image/png")}
+    assert client.post(f"{base}/card", files=files).status_code == 201
+    # Only those named speak unnamed, but Marla, who always does (no dice in this test).
+    for name, value in (("Marla", 1.0), ("Bram", 0.0), ("Élodie Brun", 0.0), ("Seraphina", 0.0)):
+        talk = client.patch(f"{base}/{quote(name)}", json={"talkativeness": value})
+        assert talk.status_code == 200, talk.text
+
+    # A say with a speaker: the reply is Bram's, written from his card.
+    first = turn(client, sid, {"kind": "say", "text": "How deep is the river?", "speaker": "Bram"})
+    assert first["node"]["name"] == "Bram" and first["user_node"]["role"] == "user"
+    assert "A ferryman." in said(server)
+
+    # The natural order: those named, in the order named, then the talkative.
+    text = "Seraphina, Élodie Brun: can we cross tonight?"
+    speakers = client.get(f"/api/sessions/{sid}/speakers", params={"text": text})
+    assert speakers.status_code == 200, speakers.text
+    names = speakers.json()["speakers"]
+    assert names == ["Seraphina", "Élodie Brun", "Marla"]
+    round_ = [turn(client, sid, {"kind": "say", "text": text, "speaker": names[0]})]
+    round_ += [turn(client, sid, {"kind": "reply", "speaker": name}) for name in names[1:]]
+    assert [played["node"]["name"] for played in round_] == names
+    assert all(played["user_node"] is None for played in round_[1:])
+    tree = store.projection(sid)
+    assert [node.name for node in tree if node.role == "assistant"][-3:] == names
+
+    # Bram leaves: while he is away he cannot be made to speak.
+    left = client.post(f"{base}/Bram/leave")
+    assert left.status_code == 201, left.text
+    before_leave = left.json()["node"]["parent_id"]
+    away = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reply", "speaker": "Bram"})
+    assert away.status_code == 422 and away.json()["code"] == "invalid_turn"
+    assert "Bram" in away.json()["detail"]
+    secret = "Marla, Bram is gone: the password is saffron."
+    assert (
+        "Bram"
+        not in client.get(f"/api/sessions/{sid}/speakers", params={"text": secret}).json()[
+            "speakers"
+        ]
+    )
+    away_say = turn(client, sid, {"kind": "say", "text": secret, "speaker": "Marla"})
+    away_reply = turn(client, sid, {"kind": "reply", "speaker": "Élodie Brun"})
+    assert "saffron" in said(server)
+    assert away_say["node"]["name"] == "Marla" and away_reply["node"]["name"] == "Élodie Brun"
+    joined = client.post(f"{base}/Bram/join")
+    assert joined.status_code == 201, joined.text
+
+    # Bram's reply after he is back: his prompt lacks what was said while he was away.
+    back = turn(client, sid, {"kind": "reply", "speaker": "Bram"})
+    assert back["node"]["name"] == "Bram"
+
+    # Rolled back across the leave: Bram is present again.
+    moved = client.put(f"/api/sessions/{sid}/head", json={"node_id": before_leave})
+    assert moved.status_code == 200
+    cast = client.get(base).json()
+    assert cast["present"] is None and members(client, sid)["Bram"]["present"] is True
+
+
+def test_turns_refuse_a_speaker_who_cannot_speak(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    client = make_client(server)
+    sid = story(client)
+    base = f"/api/sessions/{sid}/cast"
+    assert client.post(base, json={"name": "Bram"}).status_code == 201
+    assert client.patch(f"{base}/Bram", json={"muted": True}).status_code == 200
+    version = client.get(f"/api/sessions/{sid}").headers["etag"]
+    for body, words in (
+        ({"kind": "say", "text": "Hello?", "speaker": "Nobody"}, "Nobody"),
+        ({"kind": "say", "text": "Hello?", "speaker": "Bram"}, "muted"),
+        ({"kind": "reply", "speaker": "Bram"}, "muted"),
+    ):
+        refused = client.post(f"/api/sessions/{sid}/turns", json=body)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["code"] == "invalid_turn" and words in refused.json()["detail"]
+    bad = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reply", "text": "Hi"})
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_request"
+    assert client.get(f"/api/sessions/{sid}").headers["etag"] == version  # nothing stored
+    assert chat(server) == []
+    # A muted member is never among the speakers; a reply's speaker is the turn's.
+    assert client.get(f"/api/sessions/{sid}/speakers").json()["speakers"] == ["Marla"]
+    played = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reply", "speaker": "marla"})
+    assert played.status_code == 201
+    assert '"speaker":"marla"' in played.text.replace(" ", "")  # the turn as asked
