@@ -190,7 +190,7 @@ class Message:
     same objects to every reader (see :mod:`mnemosyne._paths`).
     """
 
-    __slots__ = ("_json", "content", "id", "name", "role")
+    __slots__ = ("_json", "_named_json", "content", "id", "name", "role")
 
     # Declared for the type checker (the slots hold them; __init__ sets them through
     # object.__setattr__, since assignment is refused).
@@ -201,6 +201,8 @@ class Message:
     _json: bytes
     """The canonical JSON of the message as a prompt sends it, in UTF-8: unset until
     :mod:`mnemosyne.traces` first hashes the message, then kept."""
+    _named_json: bytes
+    """The same, sent with its speaker's name (a reply in a cast of several)."""
 
     def __init__(self, id: str, role: Role, name: str | None, content: str) -> None:
         setattr_ = object.__setattr__

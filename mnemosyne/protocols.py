@@ -82,6 +82,7 @@ class TurnTransaction(Protocol):
         sources: Sequence[int | None],
         history: Sequence[Message],
         document: Mapping[str, Any],
+        named: bool = False,
     ) -> str:
         """Store the PromptTrace of a generated node; its messages' hash."""
         ...

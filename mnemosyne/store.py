@@ -415,6 +415,7 @@ class SessionTransaction:
         sources: Sequence[int | None],
         history: Sequence[Message],
         document: Mapping[str, Any],
+        named: bool = False,
     ) -> str:
         """Attach the PromptTrace of a generated node; the hash of its messages.
 
@@ -426,12 +427,16 @@ class SessionTransaction:
                 stored as one reference to the path between two nodes.
             history: the projection the prompt was built from (:meth:`Store.messages`).
             document: the rest of the trace, JSON (large texts as :meth:`put_blob`).
+            named: the history's replies were sent with their speaker's name
+                (:func:`mnemosyne.traces.history_message`; a cast of several).
 
         Raises:
             InvalidOperationError: the node has a trace already, or the input is malformed.
         """
         pk, node_id = self._editor.resolve(ref)
-        return tr.put_trace(self._state.conn, pk, node_id, messages, sources, history, document)
+        return tr.put_trace(
+            self._state.conn, pk, node_id, messages, sources, history, document, named
+        )
 
     # -- documents (lorebooks, cards) ----------------------------------------------
 

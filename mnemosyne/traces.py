@@ -5,9 +5,11 @@ campaign's storage grow with the square of its length. A trace keeps instead:
 
 - the messages as *parts*: a run of history messages is ``{"run": [first, last,
   count]}`` (the enabled nodes on the path from node ``first`` down to node
-  ``last``, each sent as ``{"role", "content"}``); any other message is ``{"blob":
-  hash}``, its JSON stored once in ``blobs`` under the SHA-256 of its text (a system
-  prompt that does not change is stored once for the whole database);
+  ``last``, each sent as ``{"role", "content"}``; with ``"named": true``, a reply
+  that has a speaker's name sent as ``"Name: text"``, :func:`history_message`); any
+  other message is ``{"blob": hash}``, its JSON stored once in ``blobs`` under the
+  SHA-256 of its text (a system prompt that does not change is stored once for the
+  whole database);
 - ``messages_hash``, the SHA-256 of the exact messages (canonical JSON), so a
   rebuilt trace says whether it is still what was sent (an edit in place of a message
   of the history since then makes it differ, and the trace says so);
@@ -104,9 +106,13 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def history_message(message: Message) -> dict[str, Any]:
+def history_message(message: Message, named: bool = False) -> dict[str, Any]:
     """How a message of the projection is sent to a model: its role and text, as they
-    are. A trace stores such messages as references, so prompts must send them so."""
+    are; ``named`` (a story with a cast of several), a reply (``assistant``) that has a
+    speaker's name as ``"Name: text"``, as SillyTavern sends a group chat. A trace
+    stores such messages as references, so prompts must send them so."""
+    if named and message.role == "assistant" and message.name:
+        return {"role": message.role, "content": f"{message.name}: {message.content}"}
     return {"role": message.role, "content": message.content}
 
 
@@ -126,14 +132,28 @@ def _sent_json(message: Message) -> bytes:
         return text
 
 
+def _named_sent_json(message: Message) -> bytes:
+    """:func:`_sent_json` of the message sent ``named`` (kept on it the same way)."""
+    if message.role != "assistant" or not message.name:
+        return _sent_json(message)
+    try:
+        return message._named_json
+    except AttributeError:
+        text = canonical_json(history_message(message, named=True)).encode()
+        object.__setattr__(message, "_named_json", text)
+        return text
+
+
 def encode(
     conn: Connection,
     messages: Sequence[Mapping[str, Any]],
     sources: Sequence[int | None],
     history: Sequence[Message],
+    named: bool = False,
 ) -> tuple[list[dict[str, Any]], str]:
     """The parts of ``messages``: runs of ``history`` where ``sources`` says a message
-    is ``history[i]`` sent as it is, blobs for everything else; and the hash of the
+    is ``history[i]`` sent as :func:`history_message` sends it (``named``: replies with
+    their speaker's name), blobs for everything else; and the hash of the
     messages, :func:`messages_hash` (taken from the same pieces of canonical JSON: a
     history message's is kept on it, so a long history is not encoded every turn).
 
@@ -150,9 +170,14 @@ def encode(
     size = len(history)
     first = last = -1  # the run of history being collected: history[first..last]
 
+    run_flag = {"named": True} if named else {}
+    sent_json = _named_sent_json if named else _sent_json
+
     def close_run() -> None:
         if first >= 0:
-            parts.append({"run": [history[first].id, history[last].id, last - first + 1]})
+            parts.append(
+                {"run": [history[first].id, history[last].id, last - first + 1], **run_flag}
+            )
 
     for message, source in zip(messages, sources, strict=True):
         if type(message) is not dict and not isinstance(message, Mapping):
@@ -163,13 +188,17 @@ def encode(
                     f"source {source} is not an index of the {size} history messages"
                 )
             sent = history[source]
-            # message == history_message(sent), without building the latter
+            # message == history_message(sent, named), without building the latter
             if (
                 len(message) == 2
-                and message.get("content") == sent.content
                 and message.get("role") == sent.role
+                and (
+                    message.get("content") == sent.content
+                    if not (named and sent.role == "assistant" and sent.name)
+                    else message.get("content") == f"{sent.name}: {sent.content}"
+                )
             ):
-                piece(_sent_json(sent))
+                piece(sent_json(sent))
                 if first < 0 or source != last + 1:
                     close_run()
                     first = source
@@ -194,8 +223,9 @@ def put_trace(
     sources: Sequence[int | None],
     history: Sequence[Message],
     document: Mapping[str, Any],
+    named: bool = False,
 ) -> str:
-    """Store the trace of a node; the hash of its messages."""
+    """Store the trace of a node; the hash of its messages (``named``: see :func:`encode`)."""
     exists = conn.execute(select(traces.c.node_pk).where(traces.c.node_pk == node_pk)).first()
     if exists is not None:
         raise InvalidOperationError(f"node {node_id} already has a trace")
@@ -203,7 +233,7 @@ def put_trace(
         document_text = canonical_json(dict(document))
     except (TypeError, ValueError) as error:
         raise InvalidOperationError(f"a trace document must be JSON: {error}") from None
-    parts, digest = encode(conn, messages, sources, history)
+    parts, digest = encode(conn, messages, sources, history, named)
     conn.execute(
         insert(traces).values(
             node_pk=node_pk,
@@ -237,7 +267,7 @@ def load_trace(conn: Connection, node_pk: int, node_id: str) -> Trace | None:
             messages.append(json.loads(text))
         else:
             first, last, count = part["run"]
-            rebuilt, problem = _rebuild_run(conn, first, last, count)
+            rebuilt, problem = _rebuild_run(conn, first, last, count, bool(part.get("named")))
             messages.extend(rebuilt)
             if problem:
                 problems.append(problem)
@@ -252,7 +282,7 @@ def load_trace(conn: Connection, node_pk: int, node_id: str) -> Trace | None:
 
 
 def _rebuild_run(
-    conn: Connection, first: str, last: str, count: int
+    conn: Connection, first: str, last: str, count: int, named: bool = False
 ) -> tuple[list[dict[str, Any]], str | None]:
     keys = dict(
         conn.execute(select(nodes.c.id, nodes.c.pk).where(nodes.c.id.in_([first, last]))).all()
@@ -260,13 +290,15 @@ def _rebuild_run(
     if first not in keys or last not in keys:
         gone = first if first not in keys else last
         return [], f"node {gone} of the history no longer exists (purged)"
-    rows = q.walk_up(conn, keys[last], "n.enabled, n.id, n.role, n.content")
-    ids = [node_id for _, _, node_id, _, _ in rows]
+    rows = q.walk_up(conn, keys[last], "n.enabled, n.id, n.role, n.name, n.content")
+    ids = [node_id for _, _, node_id, _, _, _ in rows]
     if first not in ids:
         return [], f"node {first} is no longer above node {last} (the tree was edited since)"
     segment = rows[ids.index(first) :]
     rebuilt = [
-        {"role": role, "content": content} for _, enabled, _, role, content in segment if enabled
+        history_message(Message(node_id, role, name, content), named)
+        for _, enabled, node_id, role, name, content in segment
+        if enabled
     ]
     if len(rebuilt) != count:
         return rebuilt, (

@@ -124,6 +124,37 @@ def test_gaps_in_the_sources_make_separate_runs(store: Store) -> None:
     assert [next(iter(part)) for part in trace.parts] == ["run", "blob", "run"]
 
 
+def test_replies_sent_with_their_speakers_name_are_kept_as_named_runs(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "Who is there?", name="Player")
+    store.append(sid, "assistant", "Only me.", name="Bram")
+    store.append(sid, "system", "Cora joins the scene.")
+    store.append(sid, "assistant", "And me.", name="Cora")
+    history = store.messages(sid)
+    sent = [history_message(m, named=True) for m in history]
+    assert [m["content"] for m in sent] == [
+        "Who is there?",
+        "Bram: Only me.",
+        "Cora joins the scene.",
+        "Cora: And me.",
+    ]
+    with store.transaction(sid) as tx:
+        reply = tx.append("assistant", "ok")
+        tx.put_trace(
+            reply.id, messages=sent, sources=[0, 1, 2, 3], history=history, document={}, named=True
+        )
+    trace = store.trace(sid, reply.id)
+    assert trace is not None and trace.verified and trace.messages == sent
+    assert trace.parts == [{"run": [history[0].id, history[3].id, 4], "named": True}]
+    # sent without names, the same history is no named run: a reply's text alone differs
+    with store.transaction(sid) as tx:
+        other = tx.append("assistant", "ok")
+        tx.put_trace(other.id, messages=sent, sources=[0, 1, 2, 3], history=history, document={})
+    trace = store.trace(sid, other.id)
+    assert trace is not None and trace.verified
+    assert [next(iter(part)) for part in trace.parts] == ["run", "blob", "run", "blob"]
+
+
 def test_a_message_that_differs_from_its_source_is_kept_whole(store: Store) -> None:
     sid = store.create_session().id
     grow(store, sid, 1)
