@@ -189,6 +189,7 @@ export class CastPanel {
 
   /** The member speaks now, with no message of the player's (a `reply` turn). */
   speak(name) {
+    this.app.setDrawer(false); // at phone width: the drawer makes way for the reply
     this.app.views.chat.play({ kind: "reply", speaker: name });
   }
 
