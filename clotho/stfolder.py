@@ -125,7 +125,7 @@ class PlannedSession:
     """The SHA-256 of that file as planned."""
     title: str
     card: Card | None = None
-    """Its character: a chat's card, a group's first member's."""
+    """A chat's or a character's card (a group's are its :attr:`cast`)."""
     books: list[Lorebook] = field(default_factory=list)
     """The World Info books linked to it."""
     persona: Persona | None = None
@@ -468,7 +468,6 @@ class _Planner:
                 by_file[found.file] = card.name
             planned.members.append(card.name)
         planned.members = list(dict.fromkeys(planned.members))
-        planned.card = planned.cast[0] if planned.cast else None
         planned.speakers = by_file
         planned.cast_settings = CastSettings(
             order=self.order(planned, group.activation_strategy),
@@ -613,8 +612,8 @@ def _write(store: Store, planned: PlannedSession) -> Session:
     names: dict[str, str] = {}
     if planned.persona is not None and planned.persona_linked:
         names["player"] = planned.persona.name
-    if planned.card is not None:
-        names["character"] = planned.card.name
+    if planned.cast:
+        names["character"] = planned.cast[0].name  # a group's: its first member
 
     def keep_documents(tx: SessionTransaction) -> None:
         for kind, name, content in documents:
