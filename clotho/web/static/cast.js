@@ -85,9 +85,9 @@ export class CastPanel {
   }
 
   /**
-   * A speaker's picture (a promise of a data: URL, or of null): the member's own, else
-   * for a story of one character (or a name the cast does not know while it has no
-   * cast) the story's, as before the cast.
+   * A speaker's picture (a promise of a data: URL, or of null): the member's own (the
+   * main character without one: the story's, as before the cast); a name the cast does
+   * not know: see fallback().
    */
   picture(name) {
     const member = name ? this.member(name) : null;
@@ -108,6 +108,11 @@ export class CastPanel {
    * character (or none read), none in a story of several (a removed member, the narrator). */
   fallback() {
     return this.several() ? Promise.resolve(null) : this.app.avatarImage(this.app.sid);
+  }
+
+  /** Forget the picture read for `name` (it was removed, or added anew). */
+  forget(name) {
+    this.pictures.delete(`${this.app.sid}\n${name}`);
   }
 
   // -- the panel ----------------------------------------------------------------------
@@ -210,7 +215,7 @@ export class CastPanel {
   async remove(name) {
     const answer = await this.app.ask(t("cast.remove_confirm", { name }), [], [{ value: "remove", label: t("cast.remove_yes") }]);
     if (!answer) return;
-    await this.app.write("DELETE", `/cast/${enc(name)}`, undefined, t("cast.removing", { name }));
+    if (await this.app.write("DELETE", `/cast/${enc(name)}`, undefined, t("cast.removing", { name }))) this.forget(name);
   }
 
   /** The Add dialog: a card uploaded (added at once), or a character written in place. */
@@ -285,6 +290,7 @@ export class CastPanel {
     try {
       const { data, version } = await send();
       this.app.setVersion(version);
+      this.forget(data?.name); // a member of that name removed before had another picture
       dialog.close();
       this.app.notify(t("cast.added", { name: data?.name || "" }));
     } catch (error) {
