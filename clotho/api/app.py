@@ -91,8 +91,9 @@ class BodyLimit:
 #: Where the vendored Swagger UI of ``/docs`` is served (the page's static files).
 SWAGGER = "/static/vendor"
 
-#: What a page of an origin in ``CLOTHO_CORS_ORIGINS`` may send, and read of the answers.
-CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE")
+#: What a page of an origin in ``CLOTHO_CORS_ORIGINS`` may send (every method the routes
+#: take: tests/api/test_contract.py checks it), and read of the answers.
+CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 #: (Every header the OpenAPI document declares: tests/api/test_contract.py checks it.)
 CORS_HEADERS = (
     "Authorization",

@@ -564,6 +564,13 @@ def test_pages_of_allowed_origins_may_send_and_read_every_declared_header(
     assert preflight.status_code == 200, preflight.text
     allowed = preflight.headers["access-control-allow-headers"].lower()
     assert all(name.lower() in allowed for name in sent), (sent, allowed)
+    methods = {method.upper() for item in contract.document["paths"].values() for method in item}
+    for method in methods:  # every method a route takes (PATCH too)
+        asked = client.options(
+            "/api/sessions",
+            headers={"Origin": origin, "Access-Control-Request-Method": method},
+        )
+        assert asked.status_code == 200, (method, asked.text)
     answer = client.get("/api/sessions", headers={"Origin": origin})
     exposed = answer.headers["access-control-expose-headers"].lower()
     assert all(name.lower() in exposed for name in answered), (answered, exposed)
