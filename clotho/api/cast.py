@@ -109,8 +109,10 @@ def cast_view(store: Store, session: Session, cast: Cast | None = None) -> dict[
 
 
 def _member_view(store: Store, session: Session, name: str) -> dict[str, Any]:
-    view = cast_view(store, session)
-    return next(member for member in view["members"] if member["name"] == name)
+    for member in cast_view(store, session)["members"]:
+        if member["name"] == name:
+            return member
+    raise NotFoundError(f"{name} is no longer in the cast")  # removed meanwhile
 
 
 def _is_member(store: Store, session_id: str, name: str) -> bool:
