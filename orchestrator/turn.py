@@ -27,12 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
 
-from mnemosyne import Message, Node, Session, StateSchema, TurnStore, TurnTransaction
+from mnemosyne import (
+    Message,
+    Node,
+    Scenes,
+    Session,
+    StateSchema,
+    TurnStore,
+    TurnTransaction,
+)
 from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
 from prompts import (
@@ -52,8 +61,9 @@ from prompts import (
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
 from .preview import PromptPreview, measure
+from .scenes import Scope, witnessed
 from .setup import Character, TurnSetup
-from .speakers import next_speakers, speaker_for
+from .speakers import next_speakers, present_names, speaker_for
 from .trace import TraceBuilder
 
 __all__ = ["Engine", "TurnKind", "TurnRequest", "TurnResult"]
@@ -142,6 +152,16 @@ class Anchor:
     speaker: Character = field(default_factory=Character)
     """Who the reply is written as (its card is the prompt's ``character``; its name
     the reply node's); for impersonate, the session's character."""
+    scope: Scope | None = None
+    """In a cast of several, a member's view of the path: ``history`` is then
+    ``scope.history`` (what it witnessed), the trace refers to ``scope.path``."""
+    cast: bool = False
+    """The session has a cast of several: replies go with their speaker's name."""
+
+    @property
+    def seen(self) -> list[Message]:
+        """The messages the speaker witnessed (the history without ``away`` lines)."""
+        return self.scope.seen if self.scope is not None else self.history
 
 
 T = TypeVar("T")
@@ -179,6 +199,8 @@ class TurnState(TypedDict, total=False):
     summary_text: str
     trace: TraceBuilder
     result: TurnResult
+    lore_left_out: list[dict[str, Any]]
+    """In a cast of several: the lore hits of books whose owners are all absent."""
     planner: Planner
     """A planner in place of the engine's (the preview's, which makes no model call)."""
     preview: bool
@@ -318,7 +340,7 @@ class Engine:
         where["speaker"] = choose_speaker(
             self.store, session, session.head_id, request, where, self.setup, self.rng
         )
-        anchor = _anchor(self.store, session, session.head_id, **where)
+        anchor = _anchor(self.store, session, session.head_id, setup=self.setup, **where)
         planner = self.planner
         if getattr(planner, "plan_call", None) is not None:
             planner = copy.copy(planner)  # the same lore, planned by its rules
@@ -477,7 +499,7 @@ class Engine:
         anchor, setup, model = state["anchor"], self.setup, self.setup.model
         speaker = anchor.speaker
         context = PlanContext(
-            history=anchor.history,
+            history=anchor.seen,
             state=anchor.state,
             user_text=anchor.user_text,
             trigger=TRIGGERS[state["request"].kind],
@@ -498,7 +520,11 @@ class Engine:
         running = self._enter(state, "retrieve")
         planner = state.get("planner", self.planner)
         retrieval = await self._guarded(running, planner.retrieve(state["plan"], state["context"]))
-        return {"retrieval": retrieval}
+        anchor = state["anchor"]
+        if not anchor.cast:
+            return {"retrieval": retrieval}
+        retrieval, left_out = _owned_lore(retrieval, self.setup.members, anchor.state["present"])
+        return {"retrieval": retrieval, "lore_left_out": left_out}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
         running = self._enter(state, "build")
@@ -516,6 +542,7 @@ class Engine:
             "char": char,
             "user": user,
             "character": speaker.as_context(substitute),
+            **self._cast_context(anchor),
             "lore_before": _lore(hits, "before_char", substitute),
             "lore": _lore(hits, "after_char", substitute),
             "outlets": _outlets(hits, substitute),
@@ -545,7 +572,12 @@ class Engine:
         fixed = [*tail, *({"content": item.content} for item in injections)]
         first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
-        if first_kept > 0 and state.get("preview"):
+        unseen = anchor.scope is not None and bool(anchor.scope.left_out)
+        if first_kept > 0 and unseen:
+            # The story's running summary tells what the speaker did not see: the oldest
+            # messages it saw are dropped, not summarised.
+            pass
+        elif first_kept > 0 and state.get("preview"):
             summary_text, first_kept, summary_info = await asyncio.to_thread(
                 self._standing_summary, anchor, first_kept
             )
@@ -565,7 +597,14 @@ class Engine:
             )[0]
             # the summary takes room: keep what still fits
             first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
-        prompt = assemble(parts, anchor.history, tail, first_kept=first_kept, injections=injections)
+        prompt = assemble(
+            parts,
+            anchor.history,
+            tail,
+            first_kept=first_kept,
+            injections=injections,
+            named=anchor.cast,
+        )
         for name in [*prompt.parts, *([tail_template] if tail_template else [])]:
             if name in TEMPLATE_NAMES:  # not the session's system prompt, not the note
                 trace.template(name)
@@ -577,9 +616,30 @@ class Engine:
             "first_kept_id": anchor.history[first_kept].id
             if first_kept < len(anchor.history)
             else None,
-            "summary": summary_info,
+            "summary": {"skipped": _UNSEEN} if first_kept > 0 and unseen else summary_info,
         }
         return {"prompt": prompt, "summary": summary_info, "summary_text": context["summary"]}
+
+    def _cast_context(self, anchor: Anchor) -> dict[str, Any]:
+        """The ``cast`` template's context: in a cast of several, the others present
+        (each card's ``{{char}}`` its own name), whether the speaker is the narrator."""
+        if not anchor.cast:
+            return {"group": False, "narrator": False, "cast": []}
+        speaker, user = anchor.speaker, self.setup.player
+        here = set(present_names(self.setup.members, anchor.state["present"]))
+        others = []
+        for member in self.setup.members:
+            if member.name in here and member.name != speaker.name:
+                text = member.as_context(lambda t, n=member.name: macros(t, char=n, user=user))
+                others.append(
+                    {
+                        "name": member.name,
+                        "description": text["description"],
+                        "personality": text["personality"],
+                    }
+                )
+        narrating = speaker not in self.setup.members or anchor.reply_role == "user"
+        return {"group": True, "narrator": narrating, "cast": others}
 
     def _standing_summary(self, anchor: Anchor, first_kept: int) -> tuple[str, int, dict[str, Any]]:
         """For a preview: the summary the story has, if it covers what must be trimmed
@@ -765,7 +825,13 @@ class Engine:
             warnings.append(f"the reply is incomplete ({completion.stopped_by})")
         if extraction is not None and not extraction.ok:
             warnings.append(describe_failure(extraction))
-        history = anchor.history  # the turn's own list: the trace refers to it, no copy
+        # the turn's own lists: the trace refers to them, no copy
+        history = anchor.scope.path if anchor.scope is not None else anchor.history
+        prompt: Prompt = state["prompt"]
+        sources = prompt.sources
+        if anchor.scope is not None:  # the prompt's history is the speaker's view of the path
+            into_path = anchor.scope.sources
+            sources = [None if i is None else into_path[i] for i in sources]
         sid = state["session_id"]
         # Each node carries its speaker's name, as a SillyTavern message does; a reroll
         # keeps the name of the reply it is an alternative to (a group chat's speaker).
@@ -776,6 +842,8 @@ class Engine:
             assert anchor.sibling_of is not None
             speaker = self.store.node(sid, anchor.sibling_of).name or speaker
         old, content = anchor.continues, completion.content
+        if anchor.cast and anchor.reply_role == "assistant" and old is None:
+            content = unnamed(content, speaker)
         if old is not None:  # the whole text, the old reply's delta, then the new one's
             content = joined(old.content, content)
             delta = [*old.delta, *delta]
@@ -786,7 +854,11 @@ class Engine:
         with self.store.transaction(sid) as tx, tx.journaled(request.kind):
             user_node = _place_players_message(tx, request, anchor, self.setup.player)
             if user_node is not None:
-                history[-1] = Message(user_node.id, "user", user_node.name, user_node.content)
+                stored = Message(user_node.id, "user", user_node.name, user_node.content)
+                if anchor.scope is not None:
+                    anchor.scope.replace_last(stored)
+                else:
+                    history[-1] = stored
             if request.kind == "reroll" or old is not None:
                 reply = tx.add_sibling(
                     old.id if old is not None else str(anchor.sibling_of),
@@ -798,7 +870,7 @@ class Engine:
             else:
                 reply = tx.append(
                     anchor.reply_role,
-                    completion.content,
+                    content,
                     name=speaker,
                     metadata=metadata,
                     delta=delta or None,
@@ -813,12 +885,15 @@ class Engine:
             )
             if old is not None:
                 document["continues"] = old.id
+            if anchor.cast:
+                document["scene"] = self._scene(anchor, speaker, state.get("lore_left_out", []))
             digest = tx.put_trace(
                 reply.id,
-                messages=state["prompt"].messages,
-                sources=state["prompt"].sources,
+                messages=prompt.messages,
+                sources=sources,
                 history=history,
                 document=document,
+                named=prompt.named,
             )
         result = TurnResult(
             node=reply,
@@ -830,6 +905,18 @@ class Engine:
             messages_hash=digest,
         )
         return {"result": result}
+
+    def _scene(
+        self, anchor: Anchor, speaker: str, lore_left_out: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The trace's ``scene``: who spoke, who was present, what the speaker did not
+        see (runs of the path's messages) and the lore left out with its absent owners."""
+        return {
+            "speaker": speaker,
+            "present": present_names(self.setup.members, anchor.state["present"]),
+            "left_out": anchor.scope.left_out if anchor.scope is not None else [],
+            "lore_left_out": lore_left_out,
+        }
 
     def _draft(self, sid: str, completion: Completion, warnings: list[str]) -> TurnResult:
         """An impersonation's result: the player's line, nothing stored."""
@@ -866,6 +953,16 @@ def _place_players_message(
     return None
 
 
+def unnamed(text: str, speaker: str) -> str:
+    """A reply without the ``Speaker:`` a model may begin it with (it saw every reply
+    of the history sent so, :func:`mnemosyne.traces.history_message`)."""
+    head = text.lstrip()
+    prefix = f"{speaker}:"
+    if head[: len(prefix)].casefold() == prefix.casefold() and head[len(prefix) :].strip():
+        return head[len(prefix) :].lstrip()
+    return text
+
+
 def joined(text: str, continuation: str) -> str:
     """A reply and its continuation as one text, as SillyTavern joins them (as they are),
     but for one space where a model began a new sentence or word of Latin script right
@@ -876,6 +973,38 @@ def joined(text: str, continuation: str) -> str:
         if starts and last.isascii() and last in ".!?,;:\"'*)]":
             return f"{text} {continuation}"
     return text + continuation
+
+
+#: Why a speaker's prompt trimmed with no summary (:meth:`Engine._build`).
+_UNSEEN = (
+    "the speaker was away from part of the story: the story's summary would tell what it "
+    "did not see, so the oldest messages it saw are dropped"
+)
+
+
+def _owned_lore(
+    retrieval: Retrieval, members: tuple[Character, ...], present: list[str] | None
+) -> tuple[Retrieval, list[dict[str, Any]]]:
+    """The hits of ``retrieval`` less those from a book whose owners (the members whose
+    own book it is) are all absent; and those left out, with why."""
+    here = set(present_names(members, present))
+    owners: dict[str, list[str]] = {}
+    for member in members:
+        for book in member.books:
+            owners.setdefault(book, []).append(member.name)
+    kept, left_out = [], []
+    for hit in retrieval.hits:
+        owned_by = owners.get(hit.book or "")
+        if owned_by and not here.intersection(owned_by):
+            who = ", ".join(owned_by)
+            left_out.append(
+                {"id": hit.id, "book": hit.book, "owners": owned_by, "reason": f"absent: {who}"}
+            )
+        else:
+            kept.append(hit)
+    if not left_out:
+        return retrieval, []
+    return dataclasses.replace(retrieval, hits=kept), left_out
 
 
 def _summary_of(summary: dict[str, Any]) -> str:
@@ -948,7 +1077,7 @@ def load_anchor(
             a speaker who cannot speak.
     """
     session, parent_id, where = locate_turn(store, session_id, request, setup, rng)
-    return _anchor(store, session, parent_id, **where)
+    return _anchor(store, session, parent_id, setup=setup, **where)
 
 
 def locate_turn(
@@ -1113,15 +1242,31 @@ def _anchor(
     reply_role: str = "assistant",
     continues: str | None = None,
     speaker: Character | None = None,
+    setup: TurnSetup | None = None,
 ) -> Anchor:
     sid = session.id
     schema = store.schema(sid)
-    history = store.messages(sid, parent_id) if parent_id is not None else []
+    speaker = speaker or Character()
+    scope = None
+    if setup is not None and _scoped(setup, speaker, reply_role):
+        # a member of a cast of several: only what it witnessed
+        def away() -> str:
+            return setup.templates.render("away", {"char": speaker.name, "user": setup.player})
+
+        scenes = store.scenes(sid, parent_id) if parent_id is not None else Scenes([], [])
+        scope = witnessed(scenes.messages, scenes.changes, speaker.name, away)
+        history = scope.history
+    else:
+        history = store.messages(sid, parent_id) if parent_id is not None else []
     state = (
         store.state(sid, parent_id).as_dict() if parent_id is not None else schema.initial_state()
     )
     if user_text is not None:
-        history.append(Message("", "user", None, user_text))
+        message = Message("", "user", None, user_text)
+        if scope is not None:
+            scope.add(message)
+        else:
+            history.append(message)
     carried = False
     if sibling_of is not None:
         # The note the player set on the message this turn replaces (a reroll of the
@@ -1140,5 +1285,13 @@ def _anchor(
         user_text=user_text,
         carried_note=carried,
         continues=store.node(sid, continues) if continues is not None else None,
-        speaker=speaker or Character(),
+        speaker=speaker,
+        scope=scope,
+        cast=setup is not None and len(setup.members) > 1,
     )
+
+
+def _scoped(setup: TurnSetup, speaker: Character, reply_role: str) -> bool:
+    """Whether the reply's prompt holds only what its speaker witnessed: a member of a
+    cast of several (not the narrator, who sees everything; not the player's line)."""
+    return len(setup.members) > 1 and reply_role == "assistant" and speaker in setup.members

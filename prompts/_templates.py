@@ -29,6 +29,8 @@ SUFFIX = ".j2"
 TEMPLATE_NAMES = (
     "system",
     "character",
+    "cast",
+    "away",
     "lore",
     "summary",
     "state",

@@ -1,11 +1,14 @@
 """Putting a prompt together: the rendered parts, then the history, trimmed to fit.
 
 The order is fixed: system (or the session's own system prompt), lore placed before
-the character, character, lore (the rest), the player's persona, summary, state (each
-its own system message, left out when it renders empty, so the parts that rarely change
-stay identical from turn to turn), then the linear projection with any lore placed at a
-depth in it, then what the turn adds (an instruction to continue or to impersonate).
-The author's note goes where it says (:mod:`prompts.note`).
+the character, character (the speaker's card), cast (in a story with several
+characters: who speaks, and the others present; empty with one character), lore (the
+rest), the player's persona, summary, state (each its own system message, left out
+when it renders empty, so the parts that rarely change stay identical from turn to
+turn), then the linear projection with any lore placed at a depth in it (in a story
+with several characters, each reply with its speaker's name, ``named``), then what the
+turn adds (an instruction to continue or to impersonate). The author's note goes
+where it says (:mod:`prompts.note`).
 
 A message of the projection with no text is left out of the prompt: a reply
 interrupted before its first token was stored empty by older versions, and an empty
@@ -44,6 +47,7 @@ PARTS: tuple[tuple[str, str | None], ...] = (
     ("system", None),
     ("lore", "lore_before"),
     ("character", None),
+    ("cast", None),
     ("lore", "lore"),
     ("persona", None),
     ("summary", None),
@@ -74,6 +78,8 @@ class Prompt:
     """The templates rendered into the head of the prompt, in order (empty ones left out)."""
     first_kept: int = 0
     """The index of the oldest history message sent (the ones before were trimmed)."""
+    named: bool = False
+    """The history's replies were sent with their speaker's name (:func:`history_message`)."""
 
 
 #: The name of the first part when the session sets its own system prompt.
@@ -116,9 +122,11 @@ def assemble(
     *,
     first_kept: int = 0,
     injections: Sequence[Injection] = (),
+    named: bool = False,
 ) -> Prompt:
     """The messages: the parts, the history from ``first_kept`` on (messages with no
-    text left out) with the injections in it, then ``tail``.
+    text left out; ``named``: replies with their speaker's name) with the injections
+    in it, then ``tail``.
 
     An injection deeper than the history kept goes just before its oldest message.
     """
@@ -134,12 +142,12 @@ def assemble(
             messages.append({"role": injection.role, "content": injection.content})
             sources.append(None)
         if index is not None:
-            messages.append(history_message(history[index]))
+            messages.append(history_message(history[index], named))
             sources.append(index)
     for message in tail:
         messages.append(dict(message))
         sources.append(None)
-    return Prompt(messages, sources, [name for name, _ in parts], first_kept)
+    return Prompt(messages, sources, [name for name, _ in parts], first_kept, named)
 
 
 class TokenCounts:

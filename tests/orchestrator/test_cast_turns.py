@@ -150,3 +150,119 @@ def test_next_speakers_follow_the_order_and_who_is_present(
     # with no speaker named, the first of them answers
     result = play(robin, sid, "say", text="Anyone?")
     assert result.node is not None and result.node.name == "Bram"
+
+
+def contents(request: Received) -> list[str]:
+    return [m["content"] for m in request.messages]
+
+
+def test_a_character_who_left_does_not_see_what_happened_while_it_was_away(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    engine = engine_for(store, server)
+    play(engine, sid, "say", text="We camp by the river.", speaker="Ann")  # Line 1.
+    leave = scene(
+        store,
+        sid,
+        "Bram",
+        "leaves",
+        {"op": "set", "path": "present", "value": ["Ann", "Cora", "Dag"]},
+    )
+    secret = play(engine, sid, "say", text="Cora, the gold is under the stone.", speaker="Cora")
+    assert secret.user_node is not None and secret.node is not None
+    scene(store, sid, "Bram", "joins", {"op": "append", "path": "present", "value": "Bram"})
+    bram = play(engine, sid, "say", text="Welcome back, Bram.", speaker="Bram")
+    assert bram.node is not None and bram.node.name == "Bram"
+
+    seen = contents(chat(server)[-1])
+    assert "Bram leaves the scene." in seen and "Bram joins the scene." in seen
+    assert "Cora, the gold is under the stone." not in seen
+    assert "Cora: Line 2." not in seen
+    assert "(Bram was away and did not see what happened here.)" in seen
+    assert seen.index("Bram leaves the scene.") < seen.index("Bram joins the scene.")
+    assert "Ann: Line 1." in seen  # replies go with their speaker's name
+    cast = next(m for m in seen if m.startswith("This story has several characters."))
+    assert "Write only Bram's next reply" in cast
+    assert "- Ann: A ranger with a bent bow." in cast and "- Cora: A thief, quiet." in cast
+
+    trace = store.trace(sid, bram.node.id)
+    assert trace is not None and trace.verified
+    assert trace.messages == chat(server)[-1].messages
+    assert trace.document["scene"] == {
+        "speaker": "Bram",
+        "present": ["Ann", "Bram", "Cora", "Dag"],
+        "left_out": [{"first": secret.user_node.id, "last": secret.node.id, "count": 2}],
+        "lore_left_out": [],
+    }
+    assert all(part.get("named") for part in trace.parts if "run" in part)
+
+    # Ann stayed: she saw everything
+    ann = play(engine, sid, "reply", speaker="Ann")
+    seen = contents(chat(server)[-1])
+    assert "Cora, the gold is under the stone." in seen and "Cora: Line 2." in seen
+    assert not any("was away" in text for text in seen)
+    ann_trace = store.trace(sid, ann.node.id)  # type: ignore[union-attr]
+    assert ann_trace is not None and ann_trace.verified
+    assert ann_trace.document["scene"]["left_out"] == []
+
+    # rolled back across the leave: Bram's prompt has everything again
+    store.checkout(sid, store.node(sid, leave).parent_id)  # type: ignore[arg-type]
+    assert store.state(sid).present is None
+    again = play(engine, sid, "say", text="Bram, what do you know?", speaker="Bram")
+    seen = contents(chat(server)[-1])
+    assert "Ann: Line 1." in seen and not any("was away" in text for text in seen)
+    trace = store.trace(sid, again.node.id)  # type: ignore[union-attr]
+    assert trace is not None and trace.verified and trace.document["scene"]["left_out"] == []
+
+
+def test_the_narrator_sees_everything_and_a_speaker_prefix_is_stripped(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    lines = iter(["Cora: I say nothing.", "Narrator: The fire crackles."])
+
+    def script(request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        return next(lines)
+
+    server = serve(script)
+    engine = engine_for(store, server)
+    cora = play(engine, sid, "say", text="Cora?", speaker="Cora")
+    assert cora.node is not None and cora.node.content == "I say nothing."
+    scene(store, sid, "Cora", "leaves", {"op": "set", "path": "present", "value": ["Ann", "Dag"]})
+    narrator = play(engine_for(store, server, speaker_order="narrator"), sid, "say", text="Well?")
+    assert narrator.node is not None and narrator.node.name == NARRATOR
+    assert narrator.node.content == "The fire crackles."
+    seen = contents(chat(server)[-1])
+    assert "Cora: I say nothing." in seen  # no scoping for the narrator
+    head = "\n".join(seen[:3])
+    assert "You voice every character in the scene" in head
+    assert "- Ann: A ranger" in head and "- Dag: An old priest." in head
+    assert "Cora: A thief" not in head  # absent: not in the scene's list
+    trace = store.trace(sid, narrator.node.id)
+    assert trace is not None and trace.verified
+    assert trace.document["scene"]["present"] == ["Ann", "Dag"]
+
+
+def test_one_character_prompts_are_as_before(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    alone = engine_for(store, server, (CAST[0],))
+    result = play(alone, sid, "say", text="Hello.")
+    plain = build_engine(
+        store,
+        TurnSetup(
+            model=ModelConfig("openai/gm", api_base=server.url, retries=0),
+            character=CAST[0],
+            extract=False,
+        ),
+    )
+    play(plain, sid, "reroll")
+    first, second = chat(server)
+    assert first.messages == second.messages
+    assert "several characters" not in json.dumps(first.messages)
+    trace = store.trace(sid, result.node.id)  # type: ignore[union-attr]
+    assert trace is not None and "scene" not in trace.document
+    assert all("named" not in part for part in trace.parts)
