@@ -408,3 +408,36 @@ def test_turns_refuse_a_speaker_who_cannot_speak(
     played = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reply", "speaker": "marla"})
     assert played.status_code == 201
     assert '"speaker":"marla"' in played.text.replace(" ", "")  # the turn as asked
+
+
+def test_the_speaker_orders_over_http(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    client = make_client(server)
+    sid = story(client)
+    base = f"/api/sessions/{sid}/cast"
+    for name in ("Bram", "Cato"):
+        assert client.post(base, json={"name": name}).status_code == 201
+
+    def speakers(**query: str) -> list[str]:
+        answer = client.get(f"/api/sessions/{sid}/speakers", params=query)
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["speakers"])
+
+    assert client.patch(base, json={"order": "round_robin"}).status_code == 200
+    turn(client, sid, {"kind": "say", "text": "Who keeps watch?", "speaker": "Bram"})
+    assert speakers(text="And now?") == ["Cato"] == speakers()
+    turn(client, sid, {"kind": "reply"})  # no speaker named: the order's
+    assert speakers() == ["Marla"]
+
+    assert client.patch(base, json={"order": "manual"}).status_code == 200
+    assert client.post(f"{base}/Marla/leave").status_code == 201
+    assert speakers(text="Anyone?") == ["Bram"]
+
+    assert client.patch(base, json={"order": "narrator"}).status_code == 200
+    assert speakers(text="What do I see?") == ["Narrator"]
+    told = turn(client, sid, {"kind": "say", "text": "What do I see?"})
+    assert told["node"]["name"] == "Narrator"
+    unknown = client.get(f"/api/sessions/{sid}/speakers", params={"extra": "1"})
+    assert unknown.status_code == 422  # a parameter it does not take
