@@ -266,3 +266,38 @@ def test_one_character_prompts_are_as_before(
     trace = store.trace(sid, result.node.id)  # type: ignore[union-attr]
     assert trace is not None and "scene" not in trace.document
     assert all("named" not in part for part in trace.parts)
+
+
+def test_lore_of_an_absent_characters_own_book_does_not_play(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    from planner.lore import LorePlanner
+    from planner.lorebook import parse_world_info
+
+    def book(name: str, text: str) -> Any:
+        entry = {"uid": 0, "key": [], "constant": True, "position": 1, "content": text}
+        return parse_world_info({"entries": {"0": entry}}, name)
+
+    books = [book("forge", "Bram's forge is cold."), book("world", "It rains in Dunmere.")]
+    cast = (CAST[0], Character(name="Bram", description="A smith.", books=("forge",)), CAST[2])
+    server = serve(Voices())
+    setup = TurnSetup(
+        model=ModelConfig("openai/gm", api_base=server.url, retries=0),
+        character=cast[0],
+        cast=cast,
+        extract=False,
+    )
+    engine = build_engine(store, setup, planner=lambda call: LorePlanner(books, seed=1))
+    play(engine, sid, "say", text="Hello.", speaker="Ann")
+    assert "Bram's forge is cold." in json.dumps(chat(server)[-1].messages)
+    scene(store, sid, "Bram", "leaves", {"op": "set", "path": "present", "value": ["Ann", "Cora"]})
+    result = play(engine, sid, "say", text="Where is he?", speaker="Ann")
+    sent = json.dumps(chat(server)[-1].messages)
+    assert "Bram's forge is cold." not in sent and "It rains in Dunmere." in sent
+    trace = store.trace(sid, result.node.id)  # type: ignore[union-attr]
+    assert trace is not None
+    assert trace.document["scene"]["lore_left_out"] == [
+        {"id": "forge:0", "book": "forge", "owners": ["Bram"], "reason": "absent: Bram"}
+    ]
+    assert [hit["id"] for hit in trace.document["lore"]] == ["world:0"]
+    assert store.state(sid).active_lore_ids == ["world:0"]
