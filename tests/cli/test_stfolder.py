@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from clotho.sessions import PERSONA
 from clotho.stfolder import GROUP, FolderError, Plan, PlannedSession, plan_folder, write_plan
 from clotho.stories import AVATAR, AVATAR_KEY, session_avatar
 from mnemosyne import Store
+from orchestrator.loopback import ModelServer
 from tests._fixtures import ELDORIA, FIXTURES, SERAPHINA
 
 from .test_cli import Run
@@ -343,3 +345,28 @@ def test_a_chat_and_a_character_keep_the_card_picture(store: Store, folder: Path
         assert store.session(session_id).metadata[AVATAR_KEY] is True
         assert session_cast(store, session_id).names == [card.name]
     assert store.documents(found[BRAM_CHAT].session_id or "", AVATAR) == []  # a JSON card
+
+
+def test_an_imported_group_chat_plays_on(
+    run: Run, folder: Path, serve: Callable[..., ModelServer]
+) -> None:
+    """After the import the group's story goes on: a member named answers as itself,
+    its card in the prompt and the others in the scene; a muted member is refused."""
+    _group(folder, disabled_members=["Mira.png"], activation_strategy=2)
+    model = serve(lambda request: '{"operations": []}' if "response_format" in request else "Aye.")
+    run.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
+    done = run.json("import", "sillytavern", str(folder))
+    [group] = [s["session_id"] for s in done["sessions"] if s["kind"] == "group"]
+    cast = run.json("--session", group, "cast")
+    assert [(m["name"], m["muted"]) for m in cast] == [("Bram", False), ("Mira", True)]
+    said = run.json("--session", group, "say", "--speaker", "bram", "And the gate?")
+    assert (said["node"]["name"], said["node"]["content"]) == ("Bram", "Aye.")
+    [prompt] = [
+        json.loads(r.body)["messages"]
+        for r in model.requests
+        if "response_format" not in json.loads(r.body)
+    ]
+    system = " ".join(m["content"] for m in prompt if m["role"] == "system")
+    assert "knight of the Northwatch" in system and "Mira" in system
+    refused = run.fails("--session", group, "say", "--speaker", "Mira", "Mira?")
+    assert "Mira is muted" in refused
