@@ -61,7 +61,7 @@ app.add_typer(cast_app, name="cast")
 
 #: The speaker orders, as the player reads them.
 ORDERS = {
-    "natural": "names mentioned first, then by talkativeness, at least one",
+    "natural": "the names mentioned, then by talkativeness",
     "round_robin": "each in turn",
     "narrator": "one narrator voices everyone",
     "manual": "the first present unless you pick (--speaker)",

@@ -83,39 +83,42 @@ def trace_lines(trace: dict[str, Any], width: int | None) -> list[str]:
     return lines
 
 
-#: How many of the messages a speaker missed the trace's text names (the rest counted).
-LEFT_OUT_NAMED = 12
+#: How many runs of messages a speaker missed the trace's text names (the rest counted).
+LEFT_OUT_NAMED = 8
 
 
-def _node_ref(item: Any) -> str:
-    """A left-out node as the trace keeps it (its id, or an object with one), short."""
-    if isinstance(item, dict):
-        item = item.get("id") or item.get("node_id") or "?"
-    return render.short(str(item))
+def _run(run: dict[str, Any]) -> str:
+    """A run of messages left out, ``1a2b3c4d..5e6f7a8b (4)``: its first and last node,
+    shortened, and how many messages."""
+    first, last = render.short(run.get("first")), render.short(run.get("last"))
+    ends = first if first == last else f"{first}..{last}"
+    return f"{ends} ({run.get('count', '?')})"
 
 
 def _scene_lines(scene: Any, width: int | None) -> list[str]:
     """In a cast of several: who spoke, who was present, the messages left out of the
-    prompt because the speaker was away (a few named, shortened), and the lore of
-    members away."""
+    prompt because the speaker was away (as runs, a few named), and the lore left out
+    because its book's owners were away."""
     if not isinstance(scene, dict):
         return []
     speaker = scene.get("speaker") or "?"
     present = scene.get("present")
     here = ", ".join(present) if isinstance(present, list) and present else "no one"
     lines = _detail(f"scene: {speaker} speaks; present: {here}", width)
-    left = scene.get("left_out") or []
-    if left:
-        named = " ".join(_node_ref(item) for item in left[:LEFT_OUT_NAMED])
-        more = f" and {len(left) - LEFT_OUT_NAMED} more" if len(left) > LEFT_OUT_NAMED else ""
-        count = f"{len(left)} message" + ("s" if len(left) != 1 else "")
+    runs = [run for run in scene.get("left_out") or [] if isinstance(run, dict)]
+    if runs:
+        total = sum(run.get("count", 0) for run in runs if isinstance(run.get("count"), int))
+        named = ", ".join(_run(run) for run in runs[:LEFT_OUT_NAMED])
+        more = f" and {len(runs) - LEFT_OUT_NAMED} more runs" if len(runs) > LEFT_OUT_NAMED else ""
+        count = f"{total} message" + ("s" if total != 1 else "")
         lines += _detail(
             f"left out: {count} {speaker} did not witness (away): {named}{more}", width
         )
     for lore in scene.get("lore_left_out") or []:
-        what = lore.get("id", "?") if isinstance(lore, dict) else str(lore)
-        why = lore.get("reason", "") if isinstance(lore, dict) else ""
-        lines += _detail(f"lore left out: {what}" + (f" ({why})" if why else ""), width)
+        if not isinstance(lore, dict):
+            continue
+        why = lore.get("reason") or "its book's owners were away"
+        lines += _detail(f"lore left out: {lore.get('id', '?')}: {why}", width)
     return lines
 
 
