@@ -608,6 +608,8 @@ class Engine:
         for name in [*prompt.parts, *([tail_template] if tail_template else [])]:
             if name in TEMPLATE_NAMES:  # not the session's system prompt, not the note
                 trace.template(name)
+        if anchor.scope is not None and anchor.scope.left_out:
+            trace.template("away")
         trace.trimmed = {
             "window": window,
             "budget": budget,

@@ -196,6 +196,7 @@ def test_a_character_who_left_does_not_see_what_happened_while_it_was_away(
         "lore_left_out": [],
     }
     assert all(part.get("named") for part in trace.parts if "run" in part)
+    assert {"character", "cast", "away"} <= set(trace.document["templates"])
 
     # Ann stayed: she saw everything
     ann = play(engine, sid, "reply", speaker="Ann")
