@@ -117,11 +117,16 @@ function json(value) {
   return el("pre.json", { text: JSON.stringify(value, null, 2) });
 }
 
-/** Who spoke, who was present, and the messages the speaker did not see (it was away). */
+/**
+ * Who spoke, who was present, what the speaker did not see (it was away: runs of the
+ * story's messages, {first, last, count}) and the lore of absent members left out.
+ */
 function sceneSection(scene) {
-  const leftOut = scene.left_out || [];
+  const runs = scene.left_out || [];
+  const count = runs.reduce((sum, run) => sum + (run.count || 0), 0);
   const present = scene.present || [];
-  const idOf = (item) => (typeof item === "string" ? item : item?.id || JSON.stringify(item));
+  const lore = scene.lore_left_out || [];
+  const run = (r) => (r.first === r.last ? short(r.first) : `${short(r.first)} … ${short(r.last)}`);
   return el(
     "section.trace-section.trace-scene",
     {},
@@ -134,9 +139,17 @@ function sceneSection(scene) {
       el("dt", { text: t("state.trace.present") }),
       el("dd", { text: present.length ? present.join(", ") : t("app.none") }),
       el("dt", { text: t("state.trace.left_out") }),
-      el("dd.left-out", { dataset: { count: String(leftOut.length) } }, leftOut.length ? t("state.trace.left_out_count", { count: leftOut.length, speaker: scene.speaker || "" }) : t("state.trace.left_out_none")),
+      el("dd.left-out", { dataset: { count: String(count) } }, count ? t("state.trace.left_out_count", { count, speaker: scene.speaker || "" }) : t("state.trace.left_out_none")),
+      lore.length ? [el("dt", { text: t("state.trace.lore_left_out") }), el("dd", { text: lore.map((hit) => `${hit.id} (${hit.reason})`).join("; ") })] : null,
     ),
-    leftOut.length ? el("details", {}, el("summary", { text: t("state.trace.left_out_ids") }), el("ul.left-out-ids", {}, leftOut.map((item) => el("li.id", { text: short(idOf(item)), title: idOf(item) })))) : null,
+    runs.length
+      ? el(
+          "details",
+          {},
+          el("summary", { text: t("state.trace.left_out_ids") }),
+          el("ul.left-out-runs", {}, runs.map((r) => el("li", { title: `${r.first} … ${r.last}` }, el("span.id", { text: run(r) }), ` (${r.count})`))),
+        )
+      : null,
   );
 }
 

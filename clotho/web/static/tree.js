@@ -12,7 +12,8 @@
 // the hook a bookmark feature fills.
 //
 // A change of scene (a narration node saying who left or joined, metadata `scene`) is
-// marked: ⇄ before its label (and in the legend), a badge in the panel.
+// marked: ⇄ before its label (and in the legend), a badge in the panel. When several
+// characters reply, a reply's label begins with its speaker's name.
 
 import { t } from "./i18n.js";
 import { renderDiff, renderState, variableOrder } from "./panels.js";
@@ -246,6 +247,8 @@ export class TreeView {
     this.labels = new Map(); // node id → its label's lines, fitted when first painted
     this.bookmarked = data.nodes.some((node) => node.metadata?.bookmark);
     this.sceneChanges = data.nodes.some((node) => node.metadata?.scene);
+    // Several characters reply: each reply's label begins with its speaker's name.
+    this.severalSpeakers = new Set(data.nodes.filter((node) => node.role === "assistant" && node.name).map((node) => node.name)).size > 1;
   }
 
   /** The child a folded node continues with: the one flipped to, the trunk, else its
@@ -306,7 +309,8 @@ export class TreeView {
     let lines = this.labels.get(node.id);
     if (!lines) {
       const mark = (node.metadata?.bookmark ? "★ " : "") + (node.metadata?.scene ? "⇄ " : "");
-      lines = fitLabel(`${mark}${node.content}`);
+      const who = this.severalSpeakers && node.role === "assistant" && node.name ? `${node.name}: ` : "";
+      lines = fitLabel(`${mark}${who}${node.content}`);
       if (!lines.length) lines = [t("tree.empty_text")];
       this.labels.set(node.id, lines);
     }
