@@ -373,6 +373,26 @@ def test_a_four_character_story_played_over_http(
     # Bram's reply after he is back: his prompt lacks what was said while he was away.
     back = turn(client, sid, {"kind": "reply", "speaker": "Bram"})
     assert back["node"]["name"] == "Bram"
+    prompt = said(server)
+    assert "saffron" not in prompt and away_say["node"]["content"] not in prompt
+    assert away_reply["node"]["content"] not in prompt
+    assert first["node"]["content"] in prompt  # what he saw, he knows
+    assert "Bram leaves the scene." in prompt and "Bram joins the scene." in prompt
+    trace = client.get(f"/api/sessions/{sid}/nodes/{back['node']['id']}/trace")
+    assert trace.status_code == 200, trace.text
+    assert trace.json()["verified"] is True
+    assert "saffron" not in json.dumps(trace.json()["messages"], ensure_ascii=False)
+    scene = trace.json()["scene"]
+    assert scene["speaker"] == "Bram"
+    assert scene["present"] == ["Marla", "Bram", "Élodie Brun", "Seraphina"]
+    assert scene["left_out"] == [
+        {"first": away_say["user_node"]["id"], "last": away_reply["node"]["id"], "count": 3}
+    ]
+    # Élodie, who stayed, saw it all.
+    stayed = turn(client, sid, {"kind": "reply", "speaker": "Élodie Brun"})
+    assert "saffron" in said(server)
+    stayed_trace = client.get(f"/api/sessions/{sid}/nodes/{stayed['node']['id']}/trace")
+    assert stayed_trace.json()["scene"]["left_out"] == []
 
     # Rolled back across the leave: Bram is present again.
     moved = client.put(f"/api/sessions/{sid}/head", json={"node_id": before_leave})
