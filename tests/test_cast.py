@@ -3,10 +3,12 @@ picture and book, a character written in place) in order, a name taken refused,
 members removed (card and picture go, the book stays), scene changes (leave, join,
 their refusals, nothing half-written), who is present rolling back with undo, redo and
 checkout and not with an edit elsewhere, the cast's settings read back, and ``import
-card`` refusing a session with a cast of several."""
+card`` refusing a session with a cast of several, a scene change in a SillyTavern chat
+(a narrator's message) and back."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from clotho.cast import (
     session_cast,
     written_card,
 )
+from clotho.formats.stchat import export_chat, import_chat
 from clotho.lore import CARD, LOREBOOK, import_card, session_card
 from clotho.sessionconfig import CastSettings, SessionSettings, updated_metadata
 from clotho.stories import AVATAR, new_story, session_avatar
@@ -253,3 +256,32 @@ def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str
         ("Northwatch (2)",),
         ("Northwatch",),
     ]
+
+
+def test_a_scene_change_exports_as_narration_and_comes_back(store: Store, session_id: str) -> None:
+    """In a SillyTavern chat a scene change is a narrator's message (``/sys``: named
+    System, ``extra.type`` narrator, sent to the model as a system message); imported,
+    such a message is narration again, and names no one of the story."""
+    scene_change(store, session_id, "Bram", "leaves")
+    store.append(session_id, "assistant", "The gate creaks.", name="Seraphina")
+    exported = export_chat(store, session_id).text
+    lines = [json.loads(line) for line in exported.splitlines()[1:]]
+    scene = lines[-2]
+    assert (scene["name"], scene["is_user"], scene["is_system"], scene["mes"]) == (
+        "System",
+        False,
+        False,
+        "Bram leaves the scene.",
+    )
+    assert scene["extra"] == {"type": "narrator"}
+    assert lines[-1]["name"] == "Seraphina"
+
+    # the narrator's line first: it names no one, the character is the first who speaks
+    narrated = "\n".join([exported.splitlines()[0], json.dumps(scene), json.dumps(lines[-1])])
+    again = import_chat(store, narrated, "narrated.jsonl")
+    nodes = store.projection(again.id)
+    assert [(n.role, n.name) for n in nodes] == [("system", "System"), ("assistant", "Seraphina")]
+    assert again.metadata["names"] == {"character": "Seraphina"}
+    assert again.title == "Seraphina (SillyTavern)"
+    back = export_chat(store, again.id).text.splitlines()[1:]
+    assert [json.loads(line) for line in back] == [scene, lines[-1]]

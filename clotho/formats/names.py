@@ -25,10 +25,20 @@ from orchestrator import Character, TurnSetup
 if TYPE_CHECKING:
     from .campaign import Campaign
 
-__all__ = ["DEFAULT_CHARACTER", "DEFAULT_PLAYER", "NAMES", "SessionNames", "speakers"]
+__all__ = [
+    "DEFAULT_CHARACTER",
+    "DEFAULT_PLAYER",
+    "NAMES",
+    "NARRATOR",
+    "SessionNames",
+    "narration",
+    "speakers",
+]
 
 NAMES = "names"
 """The session metadata's key for the names a session was given (``{"player", "character"}``)."""
+NARRATOR = "narrator"
+"""A SillyTavern narrator's message's ``extra.type``."""
 DEFAULT_PLAYER = TurnSetup.player
 """The player's name when nothing names the player."""
 DEFAULT_CHARACTER = Character.name
@@ -71,18 +81,27 @@ class SessionNames:
 
 def speakers(messages: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """The names a SillyTavern chat gives (``{"player", "character"}``, those it has):
-    the last named player, the first named character; a hidden (system) message names
-    no one."""
+    the last named player, the first named character; a hidden (system) message and a
+    narrator's (``extra.type`` ``narrator``) name no one."""
     found: dict[str, str] = {}
     for message in messages:
         name = _text(message.get("name"))
-        if name is None or message.get("is_system"):
+        if name is None or message.get("is_system") or narration(message):
             continue
         if message.get("is_user"):
             found["player"] = name
         else:
             found.setdefault("character", name)
     return found
+
+
+def narration(message: Mapping[str, Any]) -> bool:
+    """Whether a SillyTavern message is a narrator's (``/sys``: ``extra.type``
+    ``narrator``), which SillyTavern sends as a system message and names no one of the
+    story by."""
+    extra = message.get("extra")
+    narrated = isinstance(extra, Mapping) and extra.get("type") == NARRATOR
+    return narrated and not message.get("is_user")
 
 
 def _text(value: Any) -> str | None:

@@ -5,7 +5,8 @@ JSON object per message; a group chat may have no header (SillyTavern's group sa
 writes the messages alone), and its messages carry each speaker (``name``,
 ``original_avatar``, ``force_avatar``, ``is_name``). An empty file (or only
 whitespace) is an empty chat: SillyTavern writes one for a group chat with no message
-yet. On import, each message becomes a node (``is_user`` -> user, else assistant;
+yet. On import, each message becomes a node (``is_user`` -> user, a narrator's message
+(``extra.type`` ``narrator``, SillyTavern's ``/sys``) -> system, else assistant;
 ``is_system``, a hidden message, -> a disabled node; ``name`` -> the node's name); its
 swipes become sibling nodes, ``swipe_id`` the one the story goes on from; every field
 is kept in the node's metadata (``metadata["sillytavern"]``: the message as it would
@@ -21,7 +22,8 @@ entries the swipes came with, each at its own swipe: an entry is made only for a
 Clotho generated, or to fill a gap before a swipe's real entry (the list is parallel to
 the swipes). What hangs below the other alternatives cannot be held by the format: the
 export says how many nodes that is (they stay in the tree). A message with no name of
-its own is named by the session's names (:mod:`clotho.formats.names`).
+its own is named by the session's names (:mod:`clotho.formats.names`); a narration node
+grown in Clotho (a scene change, ``Bram leaves the scene.``) is a narrator's message.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from mnemosyne import Node, NodeRecord, Session, SessionTransaction, Store, json
 from mnemosyne.errors import JsonTextError
 from mnemosyne.validation import json_place, problem_line
 
-from .names import NAMES, SessionNames, speakers
+from .names import NAMES, NARRATOR, SessionNames, narration, speakers
 
 __all__ = ["ChatError", "Export", "export_chat", "import_chat", "parse_chat"]
 
@@ -48,6 +50,8 @@ KEY = "sillytavern"
 #: Fields of a message with swipes that the tree itself holds (the texts, which one is
 #: shown, each swipe's info). A message without swipes keeps all but ``mes`` as it was.
 DERIVED = ("mes", "swipes", "swipe_id", "swipe_info")
+#: A narrator's message's default name (SillyTavern's ``/sys``).
+NARRATOR_NAME = "System"
 #: The header SillyTavern 1.15 writes; a chat grown in Clotho exports with it.
 NEW_HEADER = {"chat_metadata": {}, "user_name": "unused", "character_name": "unused"}
 
@@ -238,7 +242,10 @@ def _title(messages: list[dict[str, Any]], header: dict[str, Any] | None, name: 
         dict.fromkeys(
             m["name"]
             for m in messages
-            if not m.get("is_user") and not m.get("is_system") and m.get("name")
+            if not m.get("is_user")
+            and not m.get("is_system")
+            and not narration(m)
+            and m.get("name")
         )
     )
     if not characters:
@@ -279,6 +286,8 @@ def import_chat(
     parent: int | None = None
     for message in messages:
         role = "user" if message.get("is_user") else "assistant"
+        if narration(message):
+            role = "system"
         enabled = not message.get("is_system", False)
         speaker = message.get("name") or None
         if cast and not message.get("is_user"):
@@ -333,8 +342,10 @@ def _message(node: Node, siblings: Sequence[Node], names: SessionNames) -> dict[
             extra["reasoning"] = node.metadata["reasoning"]
         if node.metadata.get("model"):
             extra["model"] = node.metadata["model"]
+        if node.role == "system":  # narration (a scene change): SillyTavern's /sys
+            extra["type"] = NARRATOR
         base = {
-            "name": node.name or names.of(node.role),
+            "name": node.name or (NARRATOR_NAME if node.role == "system" else names.of(node.role)),
             "is_user": node.role == "user",
             "is_system": not node.enabled,
             "send_date": node.created_at.isoformat(),
