@@ -158,7 +158,8 @@ def session_cast(store: Store, session_id: str) -> Cast:
 
     settings = session_settings(store.session(session_id).metadata).cast_settings
     cards = _cards(store.documents(session_id, CARD))
-    return _cast(cards, settings, store.documents(session_id, LOREBOOK))
+    books = store.documents(session_id, LOREBOOK) if any(c.book for c in cards) else []
+    return _cast(cards, settings, books)
 
 
 def _cast(cards: list[Card], settings: CastSettings, books: list[Document] | None = None) -> Cast:
