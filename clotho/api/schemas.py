@@ -531,6 +531,33 @@ class SubtreeOut(BaseModel):
     size: int = Field(description="How many nodes the subtree has, its top included.")
 
 
+class LeftOutRun(BaseModel):
+    """Messages of the path the speaker did not witness (it was away), one run of them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    first: str = Field(description="The run's first node.")
+    last: str = Field(description="The run's last node.")
+    count: int = Field(description="How many messages it holds.")
+
+
+class SceneTraceOut(BaseModel):
+    """The scene of a reply in a cast of several (docs/cast.md)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    speaker: str = Field(description="Who the reply was written as.")
+    present: list[str] = Field(description="Who was in the scene, in the cast's order.")
+    left_out: list[LeftOutRun] = Field(
+        description="The path's messages left out of the prompt because the speaker was "
+        "away when they were said (a leave and a join are seen by the one who moves)."
+    )
+    lore_left_out: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Lore that fired but was left out: an absent member's own book.",
+    )
+
+
 class TraceOut(BaseModel):
     """A PromptTrace: what the model was sent for a node, and the stored document
     (model, params, usage, lore, planner, templates...: its other fields)."""
@@ -547,6 +574,9 @@ class TraceOut(BaseModel):
     usage: dict[str, Any] | None = None
     lore: list[dict[str, Any]] | None = None
     planner: dict[str, Any] | None = None
+    scene: SceneTraceOut | None = Field(
+        default=None, description="A reply of a cast of several: who spoke, and what it saw."
+    )
 
 
 class DiffOut(RootModel[dict[str, Annotated[list[Any], Field(min_length=2, max_length=2)]]]):
