@@ -30,7 +30,7 @@ from clotho.formats.names import NAMES
 from clotho.lore import CARD, LOREBOOK, card_documents, session_card
 from clotho.sessionconfig import Persona, SessionSettings, updated_metadata
 from clotho.sessions import card_session
-from mnemosyne import StateSchema, UnknownSessionError, schema_from_mapping
+from mnemosyne import StateSchema, UnknownSessionError, jsontext, schema_from_mapping
 
 if TYPE_CHECKING:
     from mnemosyne import Node, Session, Store
@@ -130,15 +130,19 @@ def avatar_document(png: bytes, name: str) -> tuple[str, str, str] | None:
     return AVATAR, name, json.dumps(content)
 
 
-def session_avatar(store: Store, session_id: str) -> Avatar | None:
+def session_avatar(store: Store, session_id: str, member: str | None = None) -> Avatar | None:
     """The session's picture, if it has one: its character's (the cast's first member
-    with a picture, :mod:`clotho.cast`), else the first one it keeps."""
+    with a picture, :mod:`clotho.cast`), else the first one it keeps; with ``member``,
+    that member's picture only."""
     found = {document.name: document for document in store.documents(session_id, AVATAR)}
-    if not found:
+    if member is not None:
+        document = found.get(member)
+    else:
+        members = [card.name for card in store.documents(session_id, CARD)]
+        document = next((found[name] for name in members if name in found), None)
+        document = document or next(iter(found.values()), None)
+    if document is None:
         return None
-    members = [card.name for card in store.documents(session_id, CARD)]
-    document = next((found[name] for name in members if name in found), None)
-    document = document or next(iter(found.values()))
     try:
         data = base64.b64decode(json.loads(document.content)["data"], validate=True)
     except (ValueError, KeyError, TypeError, binascii.Error):
@@ -153,18 +157,29 @@ def _kept_by(store: Store, session_ref: str) -> str:
         raise StoryError(f"no session {session_ref!r} keeps it") from None
 
 
-def stored_card(store: Store, session_ref: str) -> tuple[Card, bytes | None]:
+def stored_card(
+    store: Store, session_ref: str, name: str | None = None
+) -> tuple[Card, bytes | None]:
     """The card kept with a session (its id or a unique prefix), and its picture (to make
-    another story of it).
+    another story of it): the card of the member ``name`` of its cast, else its
+    character's (the first member's).
 
     Raises:
-        StoryError: there is no such session, or it has no card.
+        StoryError: there is no such session, or it has no card (of that name).
     """
+    from planner.cards import parse_card
+
     session_id = _kept_by(store, session_ref)
-    card = session_card(store, session_id)
-    if card is None:
-        raise StoryError(f"session {session_id} has no character card")
-    avatar = session_avatar(store, session_id)
+    if name is None:
+        card = session_card(store, session_id)
+        if card is None:
+            raise StoryError(f"session {session_id} has no character card")
+    else:
+        found = [d for d in store.documents(session_id, CARD) if d.name == name]
+        if not found:
+            raise StoryError(f"session {session_id} has no character card named {name!r}")
+        card = parse_card(jsontext.loads(found[0].content, jsontext.DOCUMENT), name)
+    avatar = session_avatar(store, session_id, card.name if name is not None else None)
     return card, avatar.png if avatar else None
 
 

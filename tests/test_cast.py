@@ -25,7 +25,7 @@ from clotho.cast import (
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.lore import CARD, LOREBOOK, import_card, session_card
 from clotho.sessionconfig import CastSettings, SessionSettings, updated_metadata
-from clotho.stories import AVATAR, new_story, session_avatar
+from clotho.stories import AVATAR, StoryError, new_story, session_avatar, stored_card
 from mnemosyne import ConflictError, Store
 from planner.cards import Card, load_card, parse_card
 from planner.errors import CardError
@@ -285,3 +285,24 @@ def test_a_scene_change_exports_as_narration_and_comes_back(store: Store, sessio
     assert again.title == "Seraphina (SillyTavern)"
     back = export_chat(store, again.id).text.splitlines()[1:]
     assert [json.loads(line) for line in back] == [scene, lines[-1]]
+
+
+def test_a_members_card_makes_another_story(store: Store, session_id: str) -> None:
+    """The new-story picker's stored card: a member's by name (with its own picture),
+    else the session's character's."""
+    add_member(store, session_id, _card(CHARACTERS / "Mira.json"), avatar=SERAPHINA.read_bytes())
+    card, picture = stored_card(store, session_id)
+    assert card.name == "Seraphina" and picture is not None
+    card, picture = stored_card(store, session_id, "Bram")
+    assert (card.name, card.book.name if card.book else None, picture) == (
+        "Bram",
+        "Northwatch",
+        None,
+    )
+    card, picture = stored_card(store, session_id[:12], "Mira")
+    assert card.name == "Mira" and picture is not None and picture.startswith(b"\x89PNG")
+    with pytest.raises(StoryError, match="no character card named 'Nobody'"):
+        stored_card(store, session_id, "Nobody")
+    story, _ = new_story(store, card, picture=picture)
+    assert session_cast(store, story.id).names == ["Mira"]
+    assert _names(store, story.id, AVATAR) == ["Mira"]
