@@ -471,11 +471,13 @@ class _Planner:
         planned.speakers = by_file
         planned.cast_settings = CastSettings(
             order=self.order(planned, group.activation_strategy),
-            muted=[
-                by_file[entry]
-                for entry in dict.fromkeys(group.disabled_members or ())
-                if entry in by_file and len(by_file[entry]) <= MAX_MEMBER_NAME
-            ],
+            muted=list(
+                dict.fromkeys(
+                    by_file[entry]
+                    for entry in group.disabled_members or ()
+                    if entry in by_file and len(by_file[entry]) <= MAX_MEMBER_NAME
+                )
+            ),
         )
         if group.generation_mode:  # 1, 2: append
             planned.notes.append(
