@@ -262,6 +262,47 @@ def test_the_cast_in_the_drawer_at_phone_width(
     screenshot(page, "cast-chat-phone")
 
 
+def test_mute_the_speaker_order_and_remove_from_the_panel(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("mute and remove")
+    base = f"/api/sessions/{sid}"
+    for name in ("Marla", "Bram", "Corin"):
+        assert api.post(f"{base}/cast", json={"name": name}).status_code == 201
+    page = open_page(sid)
+    expect(page.locator("#cast-panel li.cast-member")).to_have_count(3)
+
+    # Muted: said in the panel, not offered to answer, kept in the settings; unmuted back.
+    member(page, "Bram").locator("button.cast-mute").click()
+    expect(member(page, "Bram")).to_have_attribute("data-muted", "true")
+    expect(member(page, "Bram").locator(".cast-state")).to_contain_text("muted")
+    expect(member(page, "Bram").locator("button.cast-speak")).to_be_disabled()
+    expect(page.locator('#speaker option[value="Bram"]')).to_be_disabled()
+    muted = {m["name"]: m["muted"] for m in api.get(f"{base}/cast").json()["members"]}
+    assert muted == {"Marla": False, "Bram": True, "Corin": False}, muted
+    member(page, "Bram").locator("button.cast-mute").click()
+    expect(member(page, "Bram")).to_have_attribute("data-muted", "false")
+    expect(page.locator('#speaker option[value="Bram"]')).to_be_enabled()
+
+    # The narrator voices everyone: the order chosen in the panel, "auto" answered by it.
+    page.select_option("#cast-order", "narrator")
+    expect(page.locator('#speaker option[value=""]')).to_contain_text("Narrator")
+    assert api.get(f"{base}/cast").json()["order"] == "narrator"
+    send(page, "I look around the cave.")
+    expect(replies(page)).to_have_count(1)
+    settled(page)
+    expect(replies(page).locator(".who")).to_have_text("Narrator")
+    expect(replies(page).locator(".avatar")).to_have_text("N")
+
+    # Removed, after a yes: out of the panel and the cast; the story keeps its messages.
+    member(page, "Corin").locator("button.cast-remove").click()
+    expect(page.locator("#ask")).to_contain_text("Remove Corin from the cast?")
+    page.locator("#ask button", has_text="Remove").click()
+    expect(page.locator("#cast-panel li.cast-member")).to_have_count(2)
+    assert [m["name"] for m in api.get(f"{base}/cast").json()["members"]] == ["Marla", "Bram"]
+    expect(page.locator("article.message")).to_have_count(2)
+
+
 def slow_gm(request: dict[str, Any]) -> Reply | str:
     """A long reply, a word every 40 ms; no state change."""
     if "response_format" in request:
