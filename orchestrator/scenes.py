@@ -35,6 +35,9 @@ class Scope:
     """The witnessed messages alone (no ``away`` line): what the lore scans."""
     left_out: list[dict[str, Any]] = field(default_factory=list)
     """The runs of path messages left out: ``{"first", "last", "count"}`` (node ids)."""
+    first_gap: int | None = None
+    """How many messages of :attr:`history` come before the first run left out (they
+    are the path's first ones, all witnessed); ``None``: nothing was left out."""
 
     def add(self, message: Message) -> None:
         """The turn's new message (the player's, not stored yet) at the end of each."""
@@ -94,9 +97,12 @@ def witnessed(
     sources: list[int | None] = []
     left_out: list[dict[str, Any]] = []
     line: Message | None = None
+    first_gap: int | None = None
     previous = 0
     for start, end in [*kept, (len(messages), len(messages))]:
         if start > previous:
+            if first_gap is None:
+                first_gap = len(history)
             left_out.append(
                 {
                     "first": messages[previous].id,
@@ -114,4 +120,4 @@ def witnessed(
         seen.extend(kept_run)
         sources.extend(range(start, end))
         previous = end
-    return Scope(history, list(messages), sources, seen, left_out)
+    return Scope(history, list(messages), sources, seen, left_out, first_gap)

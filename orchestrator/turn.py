@@ -572,31 +572,29 @@ class Engine:
         fixed = [*tail, *({"content": item.content} for item in injections)]
         first_kept, budget, window, count = self._fit(anchor, parts, fixed)
         summary_info = None
-        unseen = anchor.scope is not None and bool(anchor.scope.left_out)
-        if first_kept > 0 and unseen:
-            # The story's running summary tells what the speaker did not see: the oldest
-            # messages it saw are dropped, not summarised.
-            pass
-        elif first_kept > 0 and state.get("preview"):
-            summary_text, first_kept, summary_info = await asyncio.to_thread(
-                self._standing_summary, anchor, first_kept
-            )
-            context["summary"] = summary_text
-            parts = with_note(
-                note, render_parts(templates, context, system_prompt=system_prompt), ()
-            )[0]
-            first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
-        elif first_kept > 0:
-            self._emit(state, "status", "summarising the oldest messages, which no longer fit")
-            summary_text, first_kept, summary_info = await self._guarded(
-                running, self._summary(anchor, first_kept, window, count, trace)
-            )
-            context["summary"] = summary_text
-            parts = with_note(
-                note, render_parts(templates, context, system_prompt=system_prompt), ()
-            )[0]
-            # the summary takes room: keep what still fits
-            first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
+        # A speaker who was away: the story's summary may stand in for the oldest
+        # messages only while it tells nothing past the first it did not see.
+        gap = anchor.scope.first_gap if anchor.scope is not None else None
+        unseen = first_kept > 0 and gap is not None and first_kept > gap
+        if first_kept > 0 and not unseen:
+            found: tuple[str, int, dict[str, Any]] | None
+            if state.get("preview"):
+                found = await asyncio.to_thread(self._standing_summary, anchor, first_kept, gap)
+            else:
+                self._emit(state, "status", "summarising the oldest messages, which no longer fit")
+                found = await self._guarded(
+                    running, self._summary(anchor, first_kept, window, count, trace, gap)
+                )
+            if found is None:
+                unseen = True
+            else:
+                summary_text, first_kept, summary_info = found
+                context["summary"] = summary_text
+                parts = with_note(
+                    note, render_parts(templates, context, system_prompt=system_prompt), ()
+                )[0]
+                # the summary takes room: keep what still fits
+                first_kept = max(first_kept, self._fit(anchor, parts, fixed)[0])
         prompt = assemble(
             parts,
             anchor.history,
@@ -643,11 +641,15 @@ class Engine:
         narrating = speaker not in self.setup.members or anchor.reply_role == "user"
         return {"group": True, "narrator": narrating, "cast": others}
 
-    def _standing_summary(self, anchor: Anchor, first_kept: int) -> tuple[str, int, dict[str, Any]]:
+    def _standing_summary(
+        self, anchor: Anchor, first_kept: int, gap: int | None = None
+    ) -> tuple[str, int, dict[str, Any]] | None:
         """For a preview: the summary the story has, if it covers what must be trimmed
         (``reused``), else the one there is and ``reused: False`` (a turn would write a
-        new one; the preview does not)."""
+        new one; the preview does not). ``None`` if it covers messages past ``gap``."""
         covered, summary = self._covered(anchor)
+        if gap is not None and covered > gap:
+            return None
         if summary and covered >= first_kept:
             through = anchor.history[covered - 1].id
             return summary, covered, {"reused": True, "covers_through": through}
@@ -673,20 +675,26 @@ class Engine:
         window: int,
         count: Callable[[Message], int],
         trace: TraceBuilder,
-    ) -> tuple[str, int, dict[str, Any]]:
+        gap: int | None = None,
+    ) -> tuple[str, int, dict[str, Any]] | None:
         """A summary of ``history[:first_kept]`` at least: the one at the anchor if it
-        covers enough, else a new one (a model call per chunk that fits)."""
+        covers enough, else a new one (a model call per chunk that fits). ``gap``: no
+        summary may tell of ``history[gap:]`` (the speaker did not see all of it):
+        ``None`` if the story's summary does."""
         history = anchor.history
         # A walk of the path to the node that wrote the summary: in a worker thread, so
         # that a long story does not hold the event loop (other sessions, reads) meanwhile.
         covered, summary = await asyncio.to_thread(self._covered, anchor)
+        if gap is not None and covered > gap:
+            return None
         if covered >= first_kept:
             return summary, covered, {"reused": True, "covers_through": history[covered - 1].id}
         # Drop a quarter of the window more than needed, so that the next turns can
         # reuse this summary instead of writing a new one each time.
         target = first_kept
+        end_at = len(history) - 1 if gap is None else min(len(history) - 1, gap)
         slack, spent = window // 4, 0
-        while target < len(history) - 1 and spent < slack:
+        while target < end_at and spent < slack:
             spent += count(history[target]) + FRAMING
             target += 1
         model = self.setup.summarizer

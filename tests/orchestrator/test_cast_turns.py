@@ -302,3 +302,46 @@ def test_lore_of_an_absent_characters_own_book_does_not_play(
     ]
     assert [hit["id"] for hit in trace.document["lore"]] == ["world:0"]
     assert store.state(sid).active_lore_ids == ["world:0"]
+
+
+def summarised(request: dict[str, Any]) -> bool:
+    return str(request["messages"][0]["content"]).startswith("Summarise the story")
+
+
+@pytest.mark.parametrize("away_from", [27, 1])
+def test_a_summary_stands_in_only_for_what_the_speaker_saw(
+    store: Store, sid: str, serve: Callable[..., ModelServer], away_from: int
+) -> None:
+    def script(request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        return "SUMMARY: a long walk." if summarised(request) else "The road ends."
+
+    duo = (CAST[0], CAST[1])
+    for i in range(30):
+        if i == away_from:
+            scene(store, sid, "Bram", "leaves", {"op": "set", "path": "present", "value": ["Ann"]})
+        if i == away_from + 2:
+            scene(store, sid, "Bram", "joins", {"op": "append", "path": "present", "value": "Bram"})
+        store.append(sid, "user", f"I walk further down the long road, step {i}, looking around.")
+        store.append(sid, "assistant", f"The road goes on; milestone {i} passes.", name="Ann")
+    server = serve(script)
+    model = ModelConfig(
+        "openai/gm", api_base=server.url, retries=0, context_window=700, reply_tokens=100
+    )
+    setup = TurnSetup(model=model, character=duo[0], cast=duo, extract=False)
+    result = play(build_engine(store, setup), sid, "say", text="Bram?", speaker="Bram")
+    sent = json.dumps([r.json["messages"] for r in server.requests if not summarised(r.json)])
+    trace = store.trace(sid, result.node.id)  # type: ignore[union-attr]
+    assert trace is not None and trace.verified
+    assert trace.document["trimmed"]["dropped"] > 0
+    summaries = [r for r in server.requests if summarised(r.json)]
+    if away_from == 27:  # what was trimmed is all before Bram left: summarised
+        assert summaries and "step 0," in summaries[0].json["messages"][0]["content"]
+        assert "step 27," not in json.dumps([r.json for r in summaries])
+        assert "The story so far" in sent
+        assert store.state(sid).summary.startswith("SUMMARY")
+    else:  # Bram was away early on: the story's summary would tell him what he missed
+        assert summaries == [] and "The story so far" not in sent
+        assert "skipped" in trace.document["trimmed"]["summary"]
+        assert store.state(sid).summary == ""
