@@ -536,21 +536,25 @@ class LeftOutRun(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    first: str = Field(description="The run's first node.")
-    last: str = Field(description="The run's last node.")
-    count: int = Field(description="How many messages it holds.")
+    first: str | None = Field(default=None, description="The run's first node.")
+    last: str | None = Field(default=None, description="The run's last node.")
+    count: int | None = Field(default=None, description="How many messages it holds.")
 
 
 class SceneTraceOut(BaseModel):
-    """The scene of a reply in a cast of several (docs/cast.md)."""
+    """The scene of a reply in a cast of several (docs/cast.md), as the engine stored it
+    (every field read leniently: a trace stored by another version still reads)."""
 
     model_config = ConfigDict(extra="allow")
 
-    speaker: str = Field(description="Who the reply was written as.")
-    present: list[str] = Field(description="Who was in the scene, in the cast's order.")
+    speaker: str | None = Field(default=None, description="Who the reply was written as.")
+    present: list[str] | None = Field(
+        default=None, description="Who was in the scene, in the cast's order."
+    )
     left_out: list[LeftOutRun] = Field(
+        default_factory=list,
         description="The path's messages left out of the prompt because the speaker was "
-        "away when they were said (a leave and a join are seen by the one who moves)."
+        "away when they were said (a leave and a join are seen by the one who moves).",
     )
     lore_left_out: list[dict[str, Any]] = Field(
         default_factory=list,
