@@ -461,3 +461,19 @@ def test_the_speaker_orders_over_http(
     assert told["node"]["name"] == "Narrator"
     unknown = client.get(f"/api/sessions/{sid}/speakers", params={"extra": "1"})
     assert unknown.status_code == 422  # a parameter it does not take
+
+
+def test_a_reroll_keeps_its_speaker(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    client = make_client(server)
+    sid = story(client)
+    assert client.post(f"/api/sessions/{sid}/cast", json={"name": "Bram"}).status_code == 201
+    said_by_bram = turn(client, sid, {"kind": "say", "text": "Row on.", "speaker": "Bram"})
+    again = turn(client, sid, {"kind": "reroll"})
+    assert again["node"]["name"] == "Bram"
+    assert again["node"]["parent_id"] == said_by_bram["user_node"]["id"]
+    other = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reroll", "speaker": "Marla"})
+    assert other.status_code == 422 and other.json()["code"] == "invalid_turn"
+    assert "Bram" in other.json()["detail"]
