@@ -262,7 +262,7 @@ def test_the_cast_in_the_drawer_at_phone_width(
     screenshot(page, "cast-chat-phone")
 
 
-def test_mute_the_speaker_order_and_remove_from_the_panel(
+def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
 ) -> None:
     sid = new_session("mute and remove")
@@ -283,6 +283,20 @@ def test_mute_the_speaker_order_and_remove_from_the_panel(
     member(page, "Bram").locator("button.cast-mute").click()
     expect(member(page, "Bram")).to_have_attribute("data-muted", "false")
     expect(page.locator('#speaker option[value="Bram"]')).to_be_enabled()
+
+    # Under More: the description, the talkativeness (saved when let go), the own lore.
+    more = member(page, "Bram").locator(".cast-details")
+    expect(more).to_be_hidden()
+    member(page, "Bram").locator("button.cast-more").click()
+    expect(more.locator(".cast-books")).to_have_text("No lore of its own.")
+    version = page.locator("#version").inner_text()
+    more.locator("input[type=range]").fill("0.2")
+    expect(page.locator("#version")).not_to_have_text(version)  # saved
+    expect(more.locator(".cast-talk-value")).to_have_text("20%")
+    expect(more).to_be_visible()  # drawn again, still unfolded
+    screenshot(page, "cast-more")
+    talk = {m["name"]: m["talkativeness"] for m in api.get(f"{base}/cast").json()["members"]}
+    assert talk == {"Marla": 0.5, "Bram": 0.2, "Corin": 0.5}, talk
 
     # The narrator voices everyone: the order chosen in the panel, "auto" answered by it.
     page.select_option("#cast-order", "narrator")

@@ -2,7 +2,8 @@
 // (the drawer at phone width), as SillyTavern's group members are. Each member with its
 // picture (or its initial on its colour), its name, present or away, muted or not, and
 // what can be done with it: speak next (a `reply` turn, SillyTavern's "trigger"), mute,
-// leave or join the scene (a narration node: Undo takes it back), remove (asked first).
+// leave or join the scene (a narration node: Undo takes it back), remove (asked first);
+// folded under More, its description, talkativeness and own lore.
 // Below them: Add a character (a card uploaded, or one written in place) and the
 // speaker order. By the message input, "Who answers": the order decides (auto), or a
 // member picked.
@@ -37,6 +38,7 @@ export class CastPanel {
     this.cast = null; // GET .../cast as last read (null: unknown, or the server has no cast)
     this.sid = null; // the session it was read for
     this.pictures = new Map(); // "sid\nname" → a promise of the member's picture (data: URL) or null
+    this.opened = new Set(); // the members whose details are unfolded
     this.box = document.getElementById("cast-panel");
     this.choice = document.getElementById("speaker");
     this.choiceRow = document.getElementById("speaker-choice");
@@ -53,7 +55,10 @@ export class CastPanel {
       if (error.status !== 404 && error.status !== 405) throw error;
     }
     if (sid !== app.sid) return;
-    if (this.sid !== sid) this.pictures.clear();
+    if (this.sid !== sid) {
+      this.pictures.clear();
+      this.opened.clear();
+    }
     this.sid = sid;
     this.cast = cast;
     this.render();
@@ -156,6 +161,7 @@ export class CastPanel {
     if (member.first) state.push(t("cast.first"));
     const button = (action, text, title, onclick, disabled = false) =>
       el(`button.cast-${action}`, { type: "button", text, title, "aria-label": `${text}: ${member.name}`, onclick, disabled });
+    const details = this.more(member);
     return el(
       `li.cast-member${member.present ? "" : ".away"}${member.muted ? ".muted" : ""}`,
       { dataset: { name: member.name, present: String(member.present), muted: String(member.muted) } },
@@ -169,8 +175,48 @@ export class CastPanel {
         member.present
           ? button("leave", t("cast.leave"), t("cast.leave_title", { name: member.name }), () => this.move(member.name, "leave"), busy)
           : button("join", t("cast.join"), t("cast.join_title", { name: member.name }), () => this.move(member.name, "join"), busy),
+        this.moreButton(member, details),
         button("remove", t("cast.remove"), t("cast.remove_title"), () => this.remove(member.name)),
       ),
+      details,
+    );
+  }
+
+  /** More / Less: unfolds the member's details (they stay so when the panel is drawn again). */
+  moreButton(member, details) {
+    const open = () => this.opened.has(member.name);
+    const toggle = el("button.cast-more", { type: "button", "aria-expanded": String(open()), text: open() ? t("cast.less") : t("cast.more") });
+    toggle.addEventListener("click", () => {
+      if (open()) this.opened.delete(member.name);
+      else this.opened.add(member.name);
+      details.hidden = !open();
+      toggle.setAttribute("aria-expanded", String(open()));
+      toggle.textContent = open() ? t("cast.less") : t("cast.more");
+    });
+    return toggle;
+  }
+
+  /** A member's details (folded unless More unfolded them): its description, its
+   * talkativeness (a slider, saved when let go), its own lore. */
+  more(member) {
+    const percent = (value) => `${Math.round(value * 100)}%`;
+    const shown = el("output.cast-talk-value", { text: percent(member.talkativeness) });
+    const slider = el("input", {
+      type: "range",
+      min: "0",
+      max: "1",
+      step: "0.05",
+      value: String(member.talkativeness),
+      "aria-label": `${t("cast.talkativeness")}: ${member.name}`,
+      oninput: (event) => (shown.textContent = percent(Number(event.target.value))),
+      onchange: (event) => this.setTalkativeness(member, Number(event.target.value)),
+    });
+    return el(
+      "div.cast-details",
+      { hidden: !this.opened.has(member.name) },
+      member.description ? el("p.cast-description", { text: member.description }) : el("p.muted", { text: t("cast.no_description") }),
+      el("label.cast-talk", { title: t("cast.talkativeness_title") }, el("span", { text: t("cast.talkativeness") }), slider, shown),
+      el("p.cast-books", { text: member.books.length ? t("cast.books", { books: member.books.join(", ") }) : t("cast.no_books") }),
     );
   }
 
@@ -201,6 +247,10 @@ export class CastPanel {
   setMuted(member) {
     const doing = member.muted ? t("cast.unmuting", { name: member.name }) : t("cast.muting", { name: member.name });
     return this.app.write("PATCH", `/cast/${enc(member.name)}`, { muted: !member.muted }, doing);
+  }
+
+  setTalkativeness(member, value) {
+    return this.app.write("PATCH", `/cast/${enc(member.name)}`, { talkativeness: value }, t("cast.saving_talkativeness", { name: member.name }));
   }
 
   move(name, which) {
