@@ -276,6 +276,9 @@ def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     member(page, "Bram").locator("button.cast-mute").click()
     expect(member(page, "Bram")).to_have_attribute("data-muted", "true")
     expect(member(page, "Bram").locator(".cast-state")).to_contain_text("muted")
+    ink = "(node) => getComputedStyle(node).color"
+    name = member(page, "Bram").locator(".cast-name")
+    assert name.evaluate(ink) == member(page, "Marla").locator(".cast-name").evaluate(ink)
     expect(member(page, "Bram").locator("button.cast-speak")).to_be_disabled()
     expect(page.locator('#speaker option[value="Bram"]')).to_be_disabled()
     muted = {m["name"]: m["muted"] for m in api.get(f"{base}/cast").json()["members"]}

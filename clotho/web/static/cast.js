@@ -163,7 +163,7 @@ export class CastPanel {
       el(`button.cast-${action}`, { type: "button", text, title, "aria-label": `${text}: ${member.name}`, onclick, disabled });
     const details = this.more(member);
     return el(
-      `li.cast-member${member.present ? "" : ".away"}${member.muted ? ".muted" : ""}`,
+      `li.cast-member${member.present ? "" : ".away"}${member.muted ? ".is-muted" : ""}`,
       { dataset: { name: member.name, present: String(member.present), muted: String(member.muted) } },
       avatar(member.name, this.picture(member.name)),
       el("div.cast-who", {}, el("span.cast-name", { text: member.name }), el("span.cast-state", { text: state.join(" · ") })),
