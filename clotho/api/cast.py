@@ -10,9 +10,6 @@ with the session's new version as ``ETag``; each is one transaction.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.parser import BytesParser
@@ -32,7 +29,7 @@ from clotho.cast import (
     written_card,
 )
 from clotho.sessionconfig import SessionSettings, session_settings, updated_metadata
-from clotho.stories import AVATAR, StoryError
+from clotho.stories import AVATAR, StoryError, session_avatar
 from mnemosyne import NotFoundError, Session, Store
 
 from ._common import read_body
@@ -149,18 +146,6 @@ def get_cast(session: ReadSession, store: StoreDep, _: NoParameters) -> Any:
     return cast_view(store, session)
 
 
-def member_avatar(store: Store, session_id: str, name: str) -> bytes | None:
-    """The member's picture (a PNG), if it has one."""
-    for document in store.documents(session_id, AVATAR):
-        if document.name == name:
-            try:
-                data: bytes = base64.b64decode(json.loads(document.content)["data"], validate=True)
-            except (ValueError, KeyError, TypeError, binascii.Error):
-                return None
-            return data
-    return None
-
-
 @router.get(
     "/sessions/{session_id}/cast/{name}/avatar",
     summary="A member's picture",
@@ -177,11 +162,11 @@ def get_member_avatar(session_id: str, name: MemberPath, store: StoreDep) -> Res
     an hour (`Cache-Control`)."""
     session = store.session(session_id)
     found = _member(store, session.id, name)
-    png = member_avatar(store, session.id, found)
-    if png is None:
+    picture = session_avatar(store, session.id, found)
+    if picture is None:
         raise NotFoundError(f"{found} has no picture")
     headers = {"Cache-Control": f"private, max-age={AVATAR_MAX_AGE}"}
-    return Response(png, media_type="image/png", headers=headers)
+    return Response(picture.png, media_type="image/png", headers=headers)
 
 
 # -- members --------------------------------------------------------------------------
