@@ -6,7 +6,8 @@ changes of scene.
   added: the first is the session's character, who speaks when no one else is named. A
   character written in place is kept as a small card (:func:`written_card`), so every
   member is read one way. A member's picture is an avatar document of its name; its
-  card's book is its own lore (:attr:`Member.books`), which plays while it is present.
+  card's book, and the World Info book its card links, are its own lore
+  (:attr:`Member.books`), which plays while it is present.
 - **How they play** is the session's settings (:class:`clotho.sessionconfig.CastSettings`):
   the speaker order, who is muted, talkativeness set apart from the card's.
 - **Who is present** is world state (``present``, :mod:`mnemosyne.state.presence`), so
@@ -67,7 +68,9 @@ class Member:
     muted: bool
     """A muted member never speaks; it may still be present and witness."""
     books: tuple[str, ...]
-    """The session's lorebooks that are its own (its card's book), by name."""
+    """The session's lorebooks that are its own, by name: its card's book, and the World
+    Info book its card links (``extensions.world``, SillyTavern's character lore) when
+    the session has it."""
 
     def character(self) -> Character:
         """The member as the turn loop sees it."""
@@ -158,26 +161,29 @@ def session_cast(store: Store, session_id: str) -> Cast:
 
     settings = session_settings(store.session(session_id).metadata).cast_settings
     cards = _cards(store.documents(session_id, CARD))
-    books = store.documents(session_id, LOREBOOK) if any(c.book for c in cards) else []
+    owning = any(card.book or card.world for card in cards)
+    books = store.documents(session_id, LOREBOOK) if owning else []
     return _cast(cards, settings, books)
 
 
 def _cast(cards: list[Card], settings: CastSettings, books: list[Document] | None = None) -> Cast:
     """The members of ``cards``; ``books``: the session's lorebook documents, where
-    each member's own book is looked for (without them: by its name)."""
+    each member's own books are looked for (without them: its card's book, by name)."""
     muted = set(settings.muted)
     members = []
     for card in cards:
-        book = _own_book(card, books) if books is not None else None
-        if books is None and card.book is not None:
-            book = card.book.name
+        if books is None:
+            own = [card.book.name] if card.book is not None else []
+        else:
+            linked = card.world if card.world in {d.name for d in books} else None
+            own = [name for name in (_own_book(card, books), linked) if name]
         members.append(
             Member(
                 name=card.name,
                 card=card,
                 talkativeness=settings.talkativeness.get(card.name, _talkativeness(card)),
                 muted=card.name in muted,
-                books=(book,) if book else (),
+                books=tuple(dict.fromkeys(own)),
             )
         )
     return Cast(tuple(members), settings)

@@ -23,7 +23,7 @@ from clotho.cast import (
     written_card,
 )
 from clotho.formats.stchat import export_chat, import_chat
-from clotho.lore import CARD, LOREBOOK, import_card, session_card
+from clotho.lore import CARD, LOREBOOK, import_card, import_lorebook, session_card
 from clotho.sessionconfig import CastSettings, SessionSettings, updated_metadata
 from clotho.stories import AVATAR, StoryError, new_story, session_avatar, stored_card
 from mnemosyne import ConflictError, Store
@@ -245,7 +245,7 @@ def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str
         "entries": [{"id": 0, "keys": ["wall"], "content": "Another wall.", "extensions": {}}],
     }
     member, _ = add_member(store, session_id, parse_card(twin_raw, "Other Bram"))
-    assert member.books == ("Northwatch (2)",)
+    assert member.books == ("Northwatch (2)",)  # as added (its link: below)
     same = {**bram.raw, "data": {**bram.raw["data"], "name": "Bram Again"}}
     same["data"]["character_book"] = {**same["data"]["character_book"], "name": "Gatehouse"}
     member, _ = add_member(store, session_id, parse_card(same, "Bram Again"))
@@ -253,7 +253,7 @@ def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str
     cast = session_cast(store, session_id)
     assert [cast.find(n).books for n in ("Bram", "Other Bram", "Bram Again")] == [
         ("Northwatch",),
-        ("Northwatch (2)",),
+        ("Northwatch (2)", "Northwatch"),  # its own book, and the book its card links
         ("Northwatch",),
     ]
 
@@ -306,3 +306,17 @@ def test_a_members_card_makes_another_story(store: Store, session_id: str) -> No
     story, _ = new_story(store, card, picture=picture)
     assert session_cast(store, story.id).names == ["Mira"]
     assert _names(store, story.id, AVATAR) == ["Mira"]
+
+
+def test_the_book_a_card_links_is_its_members_own(store: Store, session_id: str) -> None:
+    """SillyTavern's character lore: the World Info book a card links
+    (``extensions.world``) is its member's own once the session has it."""
+    mira = _card(CHARACTERS / "Mira.json")
+    data = {**mira.raw["data"], "extensions": {"world": "Inn Rumours"}}
+    add_member(store, session_id, parse_card({**mira.raw, "data": data}, "Mira"))
+    assert session_cast(store, session_id).find("Mira").books == ()  # not in the session
+    rumours = FIXTURES / "sillytavern_user" / "worlds" / "Inn Rumours.json"
+    import_lorebook(store, session_id, rumours.read_bytes(), "Inn Rumours")
+    cast = session_cast(store, session_id)
+    assert cast.find("Mira").books == ("Inn Rumours",)
+    assert cast.find("Bram").books == ("Northwatch",)  # his card's book, which he links too
