@@ -38,6 +38,11 @@ class Scope:
     first_gap: int | None = None
     """How many messages of :attr:`history` come before the first run left out (they
     are the path's first ones, all witnessed); ``None``: nothing was left out."""
+    gaps: list[tuple[int, int, int]] = field(default_factory=list)
+    """Each ``away`` line: its index in :attr:`history`, and the ``[start, end)`` of the
+    run it stands for in :attr:`path`."""
+    recaps: list[dict[str, Any]] = field(default_factory=list)
+    """The recap calls this turn made (``TurnSetup.recap_missed``), for the trace."""
 
     def add(self, message: Message) -> None:
         """The turn's new message (the player's, not stored yet) at the end of each."""
@@ -97,6 +102,7 @@ def witnessed(
     sources: list[int | None] = []
     left_out: list[dict[str, Any]] = []
     line: Message | None = None
+    gaps: list[tuple[int, int, int]] = []
     first_gap: int | None = None
     previous = 0
     for start, end in [*kept, (len(messages), len(messages))]:
@@ -113,6 +119,7 @@ def witnessed(
             if line is None:
                 line = Message("", "system", None, away())
             if line.content:
+                gaps.append((len(history), previous, start))
                 history.append(line)
                 sources.append(None)
         kept_run = messages[start:end]
@@ -120,4 +127,4 @@ def witnessed(
         seen.extend(kept_run)
         sources.extend(range(start, end))
         previous = end
-    return Scope(history, list(messages), sources, seen, left_out, first_gap)
+    return Scope(history, list(messages), sources, seen, left_out, first_gap, gaps)

@@ -89,6 +89,10 @@ class TurnSetup:
     extract: bool = True
     """Whether replies go through state extraction."""
     summary_words: int = 250
+    recap_missed: bool = False
+    """In a cast of several, what a member missed while away is told in its prompt: the
+    ``away`` line of each run left out carries a recap of it (a model call, the
+    ``recap`` template, made once per run and speaker and kept by the engine)."""
 
     @property
     def members(self) -> tuple[Character, ...]:

@@ -29,6 +29,7 @@ import asyncio
 import copy
 import dataclasses
 import random
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
@@ -238,6 +239,9 @@ class Engine:
         self.store = store
         self.setup = setup
         self.rng = rng or random.Random()
+        self._recaps: OrderedDict[tuple[str, str, str, str, int], str] = OrderedDict()
+        """Recaps of missed runs made (``TurnSetup.recap_missed``), by session, speaker
+        and run: each is written once."""
         self._close_clients = close_clients
         self.gateway = gateway or Gateway()
         self.planner: Planner = planner or RuleBasedPlanner()
@@ -536,6 +540,10 @@ class Engine:
         def substitute(text: str) -> str:
             return macros(text, char=char, user=user)
 
+        if setup.recap_missed and anchor.scope is not None and anchor.scope.gaps:
+            await self._guarded(running, self._recap_missed(anchor, bool(state.get("preview"))))
+            if anchor.scope.recaps:
+                state["trace"].template("recap")
         hits = state["retrieval"].hits
         context = {
             "title": setup.title,
@@ -619,6 +627,62 @@ class Engine:
             "summary": {"skipped": _UNSEEN} if first_kept > 0 and unseen else summary_info,
         }
         return {"prompt": prompt, "summary": summary_info, "summary_text": context["summary"]}
+
+    async def _recap_missed(self, anchor: Anchor, preview: bool) -> None:
+        """Each ``away`` line of the speaker's prompt with a recap of the run it stands
+        for (a model call the first time, kept by the engine after; a preview makes no
+        call). The recap is written from the newest messages of the run that fit in half
+        the summarizer's window."""
+        scope, setup = anchor.scope, self.setup
+        assert scope is not None
+        name, model = anchor.speaker.name, setup.summarizer
+        count = self.gateway.counter(model)
+        room = self.gateway.context_window(model) // 2
+        for at, start, end in scope.gaps:
+            run = scope.path[start:end]
+            key = (anchor.session_id, name, run[0].id, run[-1].id, end - start)
+            recap = self._recaps.get(key)
+            if recap is None and preview:
+                continue
+            if recap is None:
+                told: list[dict[str, Any]] = []
+                spent = 0
+                for message in reversed(run):
+                    if not message.content.strip():
+                        continue
+                    spent += count(message.content) + FRAMING
+                    if spent > room and told:
+                        break
+                    speaker = message.name or ("narration" if message.role == "system" else "")
+                    told.append({"speaker": speaker or message.role, "content": message.content})
+                scope_vars = {
+                    "char": name,
+                    "user": setup.player,
+                    "messages": told[::-1],
+                    "words": max(setup.summary_words // 3, 40),
+                }
+                messages = [
+                    {"role": "user", "content": setup.templates.render("recap", scope_vars)}
+                ]
+                answer = await self.gateway.complete(model, messages)
+                recap = answer.content.strip()
+                self._recaps[key] = recap
+                while len(self._recaps) > 512:
+                    self._recaps.popitem(last=False)
+                scope.recaps.append(
+                    {
+                        "covers": [run[0].id, run[-1].id],
+                        "model": model.model,
+                        "messages": messages,
+                        "output": recap,
+                        "usage": answer.usage,
+                        "latency_ms": round(answer.latency_ms, 2),
+                    }
+                )
+            text = setup.templates.render(
+                "away", {"char": name, "user": setup.player, "recap": recap}
+            )
+            scope.history[at] = Message("", "system", None, text)
 
     def _cast_context(self, anchor: Anchor) -> dict[str, Any]:
         """The ``cast`` template's context: in a cast of several, the others present
@@ -921,12 +985,15 @@ class Engine:
     ) -> dict[str, Any]:
         """The trace's ``scene``: who spoke, who was present, what the speaker did not
         see (runs of the path's messages) and the lore left out with its absent owners."""
-        return {
+        scene: dict[str, Any] = {
             "speaker": speaker,
             "present": present_names(self.setup.members, anchor.state["present"]),
             "left_out": anchor.scope.left_out if anchor.scope is not None else [],
             "lore_left_out": lore_left_out,
         }
+        if anchor.scope is not None and anchor.scope.recaps:
+            scene["recaps"] = anchor.scope.recaps
+        return scene
 
     def _draft(self, sid: str, completion: Completion, warnings: list[str]) -> TurnResult:
         """An impersonation's result: the player's line, nothing stored."""

@@ -38,6 +38,7 @@ TEMPLATE_NAMES = (
     "continue",
     "impersonate",
     "summarize",
+    "recap",
     "extract",
     "plan",
 )

@@ -345,3 +345,44 @@ def test_a_summary_stands_in_only_for_what_the_speaker_saw(
         assert summaries == [] and "The story so far" not in sent
         assert "skipped" in trace.document["trimmed"]["summary"]
         assert store.state(sid).summary == ""
+
+
+def test_a_campaign_may_have_what_a_character_missed_recapped(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    def recap(request: dict[str, Any]) -> bool:
+        return str(request["messages"][0]["content"]).startswith("Bram was away from the scene")
+
+    def script(request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        return "Cora hid the gold." if recap(request) else "Hm."
+
+    server = serve(script)
+    engine = engine_for(store, server, recap_missed=True)
+    play(engine, sid, "say", text="Hello.", speaker="Ann")
+    scene(store, sid, "Bram", "leaves", {"op": "set", "path": "present", "value": ["Ann", "Cora"]})
+    play(engine, sid, "say", text="Cora, hide the gold under the stone.", speaker="Cora")
+    scene(store, sid, "Bram", "joins", {"op": "append", "path": "present", "value": "Bram"})
+    first = play(engine, sid, "say", text="Bram, anything new?", speaker="Bram")
+    asked = [r for r in server.requests if recap(r.json)]
+    assert len(asked) == 1
+    told = asked[0].json["messages"][0]["content"]
+    assert "Player: Cora, hide the gold under the stone." in told and "Cora: Hm." in told
+    assert "Hello." not in told  # only the run Bram missed
+    seen = contents(chat(server)[-1])
+    assert (
+        "(Bram was away and did not see what happened here. "
+        "What Bram was told of it since: Cora hid the gold.)"
+    ) in seen
+    assert "Cora, hide the gold under the stone." not in seen
+    trace = store.trace(sid, first.node.id)  # type: ignore[union-attr]
+    assert trace is not None and trace.verified
+    assert trace.document["scene"]["recaps"][0]["output"] == "Cora hid the gold."
+    assert "recap" in trace.document["templates"]
+    # the next turn of Bram's reuses it
+    again = play(engine, sid, "reply", speaker="Bram")
+    assert len([r for r in server.requests if recap(r.json)]) == 1
+    trace = store.trace(sid, again.node.id)  # type: ignore[union-attr]
+    assert trace is not None and "recaps" not in trace.document["scene"]
+    assert any("Cora hid the gold." in text for text in contents(chat(server)[-1]))
