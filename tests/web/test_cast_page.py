@@ -5,8 +5,9 @@ in place), a message answered by the member picked, one answered by a round of t
 natural order: the members named, in order), Bram leaving (narration in the chat, the
 panel saying he is away), two turns, Bram joining and speaking when told to; his reply's
 trace lacks the turns he missed; Undo across the join and the leave brings the panel
-back to what it was. The tree marks the changes of scene. At desktop width, and the cast
-panel and its turns in the drawer at phone width."""
+back to what it was. The tree marks the changes of scene. At desktop width; then the
+cast panel in the drawer at phone width (leave, a member picked, Speak, join and Undo);
+mute, talkativeness, the speaker order and remove from the panel; Stop ending a round."""
 
 from __future__ import annotations
 
@@ -260,6 +261,14 @@ def test_the_cast_in_the_drawer_at_phone_width(
     expect(replies(page).last.locator(".who")).to_have_text("Corin")
     no_wider_than(page, PHONE["width"])
     screenshot(page, "cast-chat-phone")
+
+    # Bram joins from the drawer; Undo (in the header) sends him away again.
+    page.locator("#side-toggle").tap()
+    member(page, "Bram").locator("button.cast-join").tap()
+    expect(member(page, "Bram")).to_have_attribute("data-present", "true")
+    page.locator("#undo").tap()
+    expect(member(page, "Bram")).to_have_attribute("data-present", "false")
+    expect(page.locator(".toast").last).to_contain_text("the return to the scene")
 
 
 def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
