@@ -310,6 +310,7 @@ def _turns(cli: Cli, session_id: str) -> Iterator[tuple[Engine, Runner, ChatScre
         _load_model_client()
     finally:
         screen.done_waiting()
+    screen.cast = tuple(member.name for member in engine.setup.members)
     with asyncio.Runner() as runner:
         try:
             yield engine, runner.run, screen
@@ -405,7 +406,10 @@ def play(cli: Cli) -> None:
     # the model client loads while the player types the first line, not after it
     threading.Thread(target=_load_model_client, name="model-client", daemon=True).start()
     setup = engine.setup
-    screen = ChatScreen(speakers={"user": setup.player, "assistant": setup.character.name})
+    screen = ChatScreen(
+        speakers={"user": setup.player, "assistant": setup.character.name},
+        cast=[member.name for member in setup.members],
+    )
     screen.recap(cli.store.projection_page(session_id, limit=RECAP), hint=PLAY_HINT)
     with asyncio.Runner() as runner:
 

@@ -8,8 +8,9 @@ On a terminal, text is wrapped to the terminal's width as it comes
 (:class:`clotho.cli.streamtext.TextWrapper`: the width read again before every word, so
 a resize changes what follows; measured in cells, CJK and emoji taking two; a word never
 cut unless it is wider than the line). A reply starts with its speaker's name in a
-colour, ``*actions*`` are in italics (a ``*`` may come in one token and its closing one
-later), and the model's reasoning shows dim under a "thinking" label before the reply.
+colour (each member of the cast its own), ``*actions*`` are in italics (a ``*`` may
+come in one token and its closing one later), and the model's reasoning shows dim under
+a "thinking" label before the reply.
 Colours follow :data:`clotho.cli.style.COLOR` (off with ``NO_COLOR``).
 
 Off a terminal (a pipe, a file), a reply's text is written exactly as the model wrote
@@ -43,16 +44,20 @@ __all__ = ["RECAP", "ChatScreen", "footer_text", "state_changes"]
 RECAP = 6
 #: The most lines a message takes in a recap; a longer one ends with a note.
 RECAP_LINES = 8
-#: The player's colour; characters get one of :data:`_CHARACTER_COLORS` by their name.
+#: The player's colour; characters get one of :data:`_CHARACTER_COLORS` (see
+#: :func:`speaker_color`).
 _PLAYER_COLOR = "green"
 _CHARACTER_COLORS = ("cyan", "magenta", "yellow", "blue", "bright_cyan", "bright_magenta")
 
 
-def speaker_color(name: str, *, player: bool) -> str:
-    """The colour of a speaker's name: the player's, or one per character name
-    (stable across runs)."""
+def speaker_color(name: str, *, player: bool, cast: Sequence[str] = ()) -> str:
+    """The colour of a speaker's name: the player's, or one per character: a member of
+    ``cast`` (the session's, in its order) by its place in it, so the first six
+    members never share one; any other name by the name (stable across runs)."""
     if player:
         return _PLAYER_COLOR
+    if name in cast:
+        return _CHARACTER_COLORS[list(cast).index(name) % len(_CHARACTER_COLORS)]
     return _CHARACTER_COLORS[zlib.crc32(name.encode()) % len(_CHARACTER_COLORS)]
 
 
@@ -191,11 +196,14 @@ class ChatScreen:
         width: Callable[[], int] | None = None,
         quiet: bool = False,
         speakers: Mapping[str, str] | None = None,
+        cast: Sequence[str] = (),
     ) -> None:
         self.out = out if out is not None else sys.stdout
         #: The name a message of a role is shown with when it has none of its own (older
         #: stories): ``{"user": player, "assistant": character}``.
         self.speakers = dict(speakers or {})
+        #: The session's characters in order: each name's colour is its place's.
+        self.cast = tuple(cast)
         self.err = err if err is not None else sys.stderr
         self.terminal = self.out.isatty() if terminal is None else terminal
         self.color = (style.COLOR and self.terminal) if color is None else color
@@ -250,8 +258,9 @@ class ChatScreen:
             column=column,
         )
 
-    def _name(self, name: str, *, player: bool) -> str:
-        return self.paint(name, "bold", speaker_color(name, player=player))
+    def _name(self, name: str, *, player: bool, suffix: str = "") -> str:
+        color = speaker_color(name, player=player, cast=self.cast)
+        return self.paint(name + suffix, "bold", color)
 
     # -- a turn --------------------------------------------------------------------
 
@@ -305,7 +314,7 @@ class ChatScreen:
             column = 0
             if self._speaker is not None:
                 name, player, note = self._speaker
-                header = self._name(name + ("" if note else ":"), player=player)
+                header = self._name(name, player=player, suffix="" if note else ":")
                 if note:
                     header += " " + self.paint(f"{note}:", "dim")
                 self.out.write(header + " ")
@@ -441,7 +450,9 @@ class ChatScreen:
                     *lines[: max_lines - 1],
                     self.paint(f"… {hidden} more lines (/log shows it whole)", "dim"),
                 ]
-            self.out.write(self._name(name + ":", player=player) + " " + "\n".join(lines) + "\n")
+            self.out.write(
+                self._name(name, player=player, suffix=":") + " " + "\n".join(lines) + "\n"
+            )
         footer = footer_text(view, head_id=head_id)
         if details or len(footer) > 2 or len(view.siblings) > 1:  # a mark, alternatives
             self.footer(footer)

@@ -5,7 +5,9 @@ who leaves and comes back (subprocesses, against a model server on loopback)."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from clotho.cast import add_member, scene_change, written_card
 from clotho.cli import app
 from clotho.cli.playcommands import COMMANDS
 from clotho.cli.playinput import completions
+from clotho.cli.playscreen import ChatScreen
+from clotho.sessions import new_session
+from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 from tests._fixtures import SERAPHINA
 
@@ -155,6 +161,37 @@ def test_tab_completes_the_casts_names_after_the_commands_that_take_one() -> Non
     assert offered("/next A") == [("Ann", 1)]
     assert offered("/log A") == []  # a command that takes no name
     assert ("/unmute", 4) in [(c.text, c.replace) for c in completions("/unm", COMMANDS, list)]
+
+
+def test_each_member_speaks_in_a_colour_of_its_own_and_a_scene_change_is_narration(
+    tmp_path: Path,
+) -> None:
+    cast = ["Ann", "Bram", "Cora", "Dax"]
+    out = io.StringIO()
+    screen = ChatScreen(out, io.StringIO(), terminal=True, color=True, width=lambda: 80, cast=cast)
+    for name in [*cast, "Ann"]:
+        screen.expect_reply(name)
+        screen.on_event("token", "Hello.")
+        screen.end_turn()
+    headers = re.findall(r"\x1b\[([\d;]+)m(\w+):\x1b\[0m Hello\.", out.getvalue())
+    assert [name for _, name in headers] == [*cast, "Ann"]
+    colours = [codes for codes, _ in headers]
+    assert len(set(colours[:4])) == 4 and colours[4] == colours[0]  # its own, every time
+
+    store = Store.open(f"sqlite:///{tmp_path / 'scene.db'}")
+    try:
+        session = new_session(store, title="The Crossing")
+        for name in cast[:2]:
+            add_member(store, session.id, written_card(name))
+        node, _ = scene_change(store, session.id, "Bram", "leaves")
+        told = io.StringIO()
+        screen = ChatScreen(told, io.StringIO(), terminal=True, color=True, cast=cast)
+        screen.message(store.turn(session.id, node.id), details=False)
+    finally:
+        store.close()
+    text = told.getvalue()
+    assert re.sub(r"\x1b\[[\d;]*m", "", text) == "~ Bram leaves the scene.\n"  # no speaker
+    assert set(re.findall(r"\x1b\[([\d;]+)m", text)) == {"2;3", "0"}  # dim and italic
 
 
 # -- who speaks: turns against a model on loopback -------------------------------------
