@@ -83,6 +83,11 @@ class StoredCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session_id: SessionRef
+    name: Annotated[str | None, StringConstraints(min_length=1, max_length=200)] = Field(
+        default=None,
+        description="A member of its cast (`GET .../cast`); default: its character, the "
+        "first member.",
+    )
 
 
 class StoredBook(BaseModel):
@@ -180,9 +185,9 @@ def stored_cards(store: StoreDep, _: NoParameters) -> Any:
         if isinstance(hint, str) and hint in found:
             continue
         cards = store.documents(session.id, lore.CARD)
-        if not cards or cards[-1].name in found:
+        if not cards or cards[0].name in found:  # its character: the cast's first member
             continue
-        name = cards[-1].name
+        name = cards[0].name
         has_avatar = session.metadata.get(stories.AVATAR_KEY) is True
         found[name] = {
             "name": name,
@@ -276,7 +281,7 @@ def _card(store: Store, given: UploadedFile | StoredCard) -> tuple[Any, bytes | 
     from planner.cards import load_card
 
     if isinstance(given, StoredCard):
-        return stories.stored_card(store, given.session_id)
+        return stories.stored_card(store, given.session_id, given.name)
     if file_kind(given.data) == "lorebook":
         raise stories.StoryError(
             f"{given.filename}: this is a World Info lorebook, not a character card: "

@@ -477,3 +477,26 @@ def test_a_reroll_keeps_its_speaker(
     other = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reroll", "speaker": "Marla"})
     assert other.status_code == 422 and other.json()["code"] == "invalid_turn"
     assert "Bram" in other.json()["detail"]
+
+
+def test_a_new_story_from_a_member_of_a_cast(client: TestClient, store: Store) -> None:
+    sid = story(client)
+    files = {"file": ("seraphina.png", SERAPHINA.read_bytes(), "image/png")}
+    assert client.post(f"/api/sessions/{sid}/cast/card", files=files).status_code == 201
+    # The picker offers the session's character (the first member), not the last added.
+    listed = [card for card in client.get("/api/cards").json() if card["session_id"] == sid]
+    assert [card["name"] for card in listed] == ["Marla"]
+    # Any member's card makes a new story, with its own picture.
+    made = client.post(
+        "/api/stories", json={"card": {"session_id": sid, "name": "Seraphina"}, "campaign": "none"}
+    )
+    assert made.status_code == 201, made.text
+    new = made.json()["session"]["id"]
+    assert [m["name"] for m in client.get(f"/api/sessions/{new}/cast").json()["members"]] == [
+        "Seraphina"
+    ]
+    assert client.get(f"/api/sessions/{new}/cast/Seraphina/avatar").status_code == 200
+    character = client.post("/api/stories", json={"card": {"session_id": sid}})
+    assert character.json()["imported"]["name"] == "Marla"
+    nobody = client.post("/api/stories", json={"card": {"session_id": sid, "name": "Nobody"}})
+    assert nobody.status_code == 422 and "Nobody" in nobody.json()["detail"]
