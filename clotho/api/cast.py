@@ -277,14 +277,15 @@ async def add_card(
     it: its book comes along as the member's own lore (kept once), a PNG's picture is
     its avatar. A name the cast has already is a 422 (`cast`); a file that is no card, a
     422 naming why. Its greeting is not played (the story has begun)."""
-    data = await read_body(request)
+    body = await read_body(request)
     content_type = request.headers.get("content-type", "")
-    if content_type.lower().startswith("multipart/form-data"):
-        data, named = _form_file(content_type, data)
-        filename = named or filename
 
-    def work() -> dict[str, Any]:
-        card, picture = _card_of(data, filename)
+    def work() -> dict[str, Any]:  # in a thread: reading a large file blocks no one
+        data, named = body, filename
+        if content_type.lower().startswith("multipart/form-data"):
+            data, given = _form_file(content_type, body)
+            named = given or filename
+        card, picture = _card_of(data, named)
         added = _added(response, ctx.store, session_id, card, picture, version)
         if card.book is not None and ctx.settings.vectors:
             from clotho import lore
