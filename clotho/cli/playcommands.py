@@ -270,8 +270,19 @@ def _speaker(play: Play, rest: str) -> None:
         play.speaker = None
         play.say("the speaker order decides who answers again", "dim")
         return
+    from .cast import cast_document
+
     name = _member(play, rest, "/speaker NAME")
     if name is None:
+        return
+    member = next(
+        m for m in cast_document(play.cli.store, play.session_id)["members"] if m["name"] == name
+    )
+    if member["muted"]:
+        play.say(f"{name} is muted: /unmute {name} first")
+        return
+    if not member["present"]:
+        play.say(f"{name} is not in the scene: /join {name} first")
         return
     play.speaker = name
     play.say(f"{name} answers your messages now (/speaker alone: the order decides)", "dim")

@@ -281,6 +281,7 @@ def test_a_four_character_story_in_play_with_one_who_leaves_and_comes_back(
         player,
         "We light a fire by the river.",
         "/leave Bram",
+        "/speaker Bram",  # refused: he is away
         "We hide the map under the stone.",
         "Ann, is anyone following us?",
         "/join bram",
@@ -290,7 +291,8 @@ def test_a_four_character_story_in_play_with_one_who_leaves_and_comes_back(
         "/quit",
     ).stdout
     assert "~ Bram leaves the scene." in shown and "~ Bram joins the scene." in shown
-    assert "Bram answers your messages now" in shown
+    assert "Bram is not in the scene: /join Bram first" in shown
+    assert shown.count("Bram answers your messages now") == 1
     prompts = _prompts(model)
     assert len(prompts) == 4
     bram = " ".join(m["content"] for m in prompts[-1])
