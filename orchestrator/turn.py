@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import random
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -59,12 +58,21 @@ from prompts import (
     with_note,
 )
 
+from .casting import (
+    UNSEEN,
+    cast_context,
+    choose_speaker,
+    owned_lore,
+    recap_missed,
+    scoped,
+    speakers_at,
+)
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
 from .preview import PromptPreview, measure
 from .scenes import Scope, witnessed
 from .setup import Character, TurnSetup
-from .speakers import next_speakers, present_names, speaker_for
+from .speakers import present_names
 from .trace import TraceBuilder
 
 __all__ = ["Engine", "TurnKind", "TurnRequest", "TurnResult"]
@@ -339,10 +347,9 @@ class Engine:
             prompts.PromptError: a campaign template is broken.
         """
         session = self.store.session(session_id)
-        request = TurnRequest("say", text or None, speaker=speaker)
         where: dict[str, Any] = {"user_text": text}
         where["speaker"] = choose_speaker(
-            self.store, session, session.head_id, request, where, self.setup, self.rng
+            self.store, session, session.head_id, "say", speaker, where, self.setup, self.rng
         )
         anchor = _anchor(self.store, session, session.head_id, setup=self.setup, **where)
         planner = self.planner
@@ -387,7 +394,7 @@ class Engine:
             mnemosyne.MnemosyneError: unknown session.
         """
         session = self.store.session(session_id)
-        return _next_speakers(self.store, session, session.head_id, text, self.setup, self.rng)
+        return speakers_at(self.store, session, session.head_id, text, self.setup, self.rng)
 
     async def aclose(self) -> None:
         """Release what the engine holds (call it before the event loop ends): the model
@@ -527,7 +534,7 @@ class Engine:
         anchor = state["anchor"]
         if not anchor.cast:
             return {"retrieval": retrieval}
-        retrieval, left_out = _owned_lore(retrieval, self.setup.members, anchor.state["present"])
+        retrieval, left_out = owned_lore(retrieval, self.setup.members, anchor.state["present"])
         return {"retrieval": retrieval, "lore_left_out": left_out}
 
     async def _build(self, state: TurnState) -> dict[str, Any]:
@@ -541,7 +548,17 @@ class Engine:
             return macros(text, char=char, user=user)
 
         if setup.recap_missed and anchor.scope is not None and anchor.scope.gaps:
-            await self._guarded(running, self._recap_missed(anchor, bool(state.get("preview"))))
+            preview = bool(state.get("preview"))
+            recap = recap_missed(
+                anchor.scope,
+                speaker.name,
+                anchor.session_id,
+                setup,
+                self.gateway,
+                self._recaps,
+                preview=preview,
+            )
+            await self._guarded(running, recap)
             if anchor.scope.recaps:
                 state["trace"].template("recap")
         hits = state["retrieval"].hits
@@ -550,7 +567,7 @@ class Engine:
             "char": char,
             "user": user,
             "character": speaker.as_context(substitute),
-            **self._cast_context(anchor),
+            **cast_context(setup, speaker, anchor.state["present"], anchor.reply_role),
             "lore_before": _lore(hits, "before_char", substitute),
             "lore": _lore(hits, "after_char", substitute),
             "outlets": _outlets(hits, substitute),
@@ -624,86 +641,9 @@ class Engine:
             "first_kept_id": anchor.history[first_kept].id
             if first_kept < len(anchor.history)
             else None,
-            "summary": {"skipped": _UNSEEN} if first_kept > 0 and unseen else summary_info,
+            "summary": {"skipped": UNSEEN} if first_kept > 0 and unseen else summary_info,
         }
         return {"prompt": prompt, "summary": summary_info, "summary_text": context["summary"]}
-
-    async def _recap_missed(self, anchor: Anchor, preview: bool) -> None:
-        """Each ``away`` line of the speaker's prompt with a recap of the run it stands
-        for (a model call the first time, kept by the engine after; a preview makes no
-        call). The recap is written from the newest messages of the run that fit in half
-        the summarizer's window."""
-        scope, setup = anchor.scope, self.setup
-        assert scope is not None
-        name, model = anchor.speaker.name, setup.summarizer
-        count = self.gateway.counter(model)
-        room = self.gateway.context_window(model) // 2
-        for at, start, end in scope.gaps:
-            run = scope.path[start:end]
-            key = (anchor.session_id, name, run[0].id, run[-1].id, end - start)
-            recap = self._recaps.get(key)
-            if recap is None and preview:
-                continue
-            if recap is None:
-                told: list[dict[str, Any]] = []
-                spent = 0
-                for message in reversed(run):
-                    if not message.content.strip():
-                        continue
-                    spent += count(message.content) + FRAMING
-                    if spent > room and told:
-                        break
-                    speaker = message.name or ("narration" if message.role == "system" else "")
-                    told.append({"speaker": speaker or message.role, "content": message.content})
-                scope_vars = {
-                    "char": name,
-                    "user": setup.player,
-                    "messages": told[::-1],
-                    "words": max(setup.summary_words // 3, 40),
-                }
-                messages = [
-                    {"role": "user", "content": setup.templates.render("recap", scope_vars)}
-                ]
-                answer = await self.gateway.complete(model, messages)
-                recap = answer.content.strip()
-                self._recaps[key] = recap
-                while len(self._recaps) > 512:
-                    self._recaps.popitem(last=False)
-                scope.recaps.append(
-                    {
-                        "covers": [run[0].id, run[-1].id],
-                        "model": model.model,
-                        "messages": messages,
-                        "output": recap,
-                        "usage": answer.usage,
-                        "latency_ms": round(answer.latency_ms, 2),
-                    }
-                )
-            text = setup.templates.render(
-                "away", {"char": name, "user": setup.player, "recap": recap}
-            )
-            scope.history[at] = Message("", "system", None, text)
-
-    def _cast_context(self, anchor: Anchor) -> dict[str, Any]:
-        """The ``cast`` template's context: in a cast of several, the others present
-        (each card's ``{{char}}`` its own name), whether the speaker is the narrator."""
-        if not anchor.cast:
-            return {"group": False, "narrator": False, "cast": []}
-        speaker, user = anchor.speaker, self.setup.player
-        here = set(present_names(self.setup.members, anchor.state["present"]))
-        others = []
-        for member in self.setup.members:
-            if member.name in here and member.name != speaker.name:
-                text = member.as_context(lambda t, n=member.name: macros(t, char=n, user=user))
-                others.append(
-                    {
-                        "name": member.name,
-                        "description": text["description"],
-                        "personality": text["personality"],
-                    }
-                )
-        narrating = speaker not in self.setup.members or anchor.reply_role == "user"
-        return {"group": True, "narrator": narrating, "cast": others}
 
     def _standing_summary(
         self, anchor: Anchor, first_kept: int, gap: int | None = None
@@ -1052,38 +992,6 @@ def joined(text: str, continuation: str) -> str:
     return text + continuation
 
 
-#: Why a speaker's prompt trimmed with no summary (:meth:`Engine._build`).
-_UNSEEN = (
-    "the speaker was away from part of the story: the story's summary would tell what it "
-    "did not see, so the oldest messages it saw are dropped"
-)
-
-
-def _owned_lore(
-    retrieval: Retrieval, members: tuple[Character, ...], present: list[str] | None
-) -> tuple[Retrieval, list[dict[str, Any]]]:
-    """The hits of ``retrieval`` less those from a book whose owners (the members whose
-    own book it is) are all absent; and those left out, with why."""
-    here = set(present_names(members, present))
-    owners: dict[str, list[str]] = {}
-    for member in members:
-        for book in member.books:
-            owners.setdefault(book, []).append(member.name)
-    kept, left_out = [], []
-    for hit in retrieval.hits:
-        owned_by = owners.get(hit.book or "")
-        if owned_by and not here.intersection(owned_by):
-            who = ", ".join(owned_by)
-            left_out.append(
-                {"id": hit.id, "book": hit.book, "owners": owned_by, "reason": f"absent: {who}"}
-            )
-        else:
-            kept.append(hit)
-    if not left_out:
-        return retrieval, []
-    return dataclasses.replace(retrieval, hits=kept), left_out
-
-
 def _summary_of(summary: dict[str, Any]) -> str:
     output: str = summary["calls"][-1]["output"]
     return output
@@ -1175,7 +1083,9 @@ def locate_turn(
     """
     session, parent_id, where = _locate(store, session_id, request)
     if setup is not None:
-        where["speaker"] = choose_speaker(store, session, parent_id, request, where, setup, rng)
+        where["speaker"] = choose_speaker(
+            store, session, parent_id, request.kind, request.speaker, where, setup, rng
+        )
     return session, parent_id, where
 
 
@@ -1221,94 +1131,6 @@ def _locate(
     return session, target.parent_id, {"sibling_of": target.id, "user_text": request.text}
 
 
-def choose_speaker(
-    store: TurnStore,
-    session: Session,
-    parent_id: str | None,
-    request: TurnRequest,
-    where: dict[str, Any],
-    setup: TurnSetup,
-    rng: random.Random | None = None,
-) -> Character:
-    """Who the turn's reply is written as (:func:`locate_turn`'s ``where``: what it
-    found). A reroll or a continue keeps the speaker of the reply it replaces or extends;
-    a say, an edit or a reply takes ``request.speaker``, else the first of the speaker
-    order. A session of one character: that character, always (a named speaker must be
-    it). Impersonate: the session's character (the line is the player's).
-
-    Raises:
-        TurnError: another speaker named for a reroll or continue; an unknown, muted or
-            absent speaker; no one who can speak.
-    """
-    members = setup.members
-    if request.kind == "impersonate":
-        return setup.character
-    sid = session.id
-    if len(members) == 1:
-        if request.speaker is not None:
-            speaker_for(members, None, setup.speaker_order, request.speaker)
-        return setup.character
-    present = store.state(sid, parent_id).present if parent_id is not None else None
-    kept = where.get("sibling_of") if request.kind == "reroll" else where.get("continues")
-    name = request.speaker
-    if kept is not None:
-        old = store.node(sid, kept).name
-        if old is not None:
-            if name is not None and name.casefold() != old.casefold():
-                raise TurnError(
-                    f"node {kept} is {old}'s reply: a {request.kind} keeps its speaker "
-                    f"({old}), not {name}"
-                )
-            name = old
-    if name is None:
-        text = where.get("user_text") if request.kind != "reply" else None
-        if text is None and request.kind == "continue" and parent_id is not None:
-            text = store.node(sid, parent_id).content  # the player's message it answers
-        names = _next_speakers(store, session, parent_id, text, setup, rng, present=present)
-        if not names:
-            raise TurnError(
-                "no one can speak: every member of the cast is absent or muted "
-                "(let someone join the scene, or unmute someone)"
-            )
-        name = names[0]
-    return speaker_for(members, present, setup.speaker_order, name)
-
-
-_UNREAD: Any = object()
-
-
-def _next_speakers(
-    store: TurnStore,
-    session: Session,
-    at: str | None,
-    text: str | None,
-    setup: TurnSetup,
-    rng: random.Random | None,
-    *,
-    present: Any = _UNREAD,
-) -> list[str]:
-    """:func:`orchestrator.speakers.next_speakers` at node ``at`` of the story."""
-    members = setup.members
-    if len(members) == 1:
-        return [members[0].name]
-    sid = session.id
-    if present is _UNREAD:
-        present = store.state(sid, at).present if at is not None else None
-    last = None
-    if at is not None and setup.speaker_order in ("natural", "round_robin"):
-        last = _last_speaker(store.messages(sid, at))
-    order = setup.speaker_order
-    return next_speakers(members, present, order, text=text, last_speaker=last, rng=rng)
-
-
-def _last_speaker(history: list[Message]) -> str | None:
-    """The name on the newest reply of a history (``None``: no named reply)."""
-    for message in reversed(history):
-        if message.role == "assistant" and message.name:
-            return message.name
-    return None
-
-
 def _anchor(
     store: TurnStore,
     session: Session,
@@ -1325,7 +1147,7 @@ def _anchor(
     schema = store.schema(sid)
     speaker = speaker or Character()
     scope = None
-    if setup is not None and _scoped(setup, speaker, reply_role):
+    if setup is not None and scoped(setup, speaker, reply_role):
         # a member of a cast of several: only what it witnessed
         def away() -> str:
             return setup.templates.render("away", {"char": speaker.name, "user": setup.player})
@@ -1366,9 +1188,3 @@ def _anchor(
         scope=scope,
         cast=setup is not None and len(setup.members) > 1,
     )
-
-
-def _scoped(setup: TurnSetup, speaker: Character, reply_role: str) -> bool:
-    """Whether the reply's prompt holds only what its speaker witnessed: a member of a
-    cast of several (not the narrator, who sees everything; not the player's line)."""
-    return len(setup.members) > 1 and reply_role == "assistant" and speaker in setup.members

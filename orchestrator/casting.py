@@ -1,0 +1,253 @@
+"""A turn in a story with a cast of several: who speaks (read from the store), the
+``cast`` part's context, the lore of absent owners, recaps of what a member missed.
+
+The orders themselves are :mod:`orchestrator.speakers` (pure); what a member witnessed
+is :mod:`orchestrator.scenes` (pure); this is what the turn loop
+(:mod:`orchestrator.turn`) calls them with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import OrderedDict
+from typing import Any
+
+from mnemosyne import Message, Session, TurnStore
+from planner import Retrieval
+from prompts import FRAMING, macros
+
+from .errors import TurnError
+from .gateway import Gateway
+from .scenes import Scope
+from .setup import Character, TurnSetup
+from .speakers import next_speakers, present_names, speaker_for
+
+__all__ = [
+    "KEPT_RECAPS",
+    "UNSEEN",
+    "cast_context",
+    "choose_speaker",
+    "owned_lore",
+    "recap_missed",
+    "scoped",
+    "speakers_at",
+]
+
+#: How many recaps an engine keeps (the oldest forgotten first).
+KEPT_RECAPS = 512
+
+
+def choose_speaker(
+    store: TurnStore,
+    session: Session,
+    parent_id: str | None,
+    kind: str,
+    named: str | None,
+    where: dict[str, Any],
+    setup: TurnSetup,
+    rng: random.Random | None = None,
+) -> Character:
+    """Who the reply of a turn of ``kind`` is written as (``where``: what
+    :func:`orchestrator.turn.locate_turn` found). A reroll or a continue keeps the
+    speaker of the reply it replaces or extends; a say, an edit or a reply takes the
+    one ``named`` (the request's ``speaker``), else the first of the speaker order. A
+    session of one character: that character, always (a named speaker must be it).
+    Impersonate: the session's character (the line is the player's).
+
+    Raises:
+        TurnError: another speaker named for a reroll or continue; an unknown, muted or
+            absent speaker; no one who can speak.
+    """
+    members = setup.members
+    if kind == "impersonate":
+        return setup.character
+    sid = session.id
+    if len(members) == 1:
+        if named is not None:
+            speaker_for(members, None, setup.speaker_order, named)
+        return setup.character
+    present = store.state(sid, parent_id).present if parent_id is not None else None
+    kept = where.get("sibling_of") if kind == "reroll" else where.get("continues")
+    name = named
+    if kept is not None:
+        old = store.node(sid, kept).name
+        if old is not None:
+            if name is not None and name.casefold() != old.casefold():
+                raise TurnError(
+                    f"node {kept} is {old}'s reply: a {kind} keeps its speaker ({old}), not {name}"
+                )
+            name = old
+    if name is None:
+        text = where.get("user_text") if kind != "reply" else None
+        if text is None and kind == "continue" and parent_id is not None:
+            text = store.node(sid, parent_id).content  # the player's message it answers
+        names = speakers_at(store, session, parent_id, text, setup, rng, present=present)
+        if not names:
+            raise TurnError(
+                "no one can speak: every member of the cast is absent or muted "
+                "(let someone join the scene, or unmute someone)"
+            )
+        name = names[0]
+    return speaker_for(members, present, setup.speaker_order, name)
+
+
+_UNREAD: Any = object()
+
+
+def speakers_at(
+    store: TurnStore,
+    session: Session,
+    at: str | None,
+    text: str | None,
+    setup: TurnSetup,
+    rng: random.Random | None,
+    *,
+    present: Any = _UNREAD,
+) -> list[str]:
+    """:func:`orchestrator.speakers.next_speakers` at node ``at`` of the story (who is
+    present there read from the store unless given, and who spoke last)."""
+    members = setup.members
+    if len(members) == 1:
+        return [members[0].name]
+    sid = session.id
+    if present is _UNREAD:
+        present = store.state(sid, at).present if at is not None else None
+    last = None
+    if at is not None and setup.speaker_order in ("natural", "round_robin"):
+        last = _last_speaker(store.messages(sid, at))
+    order = setup.speaker_order
+    return next_speakers(members, present, order, text=text, last_speaker=last, rng=rng)
+
+
+def _last_speaker(history: list[Message]) -> str | None:
+    """The name on the newest reply of a history (``None``: no named reply)."""
+    for message in reversed(history):
+        if message.role == "assistant" and message.name:
+            return message.name
+    return None
+
+
+#: Why a speaker's prompt was trimmed with no summary (``trimmed.summary.skipped``).
+UNSEEN = (
+    "the speaker was away from part of the story: the story's summary would tell what it "
+    "did not see, so the oldest messages it saw are dropped"
+)
+
+
+def owned_lore(
+    retrieval: Retrieval, members: tuple[Character, ...], present: list[str] | None
+) -> tuple[Retrieval, list[dict[str, Any]]]:
+    """The hits of ``retrieval`` less those from a book whose owners (the members whose
+    own book it is) are all absent; and those left out, with why."""
+    here = set(present_names(members, present))
+    owners: dict[str, list[str]] = {}
+    for member in members:
+        for book in member.books:
+            owners.setdefault(book, []).append(member.name)
+    kept, left_out = [], []
+    for hit in retrieval.hits:
+        owned_by = owners.get(hit.book or "")
+        if owned_by and not here.intersection(owned_by):
+            who = ", ".join(owned_by)
+            left_out.append(
+                {"id": hit.id, "book": hit.book, "owners": owned_by, "reason": f"absent: {who}"}
+            )
+        else:
+            kept.append(hit)
+    if not left_out:
+        return retrieval, []
+    return dataclasses.replace(retrieval, hits=kept), left_out
+
+
+def cast_context(
+    setup: TurnSetup, speaker: Character, present: list[str] | None, reply_role: str
+) -> dict[str, Any]:
+    """The ``cast`` template's context: in a cast of several, the others present (each
+    card's ``{{char}}`` its own name) and whether the speaker is the narrator (or the
+    line is the player's: everyone voiced); with one character, nothing (``group``
+    false: the part renders empty)."""
+    if len(setup.members) < 2:
+        return {"group": False, "narrator": False, "cast": []}
+    user = setup.player
+    here = set(present_names(setup.members, present))
+    others = []
+    for member in setup.members:
+        if member.name in here and member.name != speaker.name:
+            text = member.as_context(lambda t, n=member.name: macros(t, char=n, user=user))
+            others.append(
+                {
+                    "name": member.name,
+                    "description": text["description"],
+                    "personality": text["personality"],
+                }
+            )
+    narrating = speaker not in setup.members or reply_role == "user"
+    return {"group": True, "narrator": narrating, "cast": others}
+
+
+def scoped(setup: TurnSetup, speaker: Character, reply_role: str) -> bool:
+    """Whether the reply's prompt holds only what its speaker witnessed: a member of a
+    cast of several (not the narrator, who sees everything; not the player's line)."""
+    return len(setup.members) > 1 and reply_role == "assistant" and speaker in setup.members
+
+
+async def recap_missed(
+    scope: Scope,
+    speaker: str,
+    session_id: str,
+    setup: TurnSetup,
+    gateway: Gateway,
+    kept: OrderedDict[tuple[str, str, str, str, int], str],
+    *,
+    preview: bool = False,
+) -> None:
+    """Each ``away`` line of ``speaker``'s prompt (``scope``) with a recap of the run it
+    stands for (``TurnSetup.recap_missed``): a call to the summary model the first time,
+    then the one in ``kept`` (by session, speaker and run; a preview makes no call). It
+    is written from the newest messages of the run that fit in half the model's window;
+    the calls made go to ``scope.recaps`` (the trace's)."""
+    name, model = speaker, setup.summarizer
+    count = gateway.counter(model)
+    room = gateway.context_window(model) // 2
+    for at, start, end in scope.gaps:
+        run = scope.path[start:end]
+        key = (session_id, name, run[0].id, run[-1].id, end - start)
+        recap = kept.get(key)
+        if recap is None and preview:
+            continue
+        if recap is None:
+            told: list[dict[str, Any]] = []
+            spent = 0
+            for message in reversed(run):
+                if not message.content.strip():
+                    continue
+                spent += count(message.content) + FRAMING
+                if spent > room and told:
+                    break
+                who = message.name or ("narration" if message.role == "system" else "")
+                told.append({"speaker": who or message.role, "content": message.content})
+            scope_vars = {
+                "char": name,
+                "user": setup.player,
+                "messages": told[::-1],
+                "words": max(setup.summary_words // 3, 40),
+            }
+            messages = [{"role": "user", "content": setup.templates.render("recap", scope_vars)}]
+            answer = await gateway.complete(model, messages)
+            recap = answer.content.strip()
+            kept[key] = recap
+            while len(kept) > KEPT_RECAPS:
+                kept.popitem(last=False)
+            scope.recaps.append(
+                {
+                    "covers": [run[0].id, run[-1].id],
+                    "model": model.model,
+                    "messages": messages,
+                    "output": recap,
+                    "usage": answer.usage,
+                    "latency_ms": round(answer.latency_ms, 2),
+                }
+            )
+        text = setup.templates.render("away", {"char": name, "user": setup.player, "recap": recap})
+        scope.history[at] = Message("", "system", None, text)
