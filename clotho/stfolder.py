@@ -479,6 +479,11 @@ class _Planner:
                 )
             ),
         )
+        if group.allow_self_responses:
+            planned.notes.append(
+                "the group lets a member answer itself: here, with no message of the "
+                "player's, the last speaker is not picked again unless no one else can speak"
+            )
         if group.generation_mode:  # 1, 2: append
             planned.notes.append(
                 "the group joins its members' cards into one prompt (append mode): "

@@ -128,6 +128,8 @@ class Group(_Model):
     generation_mode: int | None = None
     """0 swap (each reply from its speaker's card; ``None`` too), 1 and 2 append (the
     members' cards joined into one prompt)."""
+    allow_self_responses: bool | None = None
+    """Whether a member may speak twice in a row with no message of the player's."""
     chats: list[GroupId] = Field(default_factory=list)
     """Its chats' ids (``group chats/<id>.jsonl``)."""
     chat_id: GroupId | None = None

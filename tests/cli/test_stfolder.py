@@ -323,13 +323,22 @@ def test_a_group_plays_in_its_order(folder: Path, strategy: int | None, order: s
 
 
 def test_a_group_of_2023_names_its_members_by_name(folder: Path) -> None:
-    """Before 2023 a group listed its members by their characters' names, and an
-    unknown strategy number is read as natural, saying so."""
-    _group(folder, members=["Mira", "Bram", "Mira"], activation_strategy=9)
+    """Before 2023 a group listed its members by their characters' names; an unknown
+    strategy number is read as natural, and what does not map is said (self responses,
+    append mode)."""
+    _group(
+        folder,
+        members=["Mira", "Bram", "Mira"],
+        activation_strategy=9,
+        allow_self_responses=True,
+        generation_mode=1,
+    )
     planned = _by_source(plan_folder(folder))[GROUP_CHAT]
     assert [card.name for card in planned.cast] == ["Mira", "Bram"]
     assert planned.cast_settings is not None and planned.cast_settings.order == "natural"
     assert any("activation strategy 9" in note for note in planned.notes)
+    assert any("lets a member answer itself" in note for note in planned.notes)
+    assert any("append mode" in note for note in planned.notes)
     assert not any("not in characters/" in note for note in planned.notes)
 
 
