@@ -176,6 +176,26 @@ def set_muted(
     return member, _settings_written(store, session_id, change, expected_version=expected_version)
 
 
+def _card(data: bytes, name: str) -> Card:
+    """The card in a file (as ``clotho import card`` reads it).
+
+    Raises:
+        CardError: it is not one (a lorebook's message says where it goes)."""
+    from planner.cards import load_card
+    from planner.errors import CardError
+    from planner.filekinds import file_kind
+
+    try:
+        return load_card(data, name)
+    except CardError as error:
+        if file_kind(data) == "lorebook":
+            raise CardError(
+                f"{name}: this is a World Info lorebook, not a character card: "
+                "`clotho import lorebook FILE` adds it to the session's lore"
+            ) from error
+        raise
+
+
 def _node_report(cli: Cli, node: Node, session: Session) -> None:
     cli.emit(
         {**node.as_dict(), "version": session.version},
@@ -242,10 +262,8 @@ def cast_add(
         )
     avatar = None
     if file is not None:
-        from planner.cards import load_card
-
         data = read_upload(file)
-        card = load_card(data, file.name)
+        card = _card(data, file.name)
         avatar = data if file.suffix.lower() == ".png" or data[:4] == b"\x89PNG" else None
     else:
         if not name or not name.strip():

@@ -23,7 +23,7 @@ from clotho.cli.playscreen import ChatScreen
 from clotho.sessions import new_session
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer
-from tests._fixtures import SERAPHINA
+from tests._fixtures import ELDORIA, SERAPHINA
 
 from .test_cli import Run
 from .test_play import played
@@ -95,6 +95,8 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     assert "no member of the cast is named 'Zed'" in unknown
     assert "Ann, Bram, Seraphina, Cora" in unknown
     assert "no such file" in clotho.fails("cast", "add", str(tmp_path / "none.png"))
+    misfiled = clotho.fails("cast", "add", str(ELDORIA))
+    assert "a World Info lorebook, not a character card: `clotho import lorebook" in misfiled
     assert len(clotho.json("cast")) == 4
 
     left = clotho.json("cast", "leave", "bram")  # any case
