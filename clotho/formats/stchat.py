@@ -290,8 +290,9 @@ def import_chat(
             role = "system"
         enabled = not message.get("is_system", False)
         speaker = message.get("name") or None
-        if cast and not message.get("is_user"):
-            speaker = cast.get(str(message.get("original_avatar")), speaker)
+        card_file = message.get("original_avatar")
+        if cast and isinstance(card_file, str) and not message.get("is_user"):
+            speaker = cast.get(card_file, speaker)
         swipes = message.get("swipes")
         texts = [(message["mes"], None)] if not swipes else [(s, i) for i, s in enumerate(swipes)]
         if swipes:  # the story shows ``mes``, even where the swipe's text says otherwise
