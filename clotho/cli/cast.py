@@ -102,7 +102,22 @@ def cast_document(store: Store, session_id: str) -> dict[str, Any]:
         }
         for member in cast.members
     ]
-    return {"members": members, "present": here, "order": cast.settings.order}
+    document: dict[str, Any] = {"members": members, "present": here, "order": cast.settings.order}
+    if not members:
+        document["character"] = _unwritten_character(store, session_id)
+    return document
+
+
+def _unwritten_character(store: Store, session_id: str) -> str | None:
+    """Who plays a session with no cast: its campaign's character (``None``: none)."""
+    from clotho.formats.campaign import CampaignError
+    from clotho.wiring import session_campaign
+
+    try:
+        campaign = session_campaign(store, session_id)
+    except CampaignError:
+        return None
+    return campaign.character.name if campaign is not None else None
 
 
 def cast_lines(document: dict[str, Any], width: int | None) -> list[str]:
@@ -110,8 +125,9 @@ def cast_lines(document: dict[str, Any], width: int | None) -> list[str]:
     talkativeness, source, books), then the speaker order."""
     members = document["members"]
     if not members:
+        who = document.get("character") or "the default one"
         return [
-            paint("no cast yet: the session's character is its campaign's (or none)", "dim"),
+            paint(f"no cast yet: the session's character is {who}, of no card", "dim"),
             paint("`clotho cast add CARD` or `clotho cast add --name NAME` adds one", "dim"),
         ]
     names = max(len(clip(member["name"], render.NAME_CELLS)) for member in members)
@@ -270,6 +286,9 @@ def cast_add(
             raise UsageError("--name: a character written in place needs a name")
         card = written_card(name.strip(), description, personality, scenario)
     sid = cli.session_id()
+    replaced = None
+    if not session_cast(cli.store, sid).members:
+        replaced = _unwritten_character(cli.store, sid)
     member, session = add_member(
         cli.store, sid, card, avatar=avatar, expected_version=expect_version
     )
@@ -284,6 +303,14 @@ def cast_add(
         if member.books:
             line += f" (its book: {', '.join(member.books)})"
         out(line)
+        if replaced and replaced != member.name:
+            out(
+                paint(
+                    f"the first of the cast is the session's character: {member.name} plays "
+                    f"in place of the campaign's {replaced} (add {replaced} too to keep them)",
+                    "yellow",
+                )
+            )
         here = cli.store.state(sid).present if session.head_id else None
         if here is not None and member.name not in here:
             out(paint(f"away for now: `clotho cast join {member.name}` brings it in", "dim"))

@@ -150,6 +150,19 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     assert "no member of the cast is named" in clotho.fails("cast", "remove", "Seraphina")
 
 
+def test_a_campaigns_character_is_named_and_the_first_member_said_to_replace_it(
+    clotho: InProcess, tmp_path: Path
+) -> None:
+    folder = tmp_path / "cave"
+    folder.mkdir()
+    (folder / "campaign.toml").write_text('title = "Cave"\n[character]\nname = "Marla"\n')
+    clotho("session", "new", "--campaign", str(folder))
+    assert "the session's character is Marla, of no card" in clotho("cast").stdout
+    added = clotho("cast", "add", "--name", "Ann").stdout
+    assert "Ann plays in place of the campaign's Marla" in " ".join(added.split())
+    assert "in place of" not in clotho("cast", "add", "--name", "Marla").stdout
+
+
 def test_tab_completes_the_casts_names_after_the_commands_that_take_one() -> None:
     def offered(typed: str) -> list[tuple[str, int]]:
         cast = ["Ann", "Bram", "Old Tom"]
