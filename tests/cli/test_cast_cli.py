@@ -285,6 +285,24 @@ def test_say_with_a_speaker_a_round_of_several_and_reply(
     assert run.json("log")[-1]["id"] == nudged["node"]["id"]  # nothing stored
 
 
+def test_the_trace_says_the_lore_of_an_absent_owner_was_left_out(
+    model: ModelServer, clotho: InProcess
+) -> None:
+    clotho.env["CLOTHO_VECTORS"] = "false"  # by keywords: the forest's entry fires
+    cast_session(clotho, model, "Ann")
+    clotho("cast", "add", str(SERAPHINA))  # her own book: Eldoria
+    clotho("say", "--speaker", "Ann", "We walk into the forest.")
+    assert "Eldoria:0" in [hit["id"] for hit in clotho.json("trace")["lore"]]
+    clotho("cast", "leave", "Seraphina")
+    clotho("say", "--speaker", "Ann", "Deeper into the forest.")
+    trace = clotho.json("trace")
+    assert trace["lore"] == []
+    assert "Eldoria:0" in [lore["id"] for lore in trace["scene"]["lore_left_out"]]
+    text = " ".join(clotho("trace").stdout.split())
+    assert "lore left out: Eldoria:0: " in text
+    assert "Seraphina" in text.split("lore left out: Eldoria:0: ")[1]
+
+
 def test_a_four_character_story_in_play_with_one_who_leaves_and_comes_back(
     model: ModelServer, clotho: InProcess
 ) -> None:
