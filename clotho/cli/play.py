@@ -1,4 +1,5 @@
-"""Commands that generate: say, reroll, edit, continue, impersonate, play, and trace.
+"""Commands that generate: say, reply, reroll, edit, continue, impersonate, play, and
+trace.
 
 Replies stream to the terminal as the model writes them (:class:`ChatScreen`: wrapped
 to the width, the speaker's name first, a spinner until the first word, a footer after
@@ -7,6 +8,10 @@ streams, the text so far is kept, marked incomplete, with no state change; while
 world state is being updated, the reply is kept with no delta, marked; before the
 reply's first word, the player's message alone is kept (HEAD on it, so /continue or
 `clotho continue` asks for the reply), and the screen says so.
+
+In a cast of several (:mod:`clotho.cast`), a message may be answered by several
+characters in turn (:func:`play_round`: the engine's ``next_speakers``, the first as
+the say, each next as a reply), each under its own name.
 
 ``play`` shows the story's last messages, then reads the player's lines with
 :mod:`clotho.cli.playinput` and acts on them with :mod:`clotho.cli.playcommands`.
