@@ -479,6 +479,12 @@ class _Planner:
                 )
             ),
         )
+        muted = planned.cast_settings.muted
+        if planned.cast and set(muted) >= {card.name for card in planned.cast}:
+            planned.notes.append(
+                "every member is muted, and a muted member never speaks here (SillyTavern "
+                "lets one be made to): unmute one to play (clotho cast unmute NAME)"
+            )
         if group.allow_self_responses:
             planned.notes.append(
                 "the group lets a member answer itself: here, with no message of the "

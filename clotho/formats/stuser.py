@@ -101,6 +101,21 @@ def _id_text(value: Any) -> Any:
 GroupId = Annotated[str, BeforeValidator(_id_text)]
 
 
+def _number_or_none(value: Any) -> Any:
+    """A group's strategy or mode as SillyTavern reads it (``Number(value)``): ``false``
+    (as real groups hold it) is 0, a number text its number, anything else none."""
+    if isinstance(value, bool | int) or value is None:
+        return int(value) if value is not None else None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+GroupNumber = Annotated[int | None, BeforeValidator(_number_or_none)]
+
+
 #: SillyTavern's ``group_activation_strategy`` (``public/scripts/group-chats.js``): who
 #: answers the player in a group: 0 natural (names mentioned, then talkativeness), 1 list
 #: (every member in the group's order), 2 manual (no one until the player picks), 3 pooled
@@ -123,9 +138,10 @@ class Group(_Model):
     by the character's name)."""
     disabled_members: Annotated[list[MemberFile] | None, Field(max_length=MAX_GROUP_MEMBERS)] = None
     """The members muted in the group (their card files): they never speak unasked."""
-    activation_strategy: int | None = None
-    """Who answers the player (:data:`ACTIVATION_STRATEGIES`; ``None``: natural)."""
-    generation_mode: int | None = None
+    activation_strategy: GroupNumber = None
+    """Who answers the player (:data:`ACTIVATION_STRATEGIES`; ``None``: natural; real
+    groups hold ``false`` for natural)."""
+    generation_mode: GroupNumber = None
     """0 swap (each reply from its speaker's card; ``None`` too), 1 and 2 append (the
     members' cards joined into one prompt)."""
     allow_self_responses: bool | None = None

@@ -314,12 +314,31 @@ def test_a_group_chat_plays_with_its_members_as_the_cast(store: Store, folder: P
 
 @pytest.mark.parametrize(
     ("strategy", "order"),
-    [(None, "natural"), (0, "natural"), (1, "round_robin"), (2, "manual"), (3, "round_robin")],
+    [
+        (None, "natural"),
+        (False, "natural"),  # as real groups hold it (SillyTavern reads Number(false): 0)
+        (0, "natural"),
+        (1, "round_robin"),
+        ("2", "manual"),
+        (3, "round_robin"),
+        ("fast", "natural"),
+    ],
 )
-def test_a_group_plays_in_its_order(folder: Path, strategy: int | None, order: str) -> None:
+def test_a_group_plays_in_its_order(folder: Path, strategy: object, order: str) -> None:
     _group(folder, activation_strategy=strategy)
     planned = _by_source(plan_folder(folder))[GROUP_CHAT]
     assert planned.cast_settings is not None and planned.cast_settings.order == order
+
+
+def test_a_group_whose_members_are_all_muted_says_so(folder: Path) -> None:
+    """A shape found in a real user folder: every member disabled."""
+    _group(folder, disabled_members=["Bram.png", "Mira.png"], activation_strategy=False)
+    planned = _by_source(plan_folder(folder))[GROUP_CHAT]
+    assert planned.cast_settings is not None
+    assert planned.cast_settings.muted == ["Bram", "Mira"]
+    assert any("every member is muted" in note for note in planned.notes)
+    _group(folder, disabled_members=["Mira.png"])
+    assert not any("muted" in note for note in _by_source(plan_folder(folder))[GROUP_CHAT].notes)
 
 
 def test_a_group_of_2023_names_its_members_by_name(folder: Path) -> None:
