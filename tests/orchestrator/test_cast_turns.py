@@ -106,6 +106,37 @@ def test_a_named_speaker_replies_as_itself_and_the_node_carries_its_name(
     assert again.node is not None and again.node.name == "Cora"
     with pytest.raises(TurnError, match="keeps its speaker"):
         play(engine, sid, "reroll", speaker="Dag")
+    # so does a continue; an impersonation is the player's line, every member voiced
+    more = play(engine, sid, "continue")
+    assert more.node is not None and more.node.name == "Cora"
+    assert more.node.content.startswith(again.node.content)
+    draft = play(engine, sid, "impersonate")
+    assert draft.node is None and draft.text
+    head = "\n".join(contents(chat(server)[-1])[:4])
+    assert "You voice every character in the scene" in head
+
+
+def test_a_preview_is_the_prompt_of_the_speaker_named(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    engine = engine_for(store, server)
+    play(engine, sid, "say", text="Hello.", speaker="Ann")
+    scene(store, sid, "Bram", "leaves", {"op": "set", "path": "present", "value": ["Ann", "Cora"]})
+    play(engine, sid, "say", text="A secret.", speaker="Cora")
+    scene(store, sid, "Bram", "joins", {"op": "append", "path": "present", "value": "Bram"})
+
+    async def preview(speaker: str) -> Any:
+        try:
+            return await engine.preview_prompt(sid, "Well?", speaker=speaker)
+        finally:
+            await engine.aclose()
+
+    bram, ann = asyncio.run(preview("Bram")), asyncio.run(preview("Ann"))
+    assert bram.messages < ann.messages  # Bram's history leaves out what he did not see
+    assert len(chat(server)) == 2  # no model call
+    with pytest.raises(TurnError, match="no member of the cast is named 'Eve'"):
+        asyncio.run(preview("Eve"))
 
 
 def test_turns_a_speaker_cannot_take_are_refused_and_store_nothing(
