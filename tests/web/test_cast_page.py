@@ -329,6 +329,25 @@ def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     expect(page.locator("article.message")).to_have_count(2)
 
 
+def test_a_change_of_scene_in_the_pages_language_unless_rewritten(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("scene in Chinese")
+    base = f"/api/sessions/{sid}"
+    for name in ("Marla", "Bram"):
+        assert api.post(f"{base}/cast", json={"name": name}).status_code == 201
+    left = api.post(f"{base}/cast/Bram/leave")
+    assert left.status_code == 201, left.text
+    page = open_page(sid, locale="zh-CN")
+    scene = page.locator("article.message.scene")
+    expect(scene).to_have_text("Bram 离开了场景。")
+    expect(member(page, "Bram").locator(".cast-state")).to_have_text("离场")
+    rewrite = {"op": "rewrite", "node_id": left.json()["node"]["id"], "content": "Bram slips out."}
+    assert api.post(f"{base}/edits", json={"operations": [rewrite]}).status_code == 200
+    page.reload()
+    expect(scene).to_have_text("Bram slips out.")  # the player's words, as written
+
+
 def slow_gm(request: dict[str, Any]) -> Reply | str:
     """A long reply, a word every 40 ms; no state change."""
     if "response_format" in request:

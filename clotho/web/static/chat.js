@@ -271,12 +271,16 @@ export class ChatView {
     );
   }
 
-  /** A change of scene (someone leaves or joins): narration, set apart, no bubble. */
+  /** A change of scene (someone leaves or joins): narration, set apart, no bubble; in the
+   * page's language unless its text was rewritten. */
   sceneChange(node, isLast) {
+    const [move, name] = Object.entries(node.metadata.scene)[0] || [];
+    const stored = { leaves: `${name} leaves the scene.`, joins: `${name} joins the scene.` }[move];
+    const text = stored && node.content === stored ? t(`cast.narration_${move}`, { name }) : node.content;
     return el(
       `article.message.system.scene${node.enabled ? "" : ".disabled"}${isLast ? ".last" : ""}`,
-      { dataset: { nodeId: node.id, role: node.role, scene: Object.keys(node.metadata.scene)[0] || "" } },
-      el("p.narration", { text: node.content }),
+      { dataset: { nodeId: node.id, role: node.role, scene: move || "" } },
+      el("p.narration", { text }),
     );
   }
 
