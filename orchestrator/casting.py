@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from mnemosyne import Message, Session, TurnStore
@@ -26,12 +27,14 @@ from .speakers import next_speakers, present_names, speaker_for
 __all__ = [
     "KEPT_RECAPS",
     "UNSEEN",
+    "Unnamed",
     "cast_context",
     "choose_speaker",
     "owned_lore",
     "recap_missed",
     "scoped",
     "speakers_at",
+    "unnamed",
 ]
 
 #: How many recaps an engine keeps (the oldest forgotten first).
@@ -158,6 +161,54 @@ def owned_lore(
     if not left_out:
         return retrieval, []
     return dataclasses.replace(retrieval, hits=kept), left_out
+
+
+def unnamed(text: str, speaker: str) -> str:
+    """A reply without the ``Speaker:`` a model may begin it with (it saw every reply
+    of the history sent so, :func:`mnemosyne.traces.history_message`)."""
+    head = text.lstrip()
+    prefix = f"{speaker}:"
+    if head[: len(prefix)].casefold() == prefix.casefold() and head[len(prefix) :].strip():
+        return head[len(prefix) :].lstrip()
+    return text
+
+
+class Unnamed:
+    """A turn's event callback that passes the reply's tokens on as :func:`unnamed`
+    stores the reply: the first ones are held until it is clear whether they begin with
+    ``Speaker:``, which is then left out. Other events pass at once. :meth:`flush` at
+    the end of the stream gives what is still held."""
+
+    def __init__(self, on_event: Callable[[str, str], None], speaker: str) -> None:
+        self.on_event = on_event
+        self.prefix = f"{speaker}:".casefold()
+        self.held = ""
+        self.deciding = True
+
+    def __call__(self, kind: str, text: str) -> None:
+        if kind != "token" or not self.deciding:
+            self.on_event(kind, text)
+            return
+        self.held += text
+        head = self.held.lstrip()
+        size = len(self.prefix)
+        if len(head) < size and self.prefix.startswith(head.casefold()):
+            return  # it may still be the name
+        if head[:size].casefold() == self.prefix:
+            rest = head[size:]
+            if not rest.strip():
+                return  # the name, and nothing yet after it
+            self.held, self.deciding = "", False
+            self.on_event(kind, rest.lstrip())
+            return
+        held, self.held, self.deciding = self.held, "", False
+        self.on_event(kind, held)
+
+    def flush(self) -> None:
+        """Pass on what is held (a stream that ended while it was deciding)."""
+        if self.held:
+            held, self.held, self.deciding = self.held, "", False
+            self.on_event("token", held)
 
 
 def cast_context(

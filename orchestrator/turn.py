@@ -60,12 +60,14 @@ from prompts import (
 
 from .casting import (
     UNSEEN,
+    Unnamed,
     cast_context,
     choose_speaker,
     owned_lore,
     recap_missed,
     scoped,
     speakers_at,
+    unnamed,
 )
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
 from .gateway import INTERRUPTED, Completion, Gateway
@@ -768,12 +770,19 @@ class Engine:
         running = self._enter(state, "generate")
         prompt: Prompt = state["prompt"]
 
+        on_event = state.get("on_event")
+        anchor = state["anchor"]
+        if on_event is not None and _names_itself(anchor):
+            on_event = Unnamed(on_event, anchor.speaker.name)  # as the reply is stored
+
         async def reply() -> Completion:
             if running is not None and running.stop:
                 raise _Stopped  # interrupted before the call began
-            return await self.gateway.stream(
-                self.setup.model, prompt.messages, state.get("on_event")
-            )
+            try:
+                return await self.gateway.stream(self.setup.model, prompt.messages, on_event)
+            finally:
+                if isinstance(on_event, Unnamed):
+                    on_event.flush()
 
         completion = await self._guarded(running, reply())
         if not completion.content.strip():  # interrupted before any text: no empty reply
@@ -856,7 +865,7 @@ class Engine:
             assert anchor.sibling_of is not None
             speaker = self.store.node(sid, anchor.sibling_of).name or speaker
         old, content = anchor.continues, completion.content
-        if anchor.cast and anchor.reply_role == "assistant" and old is None:
+        if _names_itself(anchor):
             content = unnamed(content, speaker)
         if old is not None:  # the whole text, the old reply's delta, then the new one's
             content = joined(old.content, content)
@@ -970,14 +979,10 @@ def _place_players_message(
     return None
 
 
-def unnamed(text: str, speaker: str) -> str:
-    """A reply without the ``Speaker:`` a model may begin it with (it saw every reply
-    of the history sent so, :func:`mnemosyne.traces.history_message`)."""
-    head = text.lstrip()
-    prefix = f"{speaker}:"
-    if head[: len(prefix)].casefold() == prefix.casefold() and head[len(prefix) :].strip():
-        return head[len(prefix) :].lstrip()
-    return text
+def _names_itself(anchor: Anchor) -> bool:
+    """Whether the reply may begin with its speaker's name (a new reply in a cast of
+    several, which saw every reply of the history sent so): stripped, stored and shown."""
+    return anchor.cast and anchor.reply_role == "assistant" and anchor.continues is None
 
 
 def joined(text: str, continuation: str) -> str:

@@ -62,10 +62,17 @@ def engine_for(
     return build_engine(store, turn_setup, rng=random.Random(3))
 
 
-def play(engine: Engine, sid: str, kind: str, **kwargs: Any) -> TurnResult:
+def play(
+    engine: Engine, sid: str, kind: str, tokens: list[str] | None = None, **kwargs: Any
+) -> TurnResult:
+    def on_event(kind: str, text: str) -> None:
+        if tokens is not None and kind == "token":
+            tokens.append(text)
+
     async def turn() -> TurnResult:
         try:
-            return await engine.run(sid, TurnRequest(kind, **kwargs))  # type: ignore[arg-type]
+            request = TurnRequest(kind, **kwargs)  # type: ignore[arg-type]
+            return await engine.run(sid, request, on_event)
         finally:
             await engine.aclose()
 
@@ -260,8 +267,10 @@ def test_the_narrator_sees_everything_and_a_speaker_prefix_is_stripped(
 
     server = serve(script)
     engine = engine_for(store, server)
-    cora = play(engine, sid, "say", text="Cora?", speaker="Cora")
+    shown: list[str] = []
+    cora = play(engine, sid, "say", shown, text="Cora?", speaker="Cora")
     assert cora.node is not None and cora.node.content == "I say nothing."
+    assert "".join(shown) == "I say nothing."  # shown as stored
     scene(store, sid, "Cora", "leaves", {"op": "set", "path": "present", "value": ["Ann", "Dag"]})
     narrator = play(engine_for(store, server, speaker_order="narrator"), sid, "say", text="Well?")
     assert narrator.node is not None and narrator.node.name == NARRATOR

@@ -88,3 +88,34 @@ def test_a_speaker_named_must_be_a_member_who_can_speak() -> None:
     muted = (ANN, Character(name="Cora", muted=True))
     with pytest.raises(TurnError, match="Cora is muted"):
         speaker_for(muted, None, "natural", "Cora")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cora: I say nothing.",
+        "  cora:   Quietly.",
+        "Cora:",
+        "Cora: ",
+        "Corallian ships.",
+        "Co",
+        "The fire crackles. Cora: no.",
+        "",
+    ],
+)
+def test_a_streamed_reply_is_shown_as_it_is_stored(text: str) -> None:
+    from orchestrator.casting import Unnamed, unnamed
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        inner = range(1, len(text))
+        cuts = sorted(rng.sample(inner, k=min(len(inner), rng.randrange(4))))
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        shown: list[tuple[str, str]] = []
+        stream = Unnamed(lambda kind, piece, shown=shown: shown.append((kind, piece)), "Cora")
+        stream("reasoning", "hm")  # other events pass at once
+        for piece in pieces:
+            stream("token", piece)
+        stream.flush()
+        assert shown[0] == ("reasoning", "hm")
+        assert "".join(piece for kind, piece in shown if kind == "token") == unnamed(text, "Cora")
