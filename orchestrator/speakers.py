@@ -34,7 +34,6 @@ from .setup import Character
 __all__ = [
     "NARRATOR",
     "NARRATOR_CHARACTER",
-    "ORDERS",
     "eligible",
     "next_speakers",
     "present_names",
@@ -43,7 +42,6 @@ __all__ = [
 
 #: The speaker of the ``narrator`` order: one voice for every character.
 NARRATOR = "Narrator"
-ORDERS = ("natural", "round_robin", "narrator", "manual")
 #: The narrator as the prompt sees it: no card of its own (the members present are in
 #: its prompt's ``cast`` part).
 NARRATOR_CHARACTER = Character(name=NARRATOR)
