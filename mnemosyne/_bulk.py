@@ -100,7 +100,8 @@ class StoredTrace:
 
     node_id: str
     parts: list[dict[str, Any]]
-    """``{"run": [first id, last id, count]}`` or ``{"blob": hash}``, one per span sent."""
+    """``{"run": [first id, last id, count]}`` (``"named": true`` too: replies sent with
+    their speaker's name) or ``{"blob": hash}``, one per span sent."""
     messages_hash: str
     document: dict[str, Any]
 
@@ -642,7 +643,11 @@ def _check_parts(parts: object) -> list[dict[str, Any]]:
             if not isinstance(part["blob"], str) or not _HASH.match(part["blob"]):
                 raise InvalidOperationError(f"parts[{n}].blob: not a SHA-256 hash in hex")
             continue
-        if isinstance(part, Mapping) and set(part) == {"run"}:
+        if isinstance(part, Mapping) and set(part) in ({"run"}, {"run", "named"}):
+            if part.get("named", True) is not True:
+                raise InvalidOperationError(
+                    f"parts[{n}].named: true or left out, not {part['named']!r}"
+                )
             run = part["run"]
             if (
                 isinstance(run, list)

@@ -27,6 +27,7 @@ from mnemosyne import (
 from mnemosyne import _queries as q
 from mnemosyne._schema import journal, keyframes, nodes
 from mnemosyne.edits import Delete, Graft, Prune, Restore, Rewrite
+from mnemosyne.traces import history_message
 
 SCHEMA = schema_from_mapping(
     {
@@ -443,7 +444,48 @@ def test_traces_in_their_stored_form_go_back_and_verify(store: Store) -> None:
     missing = StoredTrace(leaf, [{"blob": "0" * 64}], trace.messages_hash, {})
     assert "neither given nor stored" in refuse([missing], {})
     assert "parts[0].run" in refuse([StoredTrace(leaf, [{"run": [leaf]}], "0" * 64, {})], {})
+    named = {"run": [leaf, leaf, 1], "named": 1}
+    assert "parts[0].named" in refuse([StoredTrace(leaf, [named], "0" * 64, {})], {})
     assert store.trace(copy, leaf) is None
+
+
+def test_a_trace_of_named_replies_goes_back_and_verifies(store: Store) -> None:
+    source = store.create_session().id
+    store.append(source, "user", "Who is there?", name="Player")
+    store.append(source, "assistant", "Only me.", name="Bram")
+    history = store.messages(source)
+    sent = [history_message(m, named=True) for m in history]
+    with store.transaction(source) as tx:
+        reply = tx.append("assistant", "And me.", name="Cora")
+        tx.put_trace(
+            reply.id, messages=sent, sources=[0, 1], history=history, document={}, named=True
+        )
+    dumped = store.dump(source)
+    copy = store.create_session().id
+    fresh = {n.id: new_id() for n in dumped.nodes}
+    with store.transaction(copy) as tx:
+        tx.insert_nodes(
+            [
+                NodeRecord(
+                    n.role,
+                    n.content,
+                    parent=fresh.get(n.parent) if n.parent else None,
+                    name=n.name,
+                    id=fresh[n.id],
+                )
+                for n in dumped.nodes
+            ]
+        )
+        trace = dumped.traces[0]
+        parts = [
+            {**part, "run": [fresh[part["run"][0]], fresh[part["run"][1]], part["run"][2]]}
+            for part in trace.parts
+        ]
+        assert parts[0]["named"] is True
+        stored = StoredTrace(fresh[trace.node_id], parts, trace.messages_hash, trace.document)
+        assert tx.insert_traces([stored], dumped.blobs) == 1
+    rebuilt = store.trace(copy, fresh[reply.id])
+    assert rebuilt is not None and rebuilt.verified and rebuilt.messages == sent
 
 
 def test_the_dump_lists_every_node_parents_first(store: Store) -> None:
