@@ -25,25 +25,32 @@ from clotho.lore import CARD, LOREBOOK, keep_book
 from mnemosyne import jsontext
 
 if TYPE_CHECKING:
-    from clotho.sessionconfig import CastSettings
+    from clotho.sessionconfig import CastSettings, SpeakerOrder
     from mnemosyne import Document, Node, Session, SessionTransaction, Store
     from orchestrator import Character
     from planner.cards import Card
 
 __all__ = [
+    "EXTENSION",
     "SCENE",
     "Cast",
     "CastError",
     "Member",
+    "UnknownMemberError",
     "add_member",
+    "cast_view",
     "remove_member",
     "scene_change",
     "session_cast",
+    "set_order",
+    "update_member",
     "written_card",
 ]
 
 #: The key of a scene change's node metadata: ``{"leaves": name}`` or ``{"joins": name}``.
 SCENE = "scene"
+#: The key of a card's ``extensions`` where Clotho marks a character written in place.
+EXTENSION = "clotho"
 #: Talkativeness where neither the card nor the settings give one (SillyTavern's).
 DEFAULT_TALKATIVENESS = 0.5
 
@@ -55,6 +62,12 @@ class CastError(ClothoError, ValueError):
     leaving who is not there); the message names who and why."""
 
     code = "cast"
+
+
+class UnknownMemberError(CastError, LookupError):
+    """No member of the cast is named so (the message names the cast)."""
+
+    code = "unknown_member"
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,12 @@ class Member:
     """The session's lorebooks that are its own, by name: its card's book, and the World
     Info book its card links (``extensions.world``, SillyTavern's character lore) when
     the session has it."""
+
+    @property
+    def written(self) -> bool:
+        """It was written in place (:func:`written_card`), not brought as a card."""
+        mark = self.card.extensions.get(EXTENSION)
+        return isinstance(mark, dict) and mark.get("written_in_place") is True
 
     def character(self) -> Character:
         """The member as the turn loop sees it."""
@@ -92,6 +111,7 @@ class Member:
             "muted": self.muted,
             "books": list(self.books),
             "description": self.card.description,
+            "source": "written" if self.written else "card",
         }
 
 
@@ -111,7 +131,7 @@ class Cast:
         matches it ignoring case).
 
         Raises:
-            CastError: no member is named so.
+            UnknownMemberError: no member is named so.
         """
         for member in self.members:
             if member.name == name:
@@ -120,7 +140,7 @@ class Cast:
         if len(folded) == 1:
             return folded[0]
         known = ", ".join(self.names) or "no one yet"
-        raise CastError(f"no member of the cast is named {name!r} (the cast: {known})")
+        raise UnknownMemberError(f"no member of the cast is named {name!r} (the cast: {known})")
 
     def present(self, stored: list[str] | None) -> list[str]:
         """Who of the cast is in the scene, given the state's ``present`` (``None``:
@@ -228,6 +248,7 @@ def written_card(
         "scenario": scenario,
         "first_mes": "",
         "mes_example": "",
+        "extensions": {EXTENSION: {"written_in_place": True}},
     }
     return parse_card({"spec": "chara_card_v2", "spec_version": "2.0", "data": data}, name)
 
@@ -245,19 +266,31 @@ def add_member(
     transaction. While someone has come or gone (``present`` is a list), a new member
     is not in the scene until it joins (:func:`scene_change`); while everyone is, it is.
 
+    The first member of a session with no card: when the session's campaign has a
+    character of its own (``[character]``, which played it until now), that character is
+    written in first and stays the session's character; else the card becomes it, and an
+    empty story starts with its greeting (:func:`clotho.lore.greet`).
+
     Raises:
         CastError: a member of that name is in the cast already.
         ConflictError: the session is not at ``expected_version``.
     """
-    from clotho.lore import card_documents
+    from clotho.lore import card_documents, greet
     from clotho.sessionconfig import session_settings
     from clotho.stories import avatar_document
 
+    character = _campaign_character(store, session_id)
     with store.transaction(session_id, expected_version=expected_version) as tx:
-        if any(document.name == card.name for document in tx.documents(CARD)):
+        cards = tx.documents(CARD)
+        if any(document.name == card.name for document in cards):
             raise CastError(
                 f"{card.name} is in the cast already (remove it first to replace its card)"
             )
+        first = not cards
+        if first and character is not None and character.name != card.name:
+            # the campaign's character played the session: it stays, the first member
+            tx.put_document(*card_documents(character)[0])
+            first = False
         for kind, name, content in card_documents(card):
             if kind != LOREBOOK:
                 tx.put_document(kind, name, content)
@@ -265,6 +298,8 @@ def add_member(
         picture = avatar_document(avatar, card.name) if avatar else None
         if picture is not None:
             tx.put_document(*picture)
+        if first:
+            greet(tx, card)  # an empty story starts with its character's greeting
     settings = session_settings(tx.session.metadata).cast_settings
     member = _cast([card], settings).members[0]
     if kept is not None:
@@ -291,6 +326,117 @@ def remove_member(
         if any(document.name == member.name for document in tx.documents(AVATAR)):
             tx.remove_document(AVATAR, member.name)
     return tx.session
+
+
+def _campaign_character(store: Store, session_id: str) -> Card | None:
+    """The character a session's campaign plays it with while it has no card (its
+    ``[character]`` table, named as :func:`clotho.sessions.session_names` names it), as a
+    card written in place; ``None`` when the campaign has none (or is gone)."""
+    from clotho.formats.campaign import CampaignError, CharacterTable
+    from clotho.sessions import session_campaign, session_names
+
+    try:
+        campaign = session_campaign(store, session_id)
+    except CampaignError:
+        return None
+    if campaign is None or campaign.character == CharacterTable():
+        return None
+    table = campaign.character
+    name = session_names(store, session_id, campaign).character
+    return written_card(name, table.description, table.personality, table.scenario)
+
+
+def cast_view(store: Store, session: Session) -> dict[str, Any]:
+    """The cast as a reader sees it at the session's HEAD: ``order``, ``present`` (the
+    state's: ``None`` while everyone is) and ``members``, each :meth:`Member.as_dict`
+    with ``present``, ``avatar`` (it has a picture) and ``first`` (the session's
+    character). What the API answers and ``clotho cast --json`` prints."""
+    from clotho.stories import AVATAR
+
+    cast = session_cast(store, session.id)
+    stored = store.state(session.id, session.head_id).present if session.head_id else None
+    here = set(cast.present(stored))
+    pictures = {document.name for document in store.documents(session.id, AVATAR)}
+    members = [
+        {
+            **member.as_dict(),
+            "present": member.name in here,
+            "avatar": member.name in pictures,
+            "first": index == 0,
+        }
+        for index, member in enumerate(cast.members)
+    ]
+    return {"order": cast.settings.order, "present": stored, "members": members}
+
+
+def update_member(
+    store: Store,
+    session_id: str,
+    name: str,
+    *,
+    muted: bool | None = None,
+    talkativeness: float | None = None,
+    expected_version: int | None = None,
+) -> tuple[Member, Session]:
+    """Mute a member or let it speak, set its talkativeness: the session's cast settings
+    (``None``: as it is). One write, at ``expected_version`` (else at the version read,
+    so a write meanwhile is a conflict, not lost); none when nothing changes (the
+    session as it was). Returns the member after.
+
+    Raises:
+        UnknownMemberError: no member is named so.
+        ConflictError: the session is not at ``expected_version``.
+    """
+    session = store.session(session_id)
+    _check_version(session, expected_version)
+    cast = session_cast(store, session_id)
+    member = cast.find(name)
+    settings = cast.settings
+    mute = member.muted if muted is None else muted
+    others = [other for other in settings.muted if other != member.name]
+    spoken = dict(settings.talkativeness)
+    if talkativeness is not None:
+        spoken[member.name] = talkativeness
+    changed = settings.model_copy(
+        update={"muted": [*others, member.name] if mute else others, "talkativeness": spoken}
+    )
+    if changed != settings:
+        session = _settings_written(store, session, changed)
+    return _cast([member.card], changed).members[0], session
+
+
+def set_order(
+    store: Store, session_id: str, order: SpeakerOrder, *, expected_version: int | None = None
+) -> Session:
+    """Set the speaker order (one write; none when it is the order already).
+
+    Raises:
+        ConflictError: the session is not at ``expected_version``.
+    """
+    from clotho.sessionconfig import session_settings
+
+    session = store.session(session_id)
+    _check_version(session, expected_version)
+    settings = session_settings(session.metadata).cast_settings
+    if settings.order == order:
+        return session
+    return _settings_written(store, session, settings.model_copy(update={"order": order}))
+
+
+def _check_version(session: Session, expected_version: int | None) -> None:
+    from mnemosyne import ConflictError
+
+    if expected_version is not None and expected_version != session.version:
+        raise ConflictError(session.id, expected_version, session.version)
+
+
+def _settings_written(store: Store, session: Session, cast: CastSettings) -> Session:
+    """The session with its cast settings replaced: one write, at the version ``session``
+    was read at."""
+    from clotho.sessionconfig import SessionSettings, updated_metadata
+
+    metadata = updated_metadata(session.metadata, SessionSettings(cast=cast))
+    return store.update_session(session.id, metadata=metadata, expected_version=session.version)
 
 
 def _settings(tx: SessionTransaction) -> CastSettings:

@@ -19,11 +19,20 @@ from clotho.formats.campaign import load_campaign
 from clotho.lore import campaign_documents, card_documents, greet, keep_book
 
 if TYPE_CHECKING:
+    from clotho.formats.campaign import Campaign
+    from clotho.formats.names import SessionNames
     from mnemosyne import Node, Session, SessionTransaction, StateSchema, Store
     from planner.cards import Card
     from planner.lorebook import Lorebook
 
-__all__ = ["PERSONA", "card_session", "new_session", "persona_document"]
+__all__ = [
+    "PERSONA",
+    "card_session",
+    "new_session",
+    "persona_document",
+    "session_campaign",
+    "session_names",
+]
 
 PERSONA = "persona"
 """The kind of the document that names the player of a session (a SillyTavern persona:
@@ -100,3 +109,38 @@ def persona_document(name: str, description: str = "") -> tuple[str, str, str]:
     """The document naming a session's player (kind :data:`PERSONA`)."""
     content: dict[str, Any] = {"name": name, "description": description}
     return PERSONA, name, json.dumps(content, ensure_ascii=False)
+
+
+def session_campaign(store: Store, session_id: str) -> Campaign | None:
+    """The campaign a session was created from (``None`` if it has none).
+
+    Raises:
+        CampaignError: its folder is gone or no longer valid (the message names it).
+    """
+    folder = store.session(session_id).campaign
+    return load_campaign(Path(folder)) if folder else None
+
+
+def session_names(
+    store: Store,
+    session_id: str,
+    campaign: Campaign | None = None,
+    card: Card | None = None,
+) -> SessionNames:
+    """Who the player and the character of a session are (the rule:
+    :mod:`clotho.formats.names`), from its campaign, card and metadata; ``campaign`` and
+    ``card`` when the caller has them already (else read here: a campaign whose folder
+    is gone names no one)."""
+    from clotho.formats.campaign import CampaignError
+    from clotho.formats.names import SessionNames
+    from clotho.lore import session_card
+
+    if campaign is None:
+        try:
+            campaign = session_campaign(store, session_id)
+        except CampaignError:
+            campaign = None
+    if card is None:
+        card = session_card(store, session_id)
+    metadata = store.session(session_id).metadata
+    return SessionNames.resolve(campaign, card.name if card else None, metadata)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clotho.errors import ClothoError
-from clotho.formats.campaign import Campaign, ModelTable, load_campaign
+from clotho.formats.campaign import Campaign, ModelTable
 from clotho.settings import Settings
 
 if TYPE_CHECKING:
@@ -21,9 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NoModelError",
     "preview_lore",
-    "session_campaign",
     "session_engine",
-    "session_names",
     "turn_setup",
 ]
 
@@ -32,16 +29,6 @@ class NoModelError(ClothoError, LookupError):
     """No model is configured for a command that generates."""
 
     code = "no_model"
-
-
-def session_campaign(store: Store, session_id: str) -> Campaign | None:
-    """The campaign a session was created from (``None`` if it has none).
-
-    Raises:
-        CampaignError: its folder is gone or no longer valid (the message names it).
-    """
-    folder = store.session(session_id).campaign
-    return load_campaign(Path(folder)) if folder else None
 
 
 def session_engine(
@@ -72,6 +59,7 @@ def session_engine(
     from clotho.cast import session_cast
     from clotho.lore import session_planner
     from clotho.sessionconfig import session_settings
+    from clotho.sessions import session_campaign, session_names
     from orchestrator import build_engine
 
     campaign = session_campaign(store, session_id)
@@ -94,31 +82,6 @@ def session_engine(
     )
 
 
-def session_names(
-    store: Store,
-    session_id: str,
-    campaign: Campaign | None = None,
-    card: Card | None = None,
-) -> SessionNames:
-    """Who the player and the character of a session are (the rule:
-    :mod:`clotho.formats.names`), from its campaign, card and metadata; ``campaign`` and
-    ``card`` when the caller has them already (else read here: a campaign whose folder
-    is gone names no one)."""
-    from clotho.formats.campaign import CampaignError
-    from clotho.formats.names import SessionNames
-    from clotho.lore import session_card
-
-    if campaign is None:
-        try:
-            campaign = session_campaign(store, session_id)
-        except CampaignError:
-            campaign = None
-    if card is None:
-        card = session_card(store, session_id)
-    metadata = store.session(session_id).metadata
-    return SessionNames.resolve(campaign, card.name if card else None, metadata)
-
-
 def turn_setup(
     settings: Settings,
     campaign: Campaign | None,
@@ -131,7 +94,7 @@ def turn_setup(
 ) -> TurnSetup:
     """How turns are played: the command line and environment first, then the campaign
     (a session's character card, if it has one, is its character). ``names``: the
-    session's (:func:`session_names`); without them, what the campaign and card say.
+    session's (:func:`clotho.sessions.session_names`); without them, what the campaign and card say.
     ``session_settings``: what the player set for the session (its connection profile,
     the persona whose description goes into the prompt, its own system prompt).
     ``cast``: the session's (:func:`clotho.cast.session_cast`): every member, the first

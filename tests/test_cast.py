@@ -16,10 +16,14 @@ import pytest
 from clotho.cast import (
     SCENE,
     CastError,
+    UnknownMemberError,
     add_member,
+    cast_view,
     remove_member,
     scene_change,
     session_cast,
+    set_order,
+    update_member,
     written_card,
 )
 from clotho.formats.stchat import export_chat, import_chat
@@ -208,6 +212,44 @@ def test_the_cast_settings_are_read_back(store: Store, session_id: str) -> None:
     again = updated_metadata(metadata, SessionSettings(system_prompt="Be brief."))
     store.update_session(session_id, metadata=again)
     assert session_cast(store, session_id).settings == settings
+
+
+def test_members_are_muted_and_the_order_set_in_one_write_each(
+    store: Store, session_id: str
+) -> None:
+    version = store.session(session_id).version
+    member, session = update_member(store, session_id, "bram", muted=True, talkativeness=0.8)
+    assert (member.name, member.muted, member.talkativeness) == ("Bram", True, 0.8)
+    assert session.version == version + 1
+    same, unchanged = update_member(store, session_id, "Bram", muted=True)
+    assert same.muted and unchanged.version == session.version  # nothing to write
+    assert set_order(store, session_id, "narrator").version == session.version + 1
+    with pytest.raises(ConflictError):
+        set_order(store, session_id, "manual", expected_version=version)
+    with pytest.raises(ConflictError):
+        update_member(store, session_id, "Bram", muted=False, expected_version=version)
+    with pytest.raises(UnknownMemberError, match="the cast: Seraphina, Bram, Tobin") as raised:
+        update_member(store, session_id, "Nobody", muted=True)
+    assert raised.value.code == "unknown_member"
+    view = cast_view(store, store.session(session_id))
+    assert view["order"] == "narrator" and view["present"] is None
+    assert [(m["name"], m["muted"], m["source"], m["first"]) for m in view["members"]] == [
+        ("Seraphina", False, "card", True),
+        ("Bram", True, "card", False),
+        ("Tobin", False, "written", False),
+    ]
+
+
+def test_the_first_member_of_an_empty_story_greets(store: Store) -> None:
+    session = store.create_session(title="empty")
+    add_member(store, session.id, _card(CHARACTERS / "Bram.json"))
+    (greeting,) = store.projection(session.id)
+    assert (greeting.name, greeting.content) == (
+        "Bram",
+        "*Bram stands at the gate.* Halt. State your business.",
+    )
+    add_member(store, session.id, _card(CHARACTERS / "Mira.json"))
+    assert len(store.projection(session.id)) == 1  # the story has begun: no more greetings
 
 
 def test_a_cards_talkativeness_is_kept_within_0_and_1(store: Store, session_id: str) -> None:

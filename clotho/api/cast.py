@@ -10,8 +10,6 @@ with the session's new version as ``ETag``; each is one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,16 +18,16 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from clotho.cast import (
-    Cast,
-    CastError,
     add_member,
+    cast_view,
     remove_member,
     scene_change,
     session_cast,
+    set_order,
+    update_member,
     written_card,
 )
-from clotho.sessionconfig import SessionSettings, session_settings, updated_metadata
-from clotho.stories import AVATAR, StoryError, session_avatar
+from clotho.stories import StoryError, session_avatar
 from mnemosyne import NotFoundError, Session, Store
 
 from ._common import read_body
@@ -43,7 +41,6 @@ from .cast_schemas import (
     SpeakersQuery,
     WrittenMember,
 )
-from .context import check_version
 from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
 from .etags import ETAG_HEADER, etag
 from .problems import ApiError
@@ -52,7 +49,6 @@ from .stories import AVATAR_MAX_AGE
 
 if TYPE_CHECKING:
     from clotho.cast import SceneMove
-    from clotho.sessionconfig import CastSettings
     from planner.cards import Card
 
 __all__ = ["router"]
@@ -83,28 +79,6 @@ TAGGED = {"headers": {"ETag": ETAG_HEADER}}
 # -- reading --------------------------------------------------------------------------
 
 
-def _avatars(store: Store, session_id: str) -> set[str]:
-    return {document.name for document in store.documents(session_id, AVATAR)}
-
-
-def cast_view(store: Store, session: Session, cast: Cast | None = None) -> dict[str, Any]:
-    """The cast as :class:`CastOut` shows it, at the session's HEAD."""
-    cast = cast or session_cast(store, session.id)
-    stored = store.state(session.id, session.head_id).present if session.head_id else None
-    here = set(cast.present(stored))
-    pictures = _avatars(store, session.id)
-    members = [
-        {
-            **member.as_dict(),
-            "present": member.name in here,
-            "avatar": member.name in pictures,
-            "first": index == 0,
-        }
-        for index, member in enumerate(cast.members)
-    ]
-    return {"order": cast.settings.order, "present": stored, "members": members}
-
-
 def _member_view(store: Store, session: Session, name: str) -> dict[str, Any]:
     for member in cast_view(store, session)["members"]:
         if member["name"] == name:
@@ -112,30 +86,10 @@ def _member_view(store: Store, session: Session, name: str) -> dict[str, Any]:
     raise NotFoundError(f"{name} is no longer in the cast")  # removed meanwhile
 
 
-def _is_member(store: Store, session_id: str, name: str) -> bool:
-    try:
-        session_cast(store, session_id).find(name)
-    except CastError:
-        return False
-    return True
-
-
-@contextmanager
-def _members_only(store: Store, session_id: str, name: str) -> Iterator[None]:
-    """A cast operation on member ``name``: its :class:`CastError` is a 404 when no
-    member is named so (a 422 for any other refusal)."""
-    try:
-        yield
-    except CastError as error:
-        if not _is_member(store, session_id, name):
-            raise NotFoundError(str(error)) from error
-        raise
-
-
 def _member(store: Store, session_id: str, name: str) -> str:
-    """The name of the member ``name`` names (404 if none)."""
-    with _members_only(store, session_id, name):
-        return session_cast(store, session_id).find(name).name
+    """The name of the member ``name`` names (an unknown one is a 404:
+    :class:`clotho.cast.UnknownMemberError`)."""
+    return session_cast(store, session_id).find(name).name
 
 
 @router.get("/sessions/{session_id}/cast", summary="The cast", response_model=CastOut)
@@ -307,19 +261,9 @@ def remove(
 ) -> Any:
     """Its card and picture go; its book stays with the session's lore (switch it off in
     the lore manager), its messages stay in the story. Answers the cast after."""
-    with _members_only(store, session_id, name):
-        session = remove_member(store, session_id, name, expected_version=version)
+    session = remove_member(store, session_id, name, expected_version=version)
     response.headers["ETag"] = etag(session.version)
     return cast_view(store, session)
-
-
-def _settings_written(
-    store: Store, session: Session, version: int | None, cast: CastSettings
-) -> Session:
-    """The session with its cast settings replaced (one write)."""
-    metadata = updated_metadata(session.metadata, SessionSettings(cast=cast))
-    expected = version if version is not None else session.version  # merged into that one's
-    return store.update_session(session.id, expected_version=expected, metadata=metadata)
 
 
 @router.patch(
@@ -339,22 +283,16 @@ def patch_member(
     """Kept in the session's settings (`settings.cast`: `muted`, `talkativeness`), as
     `PATCH /api/sessions/{id}` would; the story is not touched. Fields left out, or
     given as they are, change nothing (the version stays)."""
-    session = store.session(session_id)
-    check_version(session, version)  # a stale write is refused first, as the others are
-    found = _member(store, session.id, name)
-    settings = session_settings(session.metadata).cast_settings
-    muting = body.muted if body.muted is not None else found in settings.muted
-    muted = [other for other in settings.muted if other != found] + ([found] if muting else [])
-    talkativeness = dict(settings.talkativeness)
-    if body.talkativeness is not None:
-        talkativeness[found] = body.talkativeness
-    changed = settings.model_copy(update={"muted": muted, "talkativeness": talkativeness})
-    if changed == settings:  # nothing to write: the version stays
-        updated = session
-    else:
-        updated = _settings_written(store, session, version, changed)
+    member, updated = update_member(
+        store,
+        session_id,
+        name,
+        muted=body.muted,
+        talkativeness=body.talkativeness,
+        expected_version=version,
+    )
     response.headers["ETag"] = etag(updated.version)
-    return _member_view(store, updated, found)
+    return _member_view(store, updated, member.name)
 
 
 @router.patch(
@@ -368,14 +306,7 @@ def patch_cast(
 ) -> Any:
     """Kept in the session's settings (`settings.cast.order`); the order it has already
     changes nothing (the version stays)."""
-    session = store.session(session_id)
-    settings = session_settings(session.metadata).cast_settings
-    if settings.order == body.order:  # nothing to write: the version stays
-        check_version(session, version)
-        updated = session
-    else:
-        changed = settings.model_copy(update={"order": body.order})
-        updated = _settings_written(store, session, version, changed)
+    updated = set_order(store, session_id, body.order, expected_version=version)
     response.headers["ETag"] = etag(updated.version)
     return cast_view(store, updated)
 
@@ -391,8 +322,7 @@ def _scene(
     move: SceneMove,
     version: int | None,
 ) -> dict[str, Any]:
-    with _members_only(store, session_id, name):
-        node, session = scene_change(store, session_id, name, move, expected_version=version)
+    node, session = scene_change(store, session_id, name, move, expected_version=version)
     response.headers["ETag"] = etag(session.version)
     return {"node": NodeOut.model_validate(node.as_dict()), "cast": cast_view(store, session)}
 

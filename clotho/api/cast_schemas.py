@@ -3,7 +3,7 @@ changes them, a change of scene, who would speak."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -43,6 +43,9 @@ class MemberOut(BaseModel):
     present: bool = Field(description="It is in the scene at HEAD.")
     avatar: bool = Field(description="It has a picture (`GET .../cast/{name}/avatar`).")
     books: list[str] = Field(description="Its own lorebooks (its card's book), by name.")
+    source: Literal["card", "written"] = Field(
+        description="`card`: it came as a character card; `written`: written in place."
+    )
     first: bool = Field(
         description="It is the session's character: the first member, who speaks when no "
         "one else is named."

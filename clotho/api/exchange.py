@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import TreeFile, export_tree
-from clotho.wiring import session_names
+from clotho.sessions import session_names
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 

@@ -82,6 +82,7 @@ STATUS = {
     "not_found": 404,
     "unknown_session": 404,
     "unknown_node": 404,
+    "unknown_member": 404,
     "foreign_node": 404,
     "ambiguous_id": 400,
     "conflict": 412,

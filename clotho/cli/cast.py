@@ -27,13 +27,16 @@ from clotho.cast import (
     CastError,
     Member,
     add_member,
+    cast_view,
     remove_member,
     scene_change,
     session_cast,
+    set_order,
+    update_member,
     written_card,
 )
 from clotho.lore import read_upload
-from clotho.sessionconfig import CastSettings, SessionSettings, session_settings, updated_metadata
+from clotho.sessionconfig import session_settings
 
 from . import render
 from ._app import Cli, app, command, group_default
@@ -66,44 +69,17 @@ ORDERS = {
     "narrator": "one narrator voices everyone",
     "manual": "the first present unless you pick (--speaker)",
 }
-#: The fields of a card written in place (:func:`clotho.cast.written_card`).
-_WRITTEN_FIELDS = {"name", "description", "personality", "scenario", "first_mes", "mes_example"}
-
 NameArgument = Annotated[
     str, typer.Argument(metavar="NAME", help="A member of the cast (its name, any case).")
 ]
 
 
-def _written(card: Card, avatar: bool) -> bool:
-    """Whether a member was written in place (its card holds only what
-    :func:`clotho.cast.written_card` writes) rather than brought as a card."""
-    data = card.raw.get("data")
-    return not avatar and isinstance(data, dict) and set(data) == _WRITTEN_FIELDS
-
-
 def cast_document(store: Store, session_id: str) -> dict[str, Any]:
-    """The cast: ``members`` (each as ``clotho cast --json`` lists it: ``name``,
-    ``present``, ``muted``, ``talkativeness``, ``source`` (``card`` or ``written``),
-    ``avatar``, ``books``, ``description``), ``present`` (who is in the scene, in the
-    cast's order) and ``order`` (the speaker order)."""
-    from clotho.stories import AVATAR
-
-    cast = session_cast(store, session_id)
-    head = store.session(session_id).head_id
-    stored = store.state(session_id).present if head is not None else None
-    here = cast.present(stored)
-    pictures = {document.name for document in store.documents(session_id, AVATAR)}
-    members = [
-        {
-            **member.as_dict(),
-            "present": member.name in here,
-            "source": "written" if _written(member.card, member.name in pictures) else "card",
-            "avatar": member.name in pictures,
-        }
-        for member in cast.members
-    ]
-    document: dict[str, Any] = {"members": members, "present": here, "order": cast.settings.order}
-    if not members:
+    """The cast as :func:`clotho.cast.cast_view` reads it (``members``, ``present``,
+    ``order``); with no member, ``character``: who plays the session instead (its
+    campaign's character, if any)."""
+    document = cast_view(store, store.session(session_id))
+    if not document["members"]:
         document["character"] = _unwritten_character(store, session_id)
     return document
 
@@ -111,7 +87,7 @@ def cast_document(store: Store, session_id: str) -> dict[str, Any]:
 def _unwritten_character(store: Store, session_id: str) -> str | None:
     """Who plays a session with no cast: its campaign's character (``None``: none)."""
     from clotho.formats.campaign import CampaignError
-    from clotho.wiring import session_campaign
+    from clotho.sessions import session_campaign
 
     try:
         campaign = session_campaign(store, session_id)
@@ -156,24 +132,6 @@ def cast_lines(document: dict[str, Any], width: int | None) -> list[str]:
     return lines
 
 
-def _settings_written(
-    store: Store,
-    session_id: str,
-    change: dict[str, Any],
-    *,
-    expected_version: int | None,
-) -> Session:
-    """The session's cast settings with ``change``'s fields replaced: one write, at
-    ``expected_version`` (else at the version read, so a write meanwhile is a conflict,
-    not lost)."""
-    session = store.session(session_id)
-    current = session_settings(session.metadata).cast_settings
-    merged = CastSettings.model_validate({**current.model_dump(), **change})
-    metadata = updated_metadata(session.metadata, SessionSettings(cast=merged))
-    version = session.version if expected_version is None else expected_version
-    return store.update_session(session_id, metadata=metadata, expected_version=version)
-
-
 def set_muted(
     store: Store, session_id: str, name: str, muted: bool, *, expected_version: int | None = None
 ) -> tuple[Member, Session]:
@@ -183,13 +141,12 @@ def set_muted(
         CastError: no member is named so, or it is muted already (or not muted).
         ConflictError: the session is not at ``expected_version``.
     """
-    cast = session_cast(store, session_id)
-    member = cast.find(name)
+    member = session_cast(store, session_id).find(name)
     if member.muted == muted:
         raise CastError(f"{member.name} is {'muted' if muted else 'not muted'} already")
-    others = [other for other in cast.settings.muted if other != member.name]
-    change = {"muted": [*others, member.name] if muted else others}
-    return member, _settings_written(store, session_id, change, expected_version=expected_version)
+    return update_member(
+        store, session_id, member.name, muted=muted, expected_version=expected_version
+    )
 
 
 def _card(data: bytes, name: str) -> Card:
@@ -306,9 +263,9 @@ def cast_add(
         if replaced and replaced != member.name:
             out(
                 paint(
-                    f"the first of the cast is the session's character: {member.name} plays "
-                    f"in place of the campaign's {replaced} (add {replaced} too to keep them)",
-                    "yellow",
+                    f"{replaced}, the campaign's character, stays the session's character: "
+                    "the first of the cast",
+                    "dim",
                 )
             )
         here = cli.store.state(sid).present if session.head_id else None
@@ -400,7 +357,7 @@ def cast_order(
         current = session_settings(cli.store.session(sid).metadata).cast_settings.order
         cli.emit({"order": current}, lambda: out(f"{current} ({ORDERS[current]})"))
         return
-    session = _settings_written(cli.store, sid, {"order": order}, expected_version=expect_version)
+    session = set_order(cli.store, sid, order, expected_version=expect_version)
     cli.emit(
         {"order": order, "version": session.version},
         lambda: out(f"speaker order: {paint(order, 'bold')} ({ORDERS[order]})"),
@@ -423,11 +380,9 @@ def cast_talk(
     expect_version: ExpectVersion = None,
 ) -> None:
     """How readily a character speaks unnamed (0 to 1), in place of its card's."""
-    sid = cli.session_id()
-    cast = session_cast(cli.store, sid)
-    member = cast.find(name)
-    change = {"talkativeness": {**cast.settings.talkativeness, member.name: value}}
-    session = _settings_written(cli.store, sid, change, expected_version=expect_version)
+    member, session = update_member(
+        cli.store, cli.session_id(), name, talkativeness=value, expected_version=expect_version
+    )
     cli.emit(
         {"name": member.name, "talkativeness": value, "version": session.version},
         lambda: out(f"{paint(member.name, 'bold')} talkativeness {value:.2f}"),

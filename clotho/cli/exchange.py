@@ -11,7 +11,7 @@ import typer
 from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
-from clotho.wiring import session_names
+from clotho.sessions import session_names
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint

@@ -65,6 +65,7 @@ def test_the_cast_grows_from_cards_and_written_characters(client: TestClient, st
                 "present": True,
                 "avatar": False,
                 "books": [],
+                "source": "card",
                 "first": True,
             }
         ],

@@ -150,17 +150,27 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     assert "no member of the cast is named" in clotho.fails("cast", "remove", "Seraphina")
 
 
-def test_a_campaigns_character_is_named_and_the_first_member_said_to_replace_it(
+def test_a_campaigns_character_stays_the_first_member_when_a_card_comes(
     clotho: InProcess, tmp_path: Path
 ) -> None:
     folder = tmp_path / "cave"
     folder.mkdir()
-    (folder / "campaign.toml").write_text('title = "Cave"\n[character]\nname = "Marla"\n')
+    (folder / "campaign.toml").write_text(
+        'title = "Cave"\n[character]\nname = "Marla"\ndescription = "An innkeeper."\n'
+    )
     clotho("session", "new", "--campaign", str(folder))
     assert "the session's character is Marla, of no card" in clotho("cast").stdout
     added = clotho("cast", "add", "--name", "Ann").stdout
-    assert "Ann plays in place of the campaign's Marla" in " ".join(added.split())
-    assert "in place of" not in clotho("cast", "add", "--name", "Marla").stdout
+    assert "Marla, the campaign's character, stays the session's character" in " ".join(
+        added.split()
+    )
+    cast = clotho.json("cast")
+    assert [(m["name"], m["source"], m["first"]) for m in cast] == [
+        ("Marla", "written", True),
+        ("Ann", "written", False),
+    ]
+    assert cast[0]["description"] == "An innkeeper."
+    assert "is in the cast already" in clotho.fails("cast", "add", "--name", "Marla")
 
 
 def test_tab_completes_the_casts_names_after_the_commands_that_take_one() -> None:
