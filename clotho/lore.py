@@ -256,8 +256,9 @@ def import_card(
 def greet(tx: SessionTransaction, card: Card | None = None) -> list[Node]:
     """An empty session's first message: the card's greeting, its alternate greetings as
     its alternatives (swipes), HEAD on the greeting; the one place a session starts
-    from a card. ``card`` defaults to the session's own (its card document). A session
-    that has messages, or a card with no greeting, is left as it is (returns ``[]``)."""
+    from a card. ``card`` defaults to the session's own (its character's card: the
+    cast's first). A session that has messages, or a card with no greeting, is left as
+    it is (returns ``[]``)."""
     if tx.head_id is not None:
         return []
     if card is None:
@@ -266,7 +267,7 @@ def greet(tx: SessionTransaction, card: Card | None = None) -> list[Node]:
         found = tx.documents(CARD)
         if not found:
             return []
-        card = parse_card(jsontext.loads(found[-1].content, jsontext.DOCUMENT), found[-1].name)
+        card = parse_card(jsontext.loads(found[0].content, jsontext.DOCUMENT), found[0].name)
     greetings = [text for text in (card.first_mes, *card.alternate_greetings) if text.strip()]
     if not greetings:
         return []
