@@ -42,7 +42,7 @@ __all__ = [
     "remove_member",
     "scene_change",
     "session_cast",
-    "set_order",
+    "update_cast",
     "update_member",
     "written_card",
 ]
@@ -347,7 +347,8 @@ def _campaign_character(store: Store, session_id: str) -> Card | None:
 
 
 def cast_view(store: Store, session: Session) -> dict[str, Any]:
-    """The cast as a reader sees it at the session's HEAD: ``order``, ``present`` (the
+    """The cast as a reader sees it at the session's HEAD: ``order``, ``recap_missed``,
+    ``present`` (the
     state's: ``None`` while everyone is) and ``members``, each :meth:`Member.as_dict`
     with ``present``, ``avatar`` (it has a picture) and ``first`` (the session's
     character). What the API answers and ``clotho cast --json`` prints."""
@@ -366,7 +367,12 @@ def cast_view(store: Store, session: Session) -> dict[str, Any]:
         }
         for index, member in enumerate(cast.members)
     ]
-    return {"order": cast.settings.order, "present": stored, "members": members}
+    return {
+        "order": cast.settings.order,
+        "recap_missed": cast.settings.recap_missed,
+        "present": stored,
+        "members": members,
+    }
 
 
 def update_member(
@@ -405,10 +411,16 @@ def update_member(
     return _cast([member.card], changed).members[0], session
 
 
-def set_order(
-    store: Store, session_id: str, order: SpeakerOrder, *, expected_version: int | None = None
+def update_cast(
+    store: Store,
+    session_id: str,
+    *,
+    order: SpeakerOrder | None = None,
+    recap_missed: bool | None = None,
+    expected_version: int | None = None,
 ) -> Session:
-    """Set the speaker order (one write; none when it is the order already).
+    """Set how the cast plays: the speaker order, whether a member back from away is
+    told what it missed (``None``: as it is). One write; none when nothing changes.
 
     Raises:
         ConflictError: the session is not at ``expected_version``.
@@ -418,9 +430,15 @@ def set_order(
     session = store.session(session_id)
     _check_version(session, expected_version)
     settings = session_settings(session.metadata).cast_settings
-    if settings.order == order:
+    update: dict[str, Any] = {}
+    if order is not None:
+        update["order"] = order
+    if recap_missed is not None:
+        update["recap_missed"] = recap_missed
+    changed = settings.model_copy(update=update)
+    if changed == settings:
         return session
-    return _settings_written(store, session, settings.model_copy(update={"order": order}))
+    return _settings_written(store, session, changed)
 
 
 def _check_version(session: Session, expected_version: int | None) -> None:

@@ -70,6 +70,11 @@ class CastSettings(BaseModel):
         default_factory=dict,
         description="A member's talkativeness in place of its card's (0 to 1).",
     )
+    recap_missed: bool = Field(
+        default=False,
+        description="A member back from away is told what it missed: each gap in its "
+        "prompt carries a recap (a call to the summary model, once per gap and member).",
+    )
 
 
 class SessionSettings(BaseModel):

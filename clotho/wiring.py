@@ -156,6 +156,7 @@ def turn_setup(
         character=character,
         cast=members,
         speaker_order=cast.settings.order if cast else "natural",
+        recap_missed=cast.settings.recap_missed if cast else False,
         player=names.player,
         persona=persona.description if persona else "",
         system_prompt=session_settings.system_prompt if session_settings else None,

@@ -22,7 +22,7 @@ from clotho.cast import (
     remove_member,
     scene_change,
     session_cast,
-    set_order,
+    update_cast,
     update_member,
     written_card,
 )
@@ -223,16 +223,19 @@ def test_members_are_muted_and_the_order_set_in_one_write_each(
     assert session.version == version + 1
     same, unchanged = update_member(store, session_id, "Bram", muted=True)
     assert same.muted and unchanged.version == session.version  # nothing to write
-    assert set_order(store, session_id, "narrator").version == session.version + 1
+    assert update_cast(store, session_id, order="narrator").version == session.version + 1
+    assert update_cast(store, session_id, order="narrator").version == session.version + 1
     with pytest.raises(ConflictError):
-        set_order(store, session_id, "manual", expected_version=version)
+        update_cast(store, session_id, order="manual", expected_version=version)
+    recapped = update_cast(store, session_id, recap_missed=True)
+    assert recapped.version == session.version + 2
     with pytest.raises(ConflictError):
         update_member(store, session_id, "Bram", muted=False, expected_version=version)
     with pytest.raises(UnknownMemberError, match="the cast: Seraphina, Bram, Tobin") as raised:
         update_member(store, session_id, "Nobody", muted=True)
     assert raised.value.code == "unknown_member"
     view = cast_view(store, store.session(session_id))
-    assert view["order"] == "narrator" and view["present"] is None
+    assert view["order"] == "narrator" and view["present"] is None and view["recap_missed"]
     assert [(m["name"], m["muted"], m["source"], m["first"]) for m in view["members"]] == [
         ("Seraphina", False, "card", True),
         ("Bram", True, "card", False),
@@ -362,3 +365,20 @@ def test_the_book_a_card_links_is_its_members_own(store: Store, session_id: str)
     cast = session_cast(store, session_id)
     assert cast.find("Mira").books == ("Inn Rumours",)
     assert cast.find("Bram").books == ("Northwatch",)  # his card's book, which he links too
+
+
+def test_the_cast_and_its_settings_reach_the_turn_setup(store: Store, session_id: str) -> None:
+    from clotho.settings import Settings
+    from clotho.wiring import turn_setup
+
+    update_member(store, session_id, "Bram", muted=True)
+    update_cast(store, session_id, order="round_robin", recap_missed=True)
+    cast = session_cast(store, session_id)
+    setup = turn_setup(Settings(model="openai/gm"), None, cast.members[0].card, cast=cast)
+    assert [(c.name, c.muted) for c in setup.members] == [
+        ("Seraphina", False),
+        ("Bram", True),
+        ("Tobin", False),
+    ]
+    assert setup.character.name == "Seraphina" and setup.cast[1].books == ("Northwatch",)
+    assert (setup.speaker_order, setup.recap_missed) == ("round_robin", True)

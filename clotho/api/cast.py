@@ -23,7 +23,7 @@ from clotho.cast import (
     remove_member,
     scene_change,
     session_cast,
-    set_order,
+    update_cast,
     update_member,
     written_card,
 )
@@ -297,16 +297,24 @@ def patch_member(
 
 @router.patch(
     "/sessions/{session_id}/cast",
-    summary="Set the speaker order",
+    summary="Set how the cast plays",
     response_model=CastOut,
     responses={200: TAGGED},
 )
 def patch_cast(
     response: Response, session_id: str, body: CastPatch, store: StoreDep, version: IfMatch
 ) -> Any:
-    """Kept in the session's settings (`settings.cast.order`); the order it has already
-    changes nothing (the version stays)."""
-    updated = set_order(store, session_id, body.order, expected_version=version)
+    """The speaker order, and whether a member back from away is told what it missed
+    (`recap_missed`: a recap in each gap of its prompt, a call to the summary model).
+    Kept in the session's settings (`settings.cast`); fields left out, or given as they
+    are, change nothing (the version stays)."""
+    updated = update_cast(
+        store,
+        session_id,
+        order=body.order,
+        recap_missed=body.recap_missed,
+        expected_version=version,
+    )
     response.headers["ETag"] = etag(updated.version)
     return cast_view(store, updated)
 

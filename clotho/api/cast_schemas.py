@@ -60,6 +60,10 @@ class CastOut(BaseModel):
         "named in the message, then by talkativeness), `round_robin`, `narrator` (one voice "
         "for everyone), `manual` (the first member present)."
     )
+    recap_missed: bool = Field(
+        description="A member back from away is told what it missed (a recap in each gap "
+        "of its prompt)."
+    )
     present: list[str] | None = Field(
         description="The world state's `present` at HEAD: the names in the scene in the "
         "order they came, or null: everyone (no one has come or gone)."
@@ -99,13 +103,21 @@ class MemberPatch(BaseModel):
 
 
 class CastPatch(BaseModel):
-    """The cast's speaker order."""
+    """How the cast plays (fields left out stay as they are)."""
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"order": "natural"}]}
+        extra="forbid",
+        json_schema_extra={"examples": [{"order": "natural"}, {"recap_missed": True}]},
     )
 
-    order: SpeakerOrder
+    order: SpeakerOrder | None = Field(
+        default=None, description="Who answers the player when no speaker is named."
+    )
+    recap_missed: bool | None = Field(
+        default=None,
+        description="A member back from away is told what it missed (a recap in each gap "
+        "of its prompt, a call to the summary model once per gap and member).",
+    )
 
 
 class SceneChangeOut(BaseModel):

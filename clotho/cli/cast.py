@@ -31,7 +31,7 @@ from clotho.cast import (
     remove_member,
     scene_change,
     session_cast,
-    set_order,
+    update_cast,
     update_member,
     written_card,
 )
@@ -129,6 +129,8 @@ def cast_lines(document: dict[str, Any], width: int | None) -> list[str]:
         lead=paint("speaker order", "dim") + "  ",
         indent=2,
     )
+    if document.get("recap_missed"):
+        lines.append(f"{paint('recaps', 'dim')}  one back from away is told what it missed")
     return lines
 
 
@@ -357,10 +359,37 @@ def cast_order(
         current = session_settings(cli.store.session(sid).metadata).cast_settings.order
         cli.emit({"order": current}, lambda: out(f"{current} ({ORDERS[current]})"))
         return
-    session = set_order(cli.store, sid, order, expected_version=expect_version)
+    session = update_cast(cli.store, sid, order=order, expected_version=expect_version)
     cli.emit(
         {"order": order, "version": session.version},
         lambda: out(f"speaker order: {paint(order, 'bold')} ({ORDERS[order]})"),
+    )
+
+
+@command(cast_app, "recap")
+def cast_recap(
+    cli: Cli,
+    switch: Annotated[
+        Literal["on", "off"] | None,
+        typer.Argument(metavar="[on|off]", help="none: say which.", show_default=False),
+    ] = None,
+    expect_version: ExpectVersion = None,
+) -> None:
+    """Whether a character back from away is told what it missed (none: say which).
+
+    On: each gap in its prompt carries a recap of what happened there, written by the
+    summary model once per gap and character. Off: one line says it was away."""
+    sid = cli.session_id()
+    if switch is None:
+        on = session_settings(cli.store.session(sid).metadata).cast_settings.recap_missed
+        cli.emit({"recap_missed": on}, lambda: out("on" if on else "off"))
+        return
+    session = update_cast(
+        cli.store, sid, recap_missed=switch == "on", expected_version=expect_version
+    )
+    cli.emit(
+        {"recap_missed": switch == "on", "version": session.version},
+        lambda: out(f"recaps of what a character missed: {paint(switch, 'bold')}"),
     )
 
 

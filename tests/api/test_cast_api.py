@@ -55,6 +55,7 @@ def test_the_cast_grows_from_cards_and_written_characters(client: TestClient, st
     assert first.status_code == 200 and first.headers["etag"]
     assert first.json() == {
         "order": "natural",
+        "recap_missed": False,
         "present": None,
         "members": [
             {
@@ -218,8 +219,17 @@ def test_members_are_muted_given_a_talkativeness_and_removed(
     assert unmuted.status_code == 200 and unmuted.json()["muted"] is False
     ordered = client.patch(base, json={"order": "round_robin"})
     assert ordered.status_code == 200 and ordered.json()["order"] == "round_robin"
+    assert ordered.json()["recap_missed"] is False
+    recapped = client.patch(base, json={"recap_missed": True}, headers={"if-match": tag(ordered)})
+    assert recapped.json()["recap_missed"] is True and recapped.json()["order"] == "round_robin"
     settings = client.get(f"/api/sessions/{sid}").json()["metadata"]["settings"]["cast"]
-    assert settings == {"order": "round_robin", "muted": [], "talkativeness": {"Bram": 0.2}}
+    assert settings == {
+        "order": "round_robin",
+        "muted": [],
+        "talkativeness": {"Bram": 0.2},
+        "recap_missed": True,
+    }
+    ordered = recapped
 
     removed = client.delete(f"{base}/Seraphina", headers={"if-match": tag(ordered)})
     assert removed.status_code == 200, removed.text

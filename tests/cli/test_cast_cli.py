@@ -134,8 +134,16 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     members = clotho.json("cast")
     assert members[0]["talkativeness"] == 0.9
     assert [m["muted"] for m in members] == [False, False, False, False]
+    assert clotho.json("cast", "recap") == {"recap_missed": False}
+    clotho("cast", "recap", "on")
+    assert "recaps" in clotho("cast").stdout.splitlines()[-1]
     settings = clotho.json("session", "list")[0]["metadata"]["settings"]["cast"]
-    assert settings == {"order": "round_robin", "muted": [], "talkativeness": {"Ann": 0.9}}
+    assert settings == {
+        "order": "round_robin",
+        "muted": [],
+        "talkativeness": {"Ann": 0.9},
+        "recap_missed": True,
+    }
 
     # undo takes the join back, then the leave: the cast as it was
     clotho("undo")

@@ -310,6 +310,14 @@ def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     talk = {m["name"]: m["talkativeness"] for m in api.get(f"{base}/cast").json()["members"]}
     assert talk == {"Marla": 0.5, "Bram": 0.2, "Corin": 0.5}, talk
 
+    # Recaps of what a member missed: one checkbox, kept in the cast's settings.
+    expect(page.locator("#cast-recap")).not_to_be_checked()
+    version = page.locator("#version").inner_text()
+    page.locator("#cast-recap").check()
+    expect(page.locator("#version")).not_to_have_text(version)  # saved
+    expect(page.locator("#cast-recap")).to_be_checked()  # drawn again from the answer
+    assert api.get(f"{base}/cast").json()["recap_missed"] is True
+
     # The narrator voices everyone: the order chosen in the panel, "auto" answered by it.
     page.select_option("#cast-order", "narrator")
     expect(page.locator('#speaker option[value=""]')).to_contain_text("Narrator")

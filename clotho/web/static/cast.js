@@ -149,6 +149,19 @@ export class CastPanel {
         {},
         el("button", { type: "button", id: "cast-add", text: t("cast.add"), title: t("cast.add_title"), onclick: () => this.openAdd() }),
         members.length > 1 ? el("label.cast-order", { title: t("cast.order_title") }, el("span", { text: t("cast.order") }), order) : null,
+        members.length > 1
+          ? el(
+              "label.cast-recap",
+              { title: t("cast.recap_title") },
+              el("input", {
+                type: "checkbox",
+                id: "cast-recap",
+                checked: Boolean(this.cast.recap_missed),
+                onchange: (event) => this.setRecap(event.target.checked),
+              }),
+              el("span", { text: t("cast.recap") }),
+            )
+          : null,
       ),
     );
   }
@@ -260,6 +273,10 @@ export class CastPanel {
 
   setOrder(order) {
     return this.app.write("PATCH", "/cast", { order }, t("cast.ordering"));
+  }
+
+  setRecap(on) {
+    return this.app.write("PATCH", "/cast", { recap_missed: on }, t("cast.recapping"));
   }
 
   async remove(name) {
