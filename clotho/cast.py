@@ -38,6 +38,7 @@ __all__ = [
     "Member",
     "UnknownMemberError",
     "add_member",
+    "campaign_character",
     "cast_view",
     "remove_member",
     "scene_change",
@@ -279,13 +280,12 @@ def add_member(
     from clotho.sessionconfig import session_settings
     from clotho.stories import avatar_document
 
-    character = _campaign_character(store, session_id)
+    character = campaign_character(store, session_id)
     with store.transaction(session_id, expected_version=expected_version) as tx:
         cards = tx.documents(CARD)
-        if any(document.name == card.name for document in cards):
-            raise CastError(
-                f"{card.name} is in the cast already (remove it first to replace its card)"
-            )
+        taken = next((d.name for d in cards if d.name.casefold() == card.name.casefold()), None)
+        if taken is not None:
+            raise CastError(f"{taken} is in the cast already (remove it first to replace its card)")
         first = not cards
         if first and character is not None and character.name != card.name:
             # the campaign's character played the session: it stays, the first member
@@ -328,7 +328,7 @@ def remove_member(
     return tx.session
 
 
-def _campaign_character(store: Store, session_id: str) -> Card | None:
+def campaign_character(store: Store, session_id: str) -> Card | None:
     """The character a session's campaign plays it with while it has no card (its
     ``[character]`` table, named as :func:`clotho.sessions.session_names` names it), as a
     card written in place; ``None`` when the campaign has none (or is gone)."""

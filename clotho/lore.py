@@ -44,6 +44,7 @@ __all__ = [
     "keep_book",
     "lore_index",
     "lorebooks_document",
+    "read_card",
     "read_upload",
     "session_books",
     "session_card",
@@ -164,6 +165,27 @@ def _misfiled(data: bytes, name: str, wanted: FileKind) -> str | None:
     )
 
 
+def read_card(data: bytes, filename: str) -> tuple[Card, bytes | None]:
+    """The character card a file holds (PNG or JSON, V1/V2/V3), and its picture (the
+    PNG's bytes; ``None`` for JSON): how every way a card comes in reads it.
+
+    Raises:
+        CardError: the file is not a card (a lorebook's message says how to import it as
+            one), or a field of it is wrong (named).
+    """
+    from planner.cards import load_card
+    from planner.errors import CardError
+
+    try:
+        card = load_card(data, filename)
+    except CardError as error:
+        hint = _misfiled(data, filename, "card")
+        if hint is not None:
+            raise CardError(hint) from error
+        raise
+    return card, data if data.startswith(b"\x89PNG") else None
+
+
 def import_lorebook(
     store: Store,
     session_id: str,
@@ -223,16 +245,9 @@ def import_card(
             (:mod:`clotho.cast` adds and removes its members).
         ConflictError: the session is not at ``expected_version`` (nothing changes).
     """
-    from planner.cards import load_card
     from planner.errors import CardError
 
-    try:
-        card = load_card(data, filename)
-    except CardError as error:
-        hint = _misfiled(data, filename, "card")
-        if hint is not None:
-            raise CardError(hint) from error
-        raise
+    card, _ = read_card(data, filename)
     with store.transaction(session_id, expected_version=expected_version) as tx:
         cards = tx.documents(CARD)
         if len(cards) > 1:

@@ -27,7 +27,8 @@ from clotho.cast import (
     update_member,
     written_card,
 )
-from clotho.stories import StoryError, session_avatar
+from clotho.lore import read_card
+from clotho.stories import session_avatar
 from mnemosyne import NotFoundError, Session, Store
 
 from ._common import read_body
@@ -197,20 +198,6 @@ def _form_file(content_type: str, body: bytes) -> tuple[bytes, str | None]:
     )
 
 
-def _card_of(data: bytes, filename: str) -> tuple[Card, bytes | None]:
-    """The card a file holds, and its picture (a PNG card's)."""
-    from planner.cards import load_card
-    from planner.filekinds import file_kind
-
-    if file_kind(data) == "lorebook":
-        raise StoryError(
-            f"{filename}: this is a World Info lorebook, not a character card: add it to "
-            "the session's lore"
-        )
-    card = load_card(data, filename)
-    return card, data if data.startswith(b"\x89PNG") else None
-
-
 @router.post(
     "/sessions/{session_id}/cast/card",
     summary="Add a character from its card",
@@ -239,7 +226,7 @@ async def add_card(
         if content_type.lower().startswith("multipart/form-data"):
             data, given = _form_file(content_type, body)
             named = given or filename
-        card, picture = _card_of(data, named)
+        card, picture = read_card(data, named)
         added = _added(response, ctx.store, session_id, card, picture, version)
         if card.book is not None and ctx.settings.vectors:
             from clotho import lore

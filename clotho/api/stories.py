@@ -278,17 +278,11 @@ async def file_kind_of(
 
 
 def _card(store: Store, given: UploadedFile | StoredCard) -> tuple[Any, bytes | None]:
-    from planner.cards import load_card
+    from clotho.lore import read_card
 
     if isinstance(given, StoredCard):
         return stories.stored_card(store, given.session_id, given.name)
-    if file_kind(given.data) == "lorebook":
-        raise stories.StoryError(
-            f"{given.filename}: this is a World Info lorebook, not a character card: "
-            "give it as a lorebook"
-        )
-    card = load_card(given.data, given.filename)
-    return card, given.data if given.data.startswith(b"\x89PNG") else None
+    return read_card(given.data, given.filename)
 
 
 def _book(store: Store, given: UploadedFile | StoredBook) -> Any:

@@ -35,7 +35,7 @@ from clotho.cast import (
     update_member,
     written_card,
 )
-from clotho.lore import read_upload
+from clotho.lore import read_card, read_upload
 from clotho.sessionconfig import session_settings
 
 from . import render
@@ -46,7 +46,6 @@ from .tree import ExpectVersion
 
 if TYPE_CHECKING:
     from mnemosyne import Node, Session, Store
-    from planner.cards import Card
 
 __all__ = [
     "ORDERS",
@@ -151,26 +150,6 @@ def set_muted(
     )
 
 
-def _card(data: bytes, name: str) -> Card:
-    """The card in a file (as ``clotho import card`` reads it).
-
-    Raises:
-        CardError: it is not one (a lorebook's message says where it goes)."""
-    from planner.cards import load_card
-    from planner.errors import CardError
-    from planner.filekinds import file_kind
-
-    try:
-        return load_card(data, name)
-    except CardError as error:
-        if file_kind(data) == "lorebook":
-            raise CardError(
-                f"{name}: this is a World Info lorebook, not a character card: "
-                "`clotho import lorebook FILE` adds it to the session's lore"
-            ) from error
-        raise
-
-
 def _node_report(cli: Cli, node: Node, session: Session) -> None:
     cli.emit(
         {**node.as_dict(), "version": session.version},
@@ -238,8 +217,7 @@ def cast_add(
     avatar = None
     if file is not None:
         data = read_upload(file)
-        card = _card(data, file.name)
-        avatar = data if file.suffix.lower() == ".png" or data[:4] == b"\x89PNG" else None
+        card, avatar = read_card(data, file.name)
     else:
         if not name or not name.strip():
             raise UsageError("--name: a character written in place needs a name")

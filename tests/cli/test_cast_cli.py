@@ -96,7 +96,10 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     assert "Ann, Bram, Seraphina, Cora" in unknown
     assert "no such file" in clotho.fails("cast", "add", str(tmp_path / "none.png"))
     misfiled = clotho.fails("cast", "add", str(ELDORIA))
-    assert "a World Info lorebook, not a character card: `clotho import lorebook" in misfiled
+    assert (
+        "a World Info lorebook, not a character card: import it with `clotho import lorebook"
+        in (" ".join(misfiled.split()))
+    )
     assert len(clotho.json("cast")) == 4
 
     left = clotho.json("cast", "leave", "bram")  # any case
