@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, select, update
 
@@ -48,6 +49,8 @@ class TransactionState:
     kept_paths: bool = True
     updated_at: datetime | None = None
     """A time to commit as ``updated_at`` instead of now (an import keeps its own)."""
+    metadata: dict[str, Any] | None = None
+    """The session's metadata to commit in place of what it has (``None``: unchanged)."""
 
     @classmethod
     def open(cls, conn: Connection, record: q.SessionRecord, every: int) -> TransactionState:
@@ -84,13 +87,22 @@ class TransactionState:
             return self.session
         now = self.updated_at or datetime.now(UTC)
         version = self.session.version + 1
+        values: dict[str, Any] = {"head_pk": self.head_pk, "version": version, "updated_at": now}
+        if self.metadata is not None:
+            values["metadata"] = q.encode_json(self.metadata)
         result = self.conn.execute(
             update(sessions)
             .where(sessions.c.pk == self.record.pk, sessions.c.version == self.session.version)
-            .values(head_pk=self.head_pk, version=version, updated_at=now)
+            .values(**values)
         )
         if result.rowcount != 1:  # the row lock makes this unreachable; belt and braces
             current = q.session_record(self.conn, self.record.id).session
             raise ConflictError(self.record.id, self.session.version, current.version)
-        self.session = replace(self.session, head_id=self.head_id, version=version, updated_at=now)
+        self.session = replace(
+            self.session,
+            head_id=self.head_id,
+            version=version,
+            updated_at=now,
+            metadata=self.session.metadata if self.metadata is None else self.metadata,
+        )
         return self.session

@@ -99,6 +99,21 @@ class SessionTransaction:
         """HEAD as it stands inside this transaction."""
         return self._state.head_id
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The session's metadata as it stands inside this transaction."""
+        state = self._state
+        return dict(state.session.metadata if state.metadata is None else state.metadata)
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (whole) with this transaction's commit.
+
+        Raises:
+            InvalidOperationError: the metadata cannot be stored.
+        """
+        self._state.metadata = check_metadata(metadata)
+        self._state.grew()
+
     def remember(self, key: str, request_hash: str, answer: Callable[[Session], str]) -> None:
         """Store idempotency ``key`` with this write, in its transaction (so it is stored
         if and only if the write is): ``answer(session)``, called at the commit with the
