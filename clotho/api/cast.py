@@ -2,8 +2,10 @@
 removed, muted, their talkativeness), the speaker order, members leaving and joining the
 scene, their pictures, and who would answer a message (:mod:`clotho.cast`).
 
-A member is named in the path by its name, percent-encoded (``/cast/Marla%20Voss``);
-its exact name, else the one name that matches it ignoring case. A name no member has
+A member is named in the path by its name, percent-encoded (``/cast/Marla%20Voss``,
+``/cast/AC%2FDC``: the server decodes ``%2F`` before routing, so the member routes take
+the rest of the path, ``{name:path}``); its exact name, else the one name that matches it
+ignoring case. A name no member has
 is a 404. Every write takes ``If-Match`` (412 if the session has moved on) and answers
 with the session's new version as ``ETag``; each is one transaction.
 """
@@ -102,7 +104,7 @@ def get_cast(session: ReadSession, store: StoreDep, _: NoParameters) -> Any:
 
 
 @router.get(
-    "/sessions/{session_id}/cast/{name}/avatar",
+    "/sessions/{session_id}/cast/{name:path}/avatar",
     summary="A member's picture",
     response_class=Response,
     responses={
@@ -238,7 +240,7 @@ async def add_card(
 
 
 @router.delete(
-    "/sessions/{session_id}/cast/{name}",
+    "/sessions/{session_id}/cast/{name:path}",
     summary="Remove a member",
     response_model=CastOut,
     responses={200: TAGGED},
@@ -254,7 +256,7 @@ def remove(
 
 
 @router.patch(
-    "/sessions/{session_id}/cast/{name}",
+    "/sessions/{session_id}/cast/{name:path}",
     summary="Mute a member, set its talkativeness",
     response_model=MemberOut,
     responses={200: TAGGED},
@@ -323,7 +325,7 @@ def _scene(
 
 
 @router.post(
-    "/sessions/{session_id}/cast/{name}/leave",
+    "/sessions/{session_id}/cast/{name:path}/leave",
     summary="A member leaves the scene",
     status_code=201,
     response_model=SceneChangeOut,
@@ -341,7 +343,7 @@ def leave(
 
 
 @router.post(
-    "/sessions/{session_id}/cast/{name}/join",
+    "/sessions/{session_id}/cast/{name:path}/join",
     summary="A member joins the scene",
     status_code=201,
     response_model=SceneChangeOut,

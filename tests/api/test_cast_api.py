@@ -511,3 +511,25 @@ def test_a_new_story_from_a_member_of_a_cast(client: TestClient, store: Store) -
     assert character.json()["imported"]["name"] == "Marla"
     nobody = client.post("/api/stories", json={"card": {"session_id": sid, "name": "Nobody"}})
     assert nobody.status_code == 422 and "Nobody" in nobody.json()["detail"]
+
+
+def test_a_member_named_with_a_slash_is_reached_by_its_encoded_name(client: TestClient) -> None:
+    # A server decodes %2F before routing: the member routes take the rest of the path.
+    sid = story(client)
+    base = f"/api/sessions/{sid}/cast"
+    for name in ("AC/DC", "Bram/leave"):
+        assert client.post(base, json={"name": name}).status_code == 201
+    for name in ("AC/DC", "Bram/leave"):
+        at = f"{base}/{quote(name, safe='')}"
+        picture = client.get(f"{at}/avatar")
+        assert picture.status_code == 404 and picture.json()["detail"] == f"{name} has no picture"
+        muted = client.patch(at, json={"talkativeness": 0.25})
+        assert muted.status_code == 200 and muted.json()["name"] == name, muted.text
+        left = client.post(f"{at}/leave")
+        assert left.status_code == 201, left.text
+        assert left.json()["node"]["content"] == f"{name} leaves the scene."
+        joined = client.post(f"{at}/join")
+        assert joined.status_code == 201 and f"{name} joins" in joined.json()["node"]["content"]
+    removed = client.delete(f"{base}/{quote('ac/dc', safe='')}")
+    assert removed.status_code == 200, removed.text
+    assert [m["name"] for m in removed.json()["members"]] == ["Marla", "Bram/leave"]
