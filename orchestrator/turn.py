@@ -378,7 +378,7 @@ class Engine:
             window=self.gateway.context_window(model),
             reply_tokens=int(model.params.get("max_tokens") or model.reply_tokens),
             count=count,
-            count_message=TOKEN_COUNTS.counter(model.model, count),
+            count_message=TOKEN_COUNTS.counter(model.model, count, named=built["prompt"].named),
             summary=built["summary"],
             summary_text=built["summary_text"],
             note=state["trace"].author_note,
@@ -671,8 +671,9 @@ class Engine:
         fixed = sum(count(text) + FRAMING for _, text in parts)
         fixed += sum(count(message["content"]) + FRAMING for message in tail)
         budget = window - reserve - fixed
-        counted = TOKEN_COUNTS.counter(model.model, count)  # each message once, kept
-        return fit(anchor.history, budget, counted), budget, window, counted
+        # each message once, kept; counted as it is sent (a reply with its speaker's name)
+        counted = TOKEN_COUNTS.counter(model.model, count, named=anchor.cast)
+        return fit(anchor.history, budget, counted, named=anchor.cast), budget, window, counted
 
     async def _summary(
         self,

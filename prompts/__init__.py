@@ -19,6 +19,7 @@ from .build import (
     history_message,
     macros,
     render_parts,
+    sent_text,
 )
 from .errors import PromptError, TemplateError
 from .note import NOTE_PART, PlacedNote, place_note, with_note
@@ -45,5 +46,6 @@ __all__ = [
     "macros",
     "place_note",
     "render_parts",
+    "sent_text",
     "with_note",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "history_message",
     "macros",
     "render_parts",
+    "sent_text",
 ]
 
 #: The head of every prompt, in order: (template, the context key it takes its ``lore``
@@ -153,27 +154,31 @@ def assemble(
 class TokenCounts:
     """The token count of each history message, computed once per tokenizer and kept.
 
-    Keyed by tokenizer (a name) and node id, with the text's hash and length, so an
-    edit in place is counted again. A message with no id yet (the player's, before the
-    commit) is counted each time. One per process is enough (:data:`TOKEN_COUNTS`):
-    every engine that plays a session's turns reads the same messages. Bounded: past
-    ``limit`` entries, the older half is forgotten.
+    Keyed by tokenizer (a name), node id and whether replies go with their speaker's
+    name, with the sent text's hash and length, so an edit in place is counted again.
+    A message with no id yet (the player's, before the commit) is counted each time.
+    One per process is enough (:data:`TOKEN_COUNTS`): every engine that plays a
+    session's turns reads the same messages. Bounded: past ``limit`` entries, the older
+    half is forgotten.
     """
 
     def __init__(self, limit: int = 200_000) -> None:
         self.limit = limit
-        self._counts: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self._counts: dict[tuple[str, str, bool], tuple[int, int, int]] = {}
 
-    def counter(self, tokenizer: str, count: Callable[[str], int]) -> Callable[[Message], int]:
-        """Counts a message's text with ``count`` (the tokenizer named ``tokenizer``),
-        once per message and text."""
+    def counter(
+        self, tokenizer: str, count: Callable[[str], int], *, named: bool = False
+    ) -> Callable[[Message], int]:
+        """Counts a message's text as it is sent (``named``: a reply with its speaker's
+        name, :func:`sent_text`) with ``count`` (the tokenizer named ``tokenizer``),
+        once per message, text and way of sending it."""
         counts = self._counts
 
         def count_message(message: Message) -> int:
-            text = message.content
+            text = sent_text(message, named)
             if not message.id:
                 return count(text)
-            key = (tokenizer, message.id)
+            key = (tokenizer, message.id, named)
             kept = counts.get(key)
             if kept is not None and kept[0] == hash(text) and kept[1] == len(text):
                 return kept[2]
@@ -191,10 +196,27 @@ class TokenCounts:
 TOKEN_COUNTS = TokenCounts()
 
 
-def fit(history: Sequence[Message], budget: int, count: Callable[[Message], int]) -> int:
+def sent_text(message: Message, named: bool = False) -> str:
+    """The text a history message is sent with (``named``: a reply as ``Name: text``,
+    :func:`history_message`): what its tokens are counted on."""
+    if named and message.role == "assistant" and message.name:
+        text: str = history_message(message, named)["content"]
+        return text
+    return message.content
+
+
+def fit(
+    history: Sequence[Message],
+    budget: int,
+    count: Callable[[Message], int],
+    *,
+    named: bool = False,
+) -> int:
     """The index of the oldest history message that can be kept: the newest messages
-    whose tokens add up to at most ``budget`` (each message costs its text's tokens,
-    ``count(message)``, plus a few for its framing).
+    whose tokens add up to at most ``budget`` (each message costs the tokens of the
+    text it is sent with, ``count(message)``, plus a few for its framing; ``named``:
+    replies are sent with their speaker's name, :func:`sent_text`, so ``count`` must
+    count them so too: a :meth:`TokenCounts.counter` made ``named``).
 
     Counting stops as soon as the budget is spent, and a history whose UTF-8 size is
     within the budget is not counted at all (a token is at least one byte; its size is
@@ -206,7 +228,7 @@ def fit(history: Sequence[Message], budget: int, count: Callable[[Message], int]
         return len(history)
     size = 0
     for index in range(len(history) - 1, -1, -1):
-        size += _utf8_size(history[index].content) + FRAMING
+        size += _utf8_size(sent_text(history[index], named)) + FRAMING
         if size > budget:
             break
     else:

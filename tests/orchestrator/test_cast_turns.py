@@ -28,6 +28,7 @@ from orchestrator import (
     build_engine,
 )
 from orchestrator.loopback import ModelServer, Received
+from prompts import FRAMING
 
 CAST = (
     Character(name="Ann", description="A ranger with a bent bow.", talkativeness=0.0),
@@ -426,3 +427,43 @@ def test_a_campaign_may_have_what_a_character_missed_recapped(
     trace = store.trace(sid, again.node.id)  # type: ignore[union-attr]
     assert trace is not None and "recaps" not in trace.document["scene"]
     assert any("Cora hid the gold." in text for text in contents(chat(server)[-1]))
+
+
+def test_a_prompt_with_named_replies_fits_the_window(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    long = (
+        Character(name="Annabel Quenneville of the Northern Marches"),
+        Character(name="Bram Ironhand the Elder of Greyhollow Forge"),
+    )
+    for i in range(40):
+        store.append(sid, "user", f"Go on, {i}.")
+        store.append(sid, "assistant", f"Yes {i}.", name=long[i % 2].name)
+    server = serve(Voices())
+
+    def engine(window: int) -> Engine:
+        model = ModelConfig(
+            "openai/gm", api_base=server.url, retries=0, context_window=window, reply_tokens=100
+        )
+        return build_engine(store, TurnSetup(model=model, character=long[0], cast=long))
+
+    def used(engine: Engine) -> int:
+        count = engine.gateway.counter(engine.setup.model)
+        return sum(count(m["content"]) + FRAMING for m in chat(server)[-1].messages)
+
+    async def preview(engine: Engine) -> Any:
+        try:
+            return await engine.preview_prompt(sid, "And?", speaker=long[1].name)
+        finally:
+            await engine.aclose()
+
+    # nothing trimmed: the preview counts what the turn sends, names and all
+    roomy = engine(20_000)
+    measured = asyncio.run(preview(roomy))
+    play(roomy, sid, "say", text="And?", speaker=long[1].name)
+    assert measured.trimmed == 0 and measured.used == used(roomy)
+    assert "Bram Ironhand the Elder of Greyhollow Forge: Yes 39." in contents(chat(server)[-1])
+
+    tight = engine(600)
+    play(tight, sid, "say", text="And then?", speaker=long[0].name)
+    assert used(tight) <= 600 - 100  # counted as sent: with the speakers' names

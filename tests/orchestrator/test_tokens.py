@@ -93,3 +93,29 @@ def test_past_its_limit_the_older_half_is_forgotten() -> None:
     for i in range(25):
         count(Message(f"n{i}", "user", None, "x" * i))
     assert len(counts._counts) <= 10
+
+
+def test_replies_sent_with_their_speakers_name_are_counted_so() -> None:
+    counts = TokenCounts()
+    plain = counts.counter("words", lambda text: len(text.split()))
+    named = counts.counter("words", lambda text: len(text.split()), named=True)
+    reply = Message("n1", "assistant", "Bram Ironhand", "one two")
+    player = Message("n2", "user", "Player", "one two")
+    assert plain(reply) == 2 and named(reply) == 4  # "Bram Ironhand: one two"
+    assert plain(reply) == 2  # one kept count does not stand for the other
+    assert named(player) == plain(player) == 2  # the player's message goes as it is
+
+    history = [reply if i % 2 else player for i in range(10)]
+    budget = 4 * (2 + FRAMING)  # four messages of two words
+    assert fit(history, budget, plain) == 6
+    assert fit(history, budget, named, named=True) == 7  # the names take room
+    # a history is kept whole uncounted only if its bytes fit with the names
+    sized = [Message(f"m{i}", "assistant", "N" * 40, "x") for i in range(4)]
+    counted: list[Message] = []
+
+    def one(message: Message) -> int:
+        counted.append(message)
+        return 1
+
+    assert fit(sized, 4 * (1 + FRAMING), one) == 0 and counted == []
+    assert fit(sized, 4 * (1 + FRAMING), one, named=True) == 0 and len(counted) == 4
