@@ -40,8 +40,8 @@ from .cast_schemas import (
     MemberOut,
     MemberPatch,
     SceneChangeOut,
+    SpeakersBody,
     SpeakersOut,
-    SpeakersQuery,
     WrittenMember,
 )
 from .deps import ContextDep, IfMatch, NoParameters, ReadSession, StoreDep
@@ -361,21 +361,20 @@ def join(
 # -- who speaks -----------------------------------------------------------------------
 
 
-@router.get(
+@router.post(
     "/sessions/{session_id}/speakers",
     summary="Who would answer a message",
     response_model=SpeakersOut,
     responses={503: {"description": "No model is configured to play the session's turns."}},
 )
-async def speakers(
-    session_id: str, ctx: ContextDep, query: Annotated[SpeakersQuery, Query()]
-) -> Any:
-    """Who would answer the player's message `text` at HEAD (without `text`: who speaks
-    next with no message), in order, by the session's speaker order: only members present
+async def speakers(session_id: str, ctx: ContextDep, body: SpeakersBody) -> Any:
+    """Who would answer the player's message `text` at HEAD (`{}`: who speaks next with
+    no message), in order, by the session's speaker order: only members present
     and not muted (none: an empty list); a session of one character, always that one;
     the narrator order, `Narrator`. Play one turn per name: the first a `say` with its
-    `speaker`, each next a `reply` with its `speaker`. Nothing is stored."""
+    `speaker`, each next a `reply` with its `speaker`. Nothing is stored (a POST only
+    as the message is a body: it may be longer than a URL may be)."""
     session = await run_in_threadpool(ctx.store.session, session_id)
     engine = await ctx.engine(session.id)  # the session's, as its turns get it
-    names = await run_in_threadpool(engine.next_speakers, session.id, query.text)
+    names = await run_in_threadpool(engine.next_speakers, session.id, body.text)
     return {"speakers": names}

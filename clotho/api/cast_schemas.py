@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from clotho.sessionconfig import SpeakerOrder
 
-from .schemas import NodeOut
+from .schemas import NodeOut, Text
 
 __all__ = [
     "CastOut",
@@ -17,8 +17,8 @@ __all__ = [
     "MemberOut",
     "MemberPatch",
     "SceneChangeOut",
+    "SpeakersBody",
     "SpeakersOut",
-    "SpeakersQuery",
     "WrittenMember",
 ]
 
@@ -128,13 +128,16 @@ class SceneChangeOut(BaseModel):
     cast: CastOut
 
 
-class SpeakersQuery(BaseModel):
+class SpeakersBody(BaseModel):
+    """Who would answer what: a body, not a query, as a message may be longer than a URL
+    a server takes."""
+
     model_config = ConfigDict(extra="forbid")
 
-    text: Annotated[str | None, Field(max_length=100_000)] = Field(
+    text: Text | None = Field(
         default=None,
-        description="The player's message to be answered (absent: who speaks next with no "
-        "message, as a `reply` turn).",
+        description="The player's message to be answered, as long as a turn's (absent or "
+        "null: who speaks next with no message, as a `reply` turn).",
     )
 
 

@@ -128,7 +128,7 @@ class TurnBody(BaseModel):
     )
     kind: Literal["say", "reroll", "edit", "continue", "impersonate", "reply"] = Field(
         description="`reply`: a member of the cast speaks at HEAD with no message of the "
-        "player's (after a `say`, the next of `GET .../speakers`)."
+        "player's (after a `say`, the next of `POST .../speakers`)."
     )
     text: Annotated[str | None, Field(max_length=1_000_000)] = Field(
         default=None, description="say/edit: the player's message."
@@ -139,7 +139,7 @@ class TurnBody(BaseModel):
     speaker: Annotated[str | None, Field(min_length=1, max_length=200)] = Field(
         default=None,
         description="say/edit/reply: the member of the cast who answers (its name; default: "
-        "the first of the session's speaker order, `GET .../speakers`). A reroll or a "
+        "the first of the session's speaker order, `POST .../speakers`). A reroll or a "
         "continue keeps the speaker of its reply. An unknown, muted or absent member is "
         "refused (422 `invalid_turn`), as a reply when no one can speak.",
     )

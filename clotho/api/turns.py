@@ -387,7 +387,7 @@ async def play_turn(
     reply), impersonate (the model drafts the player's next line: the `draft` event,
     nothing stored), reply (a member of the cast speaks at HEAD with no message of the
     player's). In a cast of several, `speaker` names who answers a say, an edit or a
-    reply (default: the first of `GET .../speakers`); the reply node's `name` is its
+    reply (default: the first of `POST .../speakers`); the reply node's `name` is its
     speaker. A stored turn is one step of the undo journal (`POST .../undo` sends its
     nodes to the trash and HEAD back). What can be refused before the model is called
     is refused with a status (422, 412, 503): an unknown, muted or absent speaker too."""

@@ -349,7 +349,7 @@ def test_a_four_character_story_played_over_http(
 
     # The natural order: those named, in the order named, then the talkative.
     text = "Seraphina, Élodie Brun: can we cross tonight?"
-    speakers = client.get(f"/api/sessions/{sid}/speakers", params={"text": text})
+    speakers = client.post(f"/api/sessions/{sid}/speakers", json={"text": text})
     assert speakers.status_code == 200, speakers.text
     names = speakers.json()["speakers"]
     assert names == ["Seraphina", "Élodie Brun", "Marla"]
@@ -370,7 +370,7 @@ def test_a_four_character_story_played_over_http(
     secret = "Marla, Bram is gone: the password is saffron."
     assert (
         "Bram"
-        not in client.get(f"/api/sessions/{sid}/speakers", params={"text": secret}).json()[
+        not in client.post(f"/api/sessions/{sid}/speakers", json={"text": secret}).json()[
             "speakers"
         ]
     )
@@ -435,7 +435,7 @@ def test_turns_refuse_a_speaker_who_cannot_speak(
     assert client.get(f"/api/sessions/{sid}").headers["etag"] == version  # nothing stored
     assert chat(server) == []
     # A muted member is never among the speakers; a reply's speaker is the turn's.
-    assert client.get(f"/api/sessions/{sid}/speakers").json()["speakers"] == ["Marla"]
+    assert client.post(f"/api/sessions/{sid}/speakers", json={}).json()["speakers"] == ["Marla"]
     played = client.post(f"/api/sessions/{sid}/turns", json={"kind": "reply", "speaker": "marla"})
     assert played.status_code == 201
     assert '"speaker":"marla"' in played.text.replace(" ", "")  # the turn as asked
@@ -451,14 +451,14 @@ def test_the_speaker_orders_over_http(
     for name in ("Bram", "Cato"):
         assert client.post(base, json={"name": name}).status_code == 201
 
-    def speakers(**query: str) -> list[str]:
-        answer = client.get(f"/api/sessions/{sid}/speakers", params=query)
+    def speakers(**body: str | None) -> list[str]:
+        answer = client.post(f"/api/sessions/{sid}/speakers", json=body)
         assert answer.status_code == 200, answer.text
         return list(answer.json()["speakers"])
 
     assert client.patch(base, json={"order": "round_robin"}).status_code == 200
     turn(client, sid, {"kind": "say", "text": "Who keeps watch?", "speaker": "Bram"})
-    assert speakers(text="And now?") == ["Cato"] == speakers()
+    assert speakers(text="And now?") == ["Cato"] == speakers() == speakers(text=None)
     turn(client, sid, {"kind": "reply"})  # no speaker named: the order's
     assert speakers() == ["Marla"]
 
@@ -470,8 +470,16 @@ def test_the_speaker_orders_over_http(
     assert speakers(text="What do I see?") == ["Narrator"]
     told = turn(client, sid, {"kind": "say", "text": "What do I see?"})
     assert told["node"]["name"] == "Narrator"
-    unknown = client.get(f"/api/sessions/{sid}/speakers", params={"extra": "1"})
-    assert unknown.status_code == 422  # a parameter it does not take
+    unknown = client.post(f"/api/sessions/{sid}/speakers", json={"extra": "1"})
+    assert unknown.status_code == 422  # a field it does not take
+    assert "extra" in unknown.text
+    # The message is the body, as long as a turn's: far past what a URL may hold.
+    assert client.patch(base, json={"order": "natural"}).status_code == 200
+    long = "Cato, " + "the river rises. " * 12_000
+    assert len(long) > 200_000
+    assert speakers(text=long)[0] == "Cato"
+    asked = client.get(f"/api/sessions/{sid}/speakers", params={"text": "Cato?"})
+    assert asked.status_code == 405
 
 
 def test_a_reroll_keeps_its_speaker(

@@ -85,8 +85,9 @@ export class CastPanel {
 
   /** Who answers the player's `text` (or speaks next, with none), in order. */
   async speakers(text) {
-    const query = text == null ? "" : `?text=${enc(text)}`;
-    return (await this.app.api.get(this.app.path(`/speakers${query}`))).speakers;
+    // A POST: the message is the body, as long as a say's (a URL holds far less).
+    const { data } = await this.app.api.request("POST", this.app.path("/speakers"), { json: { text: text ?? null } });
+    return data.speakers;
   }
 
   /**
