@@ -750,7 +750,12 @@ class Engine:
         return summary, target, info
 
     def _covered(self, anchor: Anchor) -> tuple[int, str]:
-        """How many history messages the anchor's summary covers, and its text."""
+        """How many history messages the anchor's summary covers, and its text.
+
+        A speaker's view (``anchor.scope``): the message it covers through is looked
+        for in the whole path (another speaker's turn may have summarised what this one
+        did not see); past the speaker's first gap, the count given is the path's (more
+        than ``first_gap``: the callers skip the summary, it tells what was missed)."""
         summary = anchor.state.get("summary") or ""
         if not summary or anchor.parent_id is None:
             return 0, ""
@@ -759,7 +764,8 @@ class Engine:
         if blame.node_id is None:
             return 0, ""
         through = self.store.node(sid, blame.node_id).metadata.get("summary_through")
-        history = anchor.history
+        # the path's first messages up to the first gap are the speaker's history's too
+        history = anchor.scope.path if anchor.scope is not None else anchor.history
         # from the newest: the message it covers through is near the window's start,
         # not near the root of a long story
         for index in range(len(history) - 1, -1, -1):

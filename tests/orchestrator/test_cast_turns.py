@@ -467,3 +467,44 @@ def test_a_prompt_with_named_replies_fits_the_window(
     tight = engine(600)
     play(tight, sid, "say", text="And then?", speaker=long[0].name)
     assert used(tight) <= 600 - 100  # counted as sent: with the speakers' names
+
+
+def test_a_summary_past_what_the_speaker_saw_is_left_as_it_is(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    def script(request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        return "SUMMARY: shorter." if summarised(request) else "The road ends."
+
+    duo = (CAST[0], CAST[1])
+    missed = ""
+    for i in range(30):
+        if i == 20:
+            scene(store, sid, "Bram", "leaves", {"op": "set", "path": "present", "value": ["Ann"]})
+        if i == 23:
+            scene(store, sid, "Bram", "joins", {"op": "append", "path": "present", "value": "Bram"})
+        user, _ = store.append(sid, "user", f"I walk further down the long road, step {i}.")
+        missed = user.id if i == 21 else missed
+        summary = [{"op": "set", "path": "summary", "value": "SUMMARY: up to 21."}]
+        store.append(
+            sid,
+            "assistant",
+            f"The road goes on; milestone {i} passes.",
+            name="Ann",
+            # Ann's turn summarised the story through a message Bram did not see
+            metadata={"summary_through": missed} if i == 25 else None,
+            delta=summary if i == 25 else None,
+        )
+    server = serve(script)
+    model = ModelConfig(
+        "openai/gm", api_base=server.url, retries=0, context_window=700, reply_tokens=100
+    )
+    setup = TurnSetup(model=model, character=duo[0], cast=duo, extract=False)
+    result = play(build_engine(store, setup), sid, "say", text="Bram?", speaker="Bram")
+    trace = store.trace(sid, result.node.id)  # type: ignore[union-attr]
+    assert trace is not None and trace.document["trimmed"]["dropped"] > 0
+    assert [r for r in server.requests if summarised(r.json)] == []  # no new summary
+    assert "skipped" in trace.document["trimmed"]["summary"]
+    assert store.state(sid).summary == "SUMMARY: up to 21."  # the story's, as it was
+    assert "SUMMARY" not in json.dumps(chat(server)[-1].messages)  # Bram is not told it
