@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import signal
@@ -33,7 +34,6 @@ import typer
 
 from clotho.errors import UsageError
 from clotho.wiring import session_engine
-from mnemosyne import MnemosyneError
 
 from . import render
 from ._app import EXIT_FAILED, Cli, app, command
@@ -45,7 +45,7 @@ from .style import out
 from .traceview import print_trace
 
 if TYPE_CHECKING:
-    from orchestrator import Engine, TurnInterrupted, TurnResult
+    from orchestrator import Engine, TurnInterrupted, TurnRequest, TurnResult
 
 __all__ = ["PLAY_HINT", "play_round", "run_turn", "turn_document"]
 
@@ -109,8 +109,9 @@ def run_turn(
     ``emit`` is false: the caller prints it, :func:`turn_document`).
 
     ``speaker``: who answers a say, an edit or a reply (``None``: the first the
-    session's speaker order names, :meth:`orchestrator.Engine.next_speakers`); a reroll
-    or a continue keeps its reply's."""
+    session's speaker order names where the reply goes: an edit's at the edited
+    message's parent); a reroll or a continue keeps its reply's. The name shown first
+    is the one the reply is stored under."""
     if screen is None:
         screen = ChatScreen(quiet=cli.json)
     if engine is None:
@@ -124,16 +125,15 @@ def run_turn(
             _load_model_client()  # the seconds it takes are spent under the spinner
         finally:
             screen.done_waiting()  # an error is one line of its own
+    request = TurnRequest(kind, text=text, node=node, speaker=speaker)  # type: ignore[arg-type]
     if kind == "impersonate":
         screen.expect_reply(engine.setup.player, player=True)
     else:
-        if speaker is None and kind in ("say", "edit", "reply"):
-            chosen = engine.next_speakers(session_id, None if kind == "reply" else text)
-            speaker = chosen[0] if chosen else None  # no one: the engine says why
-        note = "(continues)" if kind == "continue" and _head_is_a_reply(cli, session_id) else ""
-        shown = speaker or _reply_speaker(cli, session_id, kind, node)
-        screen.expect_reply(shown or engine.setup.character.name, note=note)
-    request = TurnRequest(kind, text=text, node=node, speaker=speaker)  # type: ignore[arg-type]
+        try:
+            request, continues = _with_speaker(cli, session_id, request, engine)
+        except OrchestratorError as error:  # the engine's refusal, before any model call
+            cli.fail(error)
+        screen.expect_reply(request.speaker, note="(continues)" if continues else "")
     work = _interruptible(
         engine, engine.run(session_id, request, screen.on_event), keep_open=bool(runner)
     )
@@ -194,23 +194,22 @@ def play_round(
     return results
 
 
-def _head_is_a_reply(cli: Cli, session_id: str) -> bool:
-    """Whether HEAD is a reply (which ``continue`` extends; else it asks for one)."""
-    head = cli.store.session(session_id).head_id
-    return head is not None and cli.store.node(session_id, head).role == "assistant"
+def _with_speaker(
+    cli: Cli, session_id: str, request: TurnRequest, engine: Engine
+) -> tuple[TurnRequest, bool]:
+    """The request with who speaks named, as the engine chooses it where the turn grows
+    the tree (:func:`orchestrator.turn.locate_turn`: at an edited message's parent, the
+    speaker of the reply a reroll or a continue keeps), so that the name shown before
+    the reply is the one the reply is stored under; and whether it continues a reply.
 
+    Raises:
+        orchestrator.TurnError: the turn is refused (a speaker who cannot speak...).
+    """
+    from orchestrator.turn import locate_turn
 
-def _reply_speaker(cli: Cli, session_id: str, kind: str, node: str | None) -> str | None:
-    """Who a reroll or a continue speaks as: the name on the reply it replaces or
-    extends (``None``: not known before the turn)."""
-    if kind not in ("reroll", "continue"):
-        return None
-    ref = node if kind == "reroll" else None
-    try:
-        found = cli.store.node(session_id, ref or "HEAD")
-    except MnemosyneError:  # an unknown node: the engine's refusal names it
-        return None
-    return found.name if found.role == "assistant" else None
+    _, _, where = locate_turn(cli.store, session_id, request, engine.setup, engine.rng)
+    named = dataclasses.replace(request, speaker=where["speaker"].name)
+    return named, where.get("continues") is not None
 
 
 def _interrupted_line(stop: TurnInterrupted, continue_hint: str) -> str:

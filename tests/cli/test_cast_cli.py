@@ -25,6 +25,7 @@ from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 from tests._fixtures import ELDORIA, SERAPHINA
 
+from .terminal import Terminal
 from .test_cli import Run
 from .test_play import played
 
@@ -387,3 +388,30 @@ def test_a_four_character_story_in_play_with_one_who_leaves_and_comes_back(
     assert all(member["present"] for member in run.json("cast"))
     assert run.json("state")["present"] == before
     assert run.json("log")[0]["content"] == "We light a fire by the river."
+
+
+def test_an_edit_and_a_continue_are_answered_by_who_was_there_under_the_name_shown(
+    model: ModelServer, clotho: InProcess
+) -> None:
+    player = cast_session(clotho, model, "Ann", "Bram")
+    clotho("cast", "leave", "Bram")
+    hello = clotho.json("say", "Hello there.")
+    assert hello["node"]["name"] == "Ann"  # the one present
+    clotho("cast", "join", "Bram")
+    clotho("cast", "leave", "Ann")  # at HEAD, Bram alone is here; at the hello, Ann alone
+
+    # the edit's reply grows where the hello was said: Ann answers, and is shown so
+    with Terminal(["edit", hello["user_node"]["id"][:8], "Hello again."], player.env) as term:
+        assert term.wait_exit(timeout=60) == 0
+        shown = term.display()
+    assert shown[0] == "Ann: (on: Hello again.)"
+    assert clotho.json("log")[-1]["name"] == "Ann"
+
+    # a continue at a line of the scene: who is here answers (not the first member)
+    clotho("cast", "join", "Bram")
+    clotho("cast", "leave", "Ann")
+    with Terminal(["continue"], player.env) as term:
+        assert term.wait_exit(timeout=60) == 0
+        shown = term.display()
+    assert shown[0].startswith("Bram: (on: ")
+    assert clotho.json("log")[-1]["name"] == "Bram"
