@@ -34,6 +34,7 @@ __all__ = [
     "recap_missed",
     "scoped",
     "speakers_at",
+    "teller",
     "unnamed",
 ]
 
@@ -163,6 +164,12 @@ def owned_lore(
     return dataclasses.replace(retrieval, hits=kept), left_out
 
 
+def teller(message: Message) -> str:
+    """Who a message is told as in a summary or a recap: its speaker's name, else
+    ``narration`` (a system line), else its role."""
+    return message.name or ("narration" if message.role == "system" else message.role)
+
+
 def unnamed(text: str, speaker: str) -> str:
     """A reply without the ``Speaker:`` a model may begin it with (it saw every reply
     of the history sent so, :func:`mnemosyne.traces.history_message`)."""
@@ -276,8 +283,7 @@ async def recap_missed(
                 spent += count(message.content) + FRAMING
                 if spent > room and told:
                     break
-                who = message.name or ("narration" if message.role == "system" else "")
-                told.append({"speaker": who or message.role, "content": message.content})
+                told.append({"speaker": teller(message), "content": message.content})
             scope_vars = {
                 "char": name,
                 "user": setup.player,

@@ -67,6 +67,7 @@ from .casting import (
     recap_missed,
     scoped,
     speakers_at,
+    teller,
     unnamed,
 )
 from .errors import ModelError, OrchestratorError, TurnError, TurnInterrupted
@@ -721,7 +722,7 @@ class Engine:
                         {
                             "summary": summary,
                             "messages": [
-                                {"role": m.role, "content": m.content}
+                                {"role": m.role, "speaker": teller(m), "content": m.content}
                                 for m in history[start:end]
                                 if m.content.strip()  # an empty reply of an older version
                             ],

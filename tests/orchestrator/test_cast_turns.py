@@ -378,7 +378,9 @@ def test_a_summary_stands_in_only_for_what_the_speaker_saw(
     assert trace.document["trimmed"]["dropped"] > 0
     summaries = [r for r in server.requests if summarised(r.json)]
     if away_from == 27:  # what was trimmed is all before Bram left: summarised
-        assert summaries and "step 0," in summaries[0].json["messages"][0]["content"]
+        told = summaries[0].json["messages"][0]["content"]
+        assert "step 0," in told
+        assert "Ann: The road goes on; milestone 0 passes." in told  # who said it
         assert "step 27," not in json.dumps([r.json for r in summaries])
         assert "The story so far" in sent
         assert store.state(sid).summary.startswith("SUMMARY")
