@@ -301,9 +301,8 @@ def _scene(play: Play, rest: str, move: Literal["leaves", "joins"]) -> None:
         return
     node, session = scene_change(play.cli.store, play.session_id, name, move)
     play.show(node.id, session.head_id)
-    if move == "leaves" and play.speaker == name:
-        play.speaker = None
-        play.say(f"{name} was to answer: the speaker order decides again", "dim")
+    if move == "leaves":
+        _unpick(play, name)
 
 
 def _leave(play: Play, rest: str) -> None:
@@ -323,6 +322,16 @@ def _mute(play: Play, rest: str, muted: bool) -> None:
     member, _ = set_muted(play.cli.store, play.session_id, name, muted)
     play.say(f"{member.name} " + ("never speaks now (it still sees)" if muted else "may speak"))
     play.refresh()
+    if muted:
+        _unpick(play, member.name)
+
+
+def _unpick(play: Play, name: str) -> None:
+    """``name`` no longer answers the player's messages (it left, or was muted): the
+    speaker order decides again, and the player is told."""
+    if play.speaker == name:
+        play.speaker = None
+        play.say(f"{name} was to answer: the speaker order decides again", "dim")
 
 
 def _muted(play: Play, rest: str) -> None:

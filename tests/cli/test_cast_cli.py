@@ -415,3 +415,15 @@ def test_an_edit_and_a_continue_are_answered_by_who_was_there_under_the_name_sho
         shown = term.display()
     assert shown[0].startswith("Bram: (on: ")
     assert clotho.json("log")[-1]["name"] == "Bram"
+
+
+def test_muting_the_picked_speaker_gives_the_choice_back_to_the_order(
+    model: ModelServer, clotho: InProcess
+) -> None:
+    player = cast_session(clotho, model, "Ann", "Bram")
+    clotho("cast", "order", "manual")  # unnamed, the first present and unmuted answers
+    shown = played(player, "/speaker Bram", "/mute Bram", "Who keeps watch?", "/quit").stdout
+    assert "Bram was to answer: the speaker order decides again" in shown
+    assert "error" not in shown
+    log = clotho.json("log")
+    assert (log[-2]["content"], log[-1]["name"]) == ("Who keeps watch?", "Ann")
