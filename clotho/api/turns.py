@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -167,25 +168,25 @@ def _result(ctx: ApiContext, result: TurnResult) -> dict[str, Any]:
     }
 
 
-def _prepare(ctx: ApiContext, session: Session, body: TurnBody, expected: int | None) -> Any:
-    """Everything that can refuse the turn before it starts (a 4xx, not an event)."""
+def _prepare(ctx: ApiContext, session: Session, body: TurnBody, engine: Engine) -> TurnRequest:
+    """Everything that can refuse the turn before it starts (a 4xx, not an event): where
+    it grows, and who speaks (unknown, muted, absent; another than its reply's for a
+    reroll or a continue; no one who can), found once. The speaker the order chose is
+    passed on as the turn's, so the engine does not choose again."""
     from orchestrator import TurnRequest
     from orchestrator.turn import locate_turn
 
-    check_version(session, expected)
     request = TurnRequest(body.kind, text=body.text, node=body.node_id, speaker=body.speaker)
-    locate_turn(ctx.store, session.id, request)
+    _, _, where = locate_turn(ctx.store, session.id, request, engine.setup)
+    chosen = where.get("speaker")
+    if request.speaker is None and request.kind in CHOSEN and chosen is not None:
+        request = replace(request, speaker=chosen.name)
     return request
 
 
-def _speaker_checked(
-    ctx: ApiContext, session_id: str, request: TurnRequest, engine: Engine
-) -> None:
-    """Refuse (422) a turn whose speaker cannot speak (unknown, muted, absent; another
-    than its reply's for a reroll or a continue; no one who can), before it starts."""
-    from orchestrator.turn import locate_turn
-
-    locate_turn(ctx.store, session_id, request, engine.setup)
+#: The turns whose speaker, when none is named, the speaker order chooses (a reroll or a
+#: continue keeps its reply's; an impersonation is the player's line).
+CHOSEN = frozenset({"say", "edit", "reply"})
 
 
 def _accepts_events(
@@ -231,9 +232,9 @@ async def _start(
             response.status_code = 200
             response.headers["Location"] = _path(known)
             return known
-    turn_request = await run_in_threadpool(_prepare, ctx, session, body, expected)
+    check_version(session, expected)
     engine = await ctx.engine(session.id)
-    await run_in_threadpool(_speaker_checked, ctx, session.id, turn_request, engine)
+    turn_request = await run_in_threadpool(_prepare, ctx, session, body, engine)
     if key is not None:  # another request with the key may have started it meanwhile
         known = _same_key(registry, session.id, key, asked)
         if known is not None:
