@@ -27,6 +27,7 @@ from clotho.cast import (
     CastError,
     Member,
     add_member,
+    campaign_character,
     cast_view,
     remove_member,
     scene_change,
@@ -79,20 +80,9 @@ def cast_document(store: Store, session_id: str) -> dict[str, Any]:
     campaign's character, if any)."""
     document = cast_view(store, store.session(session_id))
     if not document["members"]:
-        document["character"] = _unwritten_character(store, session_id)
+        character = campaign_character(store, session_id)
+        document["character"] = character.name if character is not None else None
     return document
-
-
-def _unwritten_character(store: Store, session_id: str) -> str | None:
-    """Who plays a session with no cast: its campaign's character (``None``: none)."""
-    from clotho.formats.campaign import CampaignError
-    from clotho.sessions import session_campaign
-
-    try:
-        campaign = session_campaign(store, session_id)
-    except CampaignError:
-        return None
-    return campaign.character.name if campaign is not None else None
 
 
 def cast_lines(document: dict[str, Any], width: int | None) -> list[str]:
@@ -225,7 +215,8 @@ def cast_add(
     sid = cli.session_id()
     replaced = None
     if not session_cast(cli.store, sid).members:
-        replaced = _unwritten_character(cli.store, sid)
+        character = campaign_character(cli.store, sid)
+        replaced = character.name if character is not None else None
     member, session = add_member(
         cli.store, sid, card, avatar=avatar, expected_version=expect_version
     )

@@ -185,6 +185,19 @@ def test_a_campaigns_character_stays_the_first_member_when_a_card_comes(
     assert "is in the cast already" in clotho.fails("cast", "add", "--name", "Marla")
 
 
+def test_a_campaign_with_no_character_names_none_when_the_first_card_comes(
+    clotho: InProcess, tmp_path: Path
+) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "campaign.toml").write_text('title = "Plain"\n')  # no [character]
+    clotho("session", "new", "--campaign", str(folder))
+    assert "the session's character is the default one, of no card" in clotho("cast").stdout
+    added = clotho("cast", "add", "--name", "Ann").stdout
+    assert added.strip() == "Ann joins the cast"  # no one else stays first
+    assert [(m["name"], m["first"]) for m in clotho.json("cast")] == [("Ann", True)]
+
+
 def test_tab_completes_the_casts_names_after_the_commands_that_take_one() -> None:
     def offered(typed: str) -> list[tuple[str, int]]:
         cast = ["Ann", "Bram", "Old Tom"]
