@@ -170,13 +170,27 @@ def teller(message: Message) -> str:
     return message.name or ("narration" if message.role == "system" else message.role)
 
 
+def _named(head: str, prefix: str) -> int | None:
+    """How far ``head`` begins with ``prefix`` (casefolded), ignoring case: the length
+    of that beginning in ``head`` (a casefold may change a text's length: ``ß`` is
+    ``ss``); ``-1``: ``head`` is too short to tell, and may still; ``None``: it does not."""
+    folded = ""
+    for index, char in enumerate(head):
+        folded += char.casefold()
+        if len(folded) >= len(prefix):
+            return index + 1 if folded == prefix else None
+        if not prefix.startswith(folded):
+            return None
+    return -1
+
+
 def unnamed(text: str, speaker: str) -> str:
     """A reply without the ``Speaker:`` a model may begin it with (it saw every reply
     of the history sent so, :func:`mnemosyne.traces.history_message`)."""
     head = text.lstrip()
-    prefix = f"{speaker}:"
-    if head[: len(prefix)].casefold() == prefix.casefold() and head[len(prefix) :].strip():
-        return head[len(prefix) :].lstrip()
+    size = _named(head, f"{speaker}:".casefold())
+    if size is not None and size > 0 and head[size:].strip():
+        return head[size:].lstrip()
     return text
 
 
@@ -198,10 +212,10 @@ class Unnamed:
             return
         self.held += text
         head = self.held.lstrip()
-        size = len(self.prefix)
-        if len(head) < size and self.prefix.startswith(head.casefold()):
+        size = _named(head, self.prefix)
+        if size == -1:
             return  # it may still be the name
-        if head[:size].casefold() == self.prefix:
+        if size is not None:
             rest = head[size:]
             if not rest.strip():
                 return  # the name, and nothing yet after it
