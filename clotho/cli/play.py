@@ -170,11 +170,13 @@ def play_round(
     runner: Runner,
     screen: ChatScreen,
     continue_hint: str = "`clotho continue`",
+    finished: list[TurnResult] | None = None,
 ) -> list[TurnResult]:
     """The player's message ``text`` and who answers it: ``speaker`` alone, else each
     one the session's speaker order names (:meth:`orchestrator.Engine.next_speakers`)
     in turn: the first as the say, each next as a reply of its own, each streamed
-    under its name with its footer. An error or an interrupt ends the round."""
+    under its name with its footer. An error or an interrupt ends the round; the turns
+    stored before it are in ``finished`` (given: each appended as it ends)."""
     names: list[str | None] = [speaker]
     if speaker is None:
         names = [*engine.next_speakers(session_id, text)] or [None]  # no one: the engine says why
@@ -188,7 +190,8 @@ def play_round(
         continue_hint=continue_hint,
         emit=False,
     )
-    results = [turn("say", text=text, speaker=names[0])]
+    results = [] if finished is None else finished
+    results.append(turn("say", text=text, speaker=names[0]))
     for name in names[1:]:
         results.append(turn("reply", speaker=name))
     return results
@@ -328,16 +331,27 @@ def say(cli: Cli, text: TextArgument, speaker: SpeakerOption = None) -> None:
 
     In a cast of several, each character the speaker order names answers in turn, each
     reply a node of its own with its speaker's name; --speaker NAME: that one alone.
-    --json: the first reply's turn, the others' in "replies"."""
+    --json: the first reply's turn, the others' in "replies" (when a later one fails,
+    those stored before it, and the command fails)."""
     session_id = cli.session_id()
-    with _turns(cli, session_id) as (engine, runner, screen):
-        results = play_round(
-            cli, session_id, text, speaker=speaker, engine=engine, runner=runner, screen=screen
-        )
-    if cli.json:
-        first, *others = (turn_document(cli, session_id, result) for result in results)
-        document = {**first, "replies": others}
-        out(json.dumps(document, ensure_ascii=False, indent=2))
+    results: list[TurnResult] = []
+    try:
+        with _turns(cli, session_id) as (engine, runner, screen):
+            play_round(
+                cli,
+                session_id,
+                text,
+                speaker=speaker,
+                engine=engine,
+                runner=runner,
+                screen=screen,
+                finished=results,
+            )
+    finally:
+        if cli.json and results:  # a script learns the nodes stored, even if one failed
+            first, *others = (turn_document(cli, session_id, result) for result in results)
+            document = {**first, "replies": others}
+            out(json.dumps(document, ensure_ascii=False, indent=2))
 
 
 @command(app, "reply")

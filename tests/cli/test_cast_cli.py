@@ -22,7 +22,7 @@ from clotho.cli.playinput import completions
 from clotho.cli.playscreen import ChatScreen
 from clotho.sessions import new_session
 from mnemosyne import Store
-from orchestrator.loopback import ModelServer
+from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA, SERAPHINA
 
 from .terminal import Terminal
@@ -440,3 +440,27 @@ def test_muting_the_picked_speaker_gives_the_choice_back_to_the_order(
     assert "error" not in shown
     log = clotho.json("log")
     assert (log[-2]["content"], log[-1]["name"]) == ("Who keeps watch?", "Ann")
+
+
+def test_say_json_prints_the_replies_stored_before_one_of_the_round_failed(
+    clotho: InProcess,
+) -> None:
+    replies = 0
+
+    def second_fails(request: dict[str, Any]) -> str | Reply:
+        nonlocal replies
+        if "response_format" in request:
+            return '{"operations": []}'
+        replies += 1
+        return "Ann nods." if replies == 1 else Reply(status=400, error="the model refused")
+
+    with ModelServer(second_fails) as server:
+        cast_session(clotho, server, "Ann", "Bram")
+        clotho("cast", "talk", "Ann", "0")
+        clotho("cast", "talk", "Bram", "0")
+        done = clotho("--json", "say", "Ann and Bram, hello.", code=1)
+    said = json.loads(done.stdout)  # Ann's turn, stored; Bram's failed
+    assert (said["node"]["name"], said["node"]["content"]) == ("Ann", "Ann nods.")
+    assert said["replies"] == []
+    assert "the model refused" in done.stderr
+    assert clotho.json("log")[-1]["id"] == said["node"]["id"]
