@@ -89,15 +89,23 @@ def test_who_is_present_rolls_back_with_the_story(store: Store) -> None:
 def test_scenes_say_who_was_present_along_the_path_in_one_read(store: Store) -> None:
     from mnemosyne.edits import Toggle
 
-    sid = store.create_session(schema=SCHEMA).id
+    schema = schema_from_mapping(
+        {"variables": {"hp": {"type": "int", "default": 100}, "mood": {"type": "str"}}}
+    )
+    sid = store.create_session(schema=schema).id
     store.append(sid, "user", "Hello, all.")
     leaves, _ = store.append(sid, "system", "Ann leaves.", delta=[op("set", ["Marla", "Bram"])])
-    # a variable's delta that says 'present' is no change of who is
-    store.append(sid, "assistant", "present", delta=[{"op": "inc", "path": "hp", "value": -1}])
+    # a delta whose text has "present" (the read's LIKE picks it) but that sets a
+    # variable is no change of who is
+    mood = {"op": "set", "path": "mood", "value": "present"}
+    store.append(sid, "assistant", "Marla is all ears.", delta=[mood])
     back, _ = store.append(sid, "system", "Ann joins.", delta=[op("append", "Ann")])
     store.append(sid, "assistant", "Welcome back.")
     scenes = store.scenes(sid)
     assert scenes.messages == store.messages(sid)
+    # the read did pick the mood's delta as a possible change (and then let it go)
+    tips = [tip for entry in store.paths._entries.values() for tip in entry.tips.values()]
+    assert any('"mood"' in text for tip in tips for _, text in tip.scenes)
     assert [(c.index, c.node_id, c.present) for c in scenes.changes] == [
         (1, leaves.id, ["Marla", "Bram"]),
         (3, back.id, ["Marla", "Bram", "Ann"]),
