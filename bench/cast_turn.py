@@ -13,7 +13,7 @@ joins 500 nodes later, so about two are away at any point; 16 scene-change nodes
 deltas change ``present``, as ``clotho cast leave/join`` commits them). The replies
 are named for their speakers, in turn among those present.
 
-Two sessions hold that same story, in one SQLite file each:
+Three sessions hold that same story, in one SQLite file each:
 
 - **one** -- played by one character (``TurnSetup(character=...)``, no cast): the
   prompt is the whole history, as before issue 24.

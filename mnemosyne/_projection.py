@@ -125,7 +125,7 @@ def scenes(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int 
             moved = False
         if moved:
             present = after
-            changes.append(SceneChange(index, path.messages[index].id, after))
+            changes.append(SceneChange(index, after))
     return Scenes(list(path.messages), changes)
 
 

@@ -255,8 +255,7 @@ class SceneChange:
     """A message of a path after which who is present changed."""
 
     index: int
-    """Its place in :attr:`Scenes.messages`."""
-    node_id: str
+    """Its place in :attr:`Scenes.messages` (the node is that message's)."""
     present: list[str] | None
     """Who is present after it (``None``: everyone)."""
 

@@ -78,7 +78,7 @@ class TurnSetup:
     speaker_order: str = "natural"
     """Who answers the player when no speaker is named: ``natural`` (SillyTavern's
     natural order), ``round_robin``, ``narrator`` (one voice for everyone) or
-    ``manual`` (the first character unless the player names one)."""
+    ``manual`` (the first member present and not muted, unless the player names one)."""
     player: str = "Player"
     """The player's name (``{{user}}``): the persona's, unless the campaign names one."""
     persona: str = ""

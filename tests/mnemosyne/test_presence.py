@@ -106,12 +106,12 @@ def test_scenes_say_who_was_present_along_the_path_in_one_read(store: Store) -> 
     # the read did pick the mood's delta as a possible change (and then let it go)
     tips = [tip for entry in store.paths._entries.values() for tip in entry.tips.values()]
     assert any('"mood"' in text for tip in tips for _, text in tip.scenes)
-    assert [(c.index, c.node_id, c.present) for c in scenes.changes] == [
+    assert [(c.index, scenes.messages[c.index].id, c.present) for c in scenes.changes] == [
         (1, leaves.id, ["Marla", "Bram"]),
         (3, back.id, ["Marla", "Bram", "Ann"]),
     ]
     assert scenes.changes[-1].present == store.state(sid).present
-    assert [c.node_id for c in store.scenes(sid, leaves.id).changes] == [leaves.id]
+    assert [c.index for c in store.scenes(sid, leaves.id).changes] == [1]
     # read again: from the store's memory of the path, changes and all
     hits = store.paths.hits
     assert store.scenes(sid).changes == scenes.changes
@@ -119,5 +119,5 @@ def test_scenes_say_who_was_present_along_the_path_in_one_read(store: Store) -> 
     # a disabled node's change does not count (its delta is not applied)
     store.edit(sid, Toggle(node_id=back.id))
     assert store.state(sid).present == ["Marla", "Bram"]
-    assert [c.node_id for c in store.scenes(sid).changes] == [leaves.id]
+    assert [c.index for c in store.scenes(sid).changes] == [1]
     assert store.scenes(sid).messages == store.messages(sid)

@@ -21,7 +21,7 @@ def story(rng: random.Random, length: int) -> tuple[list[Message], list[SceneCha
         if rng.random() < 0.2:
             here = [name for name in NAMES if rng.random() < 0.5]
             present = None if rng.random() < 0.2 else here
-            changes.append(SceneChange(i, f"n{i}", present))
+            changes.append(SceneChange(i, present))
     return messages, changes
 
 
