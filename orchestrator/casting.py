@@ -236,16 +236,18 @@ def cast_context(
     setup: TurnSetup, speaker: Character, present: list[str] | None, reply_role: str
 ) -> dict[str, Any]:
     """The ``cast`` template's context: in a cast of several, the others present (each
-    card's ``{{char}}`` its own name) and whether the speaker is the narrator (or the
-    line is the player's: everyone voiced); with one character, nothing (``group``
-    false: the part renders empty)."""
+    card's ``{{char}}`` its own name) and whether the speaker is the narrator (everyone
+    voiced); for the player's line (``player``: an impersonation), everyone present,
+    and no character is voiced; with one character, nothing (``group`` false: the part
+    renders empty)."""
     if len(setup.members) < 2:
-        return {"group": False, "narrator": False, "cast": []}
+        return {"group": False, "narrator": False, "player": False, "cast": []}
     user = setup.player
     here = set(present_names(setup.members, present))
+    players_line = reply_role == "user"
     others = []
     for member in setup.members:
-        if member.name in here and member.name != speaker.name:
+        if member.name in here and (players_line or member.name != speaker.name):
             text = member.as_context(lambda t, n=member.name: macros(t, char=n, user=user))
             others.append(
                 {
@@ -254,8 +256,8 @@ def cast_context(
                     "personality": text["personality"],
                 }
             )
-    narrating = speaker not in setup.members or reply_role == "user"
-    return {"group": True, "narrator": narrating, "cast": others}
+    narrating = speaker not in setup.members and not players_line
+    return {"group": True, "narrator": narrating, "player": players_line, "cast": others}
 
 
 def scoped(setup: TurnSetup, speaker: Character, reply_role: str) -> bool:

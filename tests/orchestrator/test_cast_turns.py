@@ -114,14 +114,18 @@ def test_a_named_speaker_replies_as_itself_and_the_node_carries_its_name(
     assert again.node is not None and again.node.name == "Cora"
     with pytest.raises(TurnError, match="keeps its speaker"):
         play(engine, sid, "reroll", speaker="Dag")
-    # so does a continue; an impersonation is the player's line, every member voiced
+    # so does a continue; an impersonation is the player's line: the cast part says
+    # who is present, and voices no one
     more = play(engine, sid, "continue")
     assert more.node is not None and more.node.name == "Cora"
     assert more.node.content.startswith(again.node.content)
     draft = play(engine, sid, "impersonate")
     assert draft.node is None and draft.text
     head = "\n".join(contents(chat(server)[-1])[:4])
-    assert "You voice every character in the scene" in head
+    assert "You voice every character" not in head and "Write only" not in head
+    assert "In the scene:\n- Ann: A ranger with a bent bow." in head
+    assert "- Dag: An old priest." in head
+    assert "Write Player's next message" in contents(chat(server)[-1])[-1]
 
 
 def test_a_preview_is_the_prompt_of_the_speaker_named(
