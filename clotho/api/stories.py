@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -137,7 +138,9 @@ class NewStory(BaseModel):
 class StoredCardOut(BaseModel):
     name: str = Field(description="The character's name.")
     session_id: str = Field(description="The session that keeps it (the newest one).")
-    avatar_url: str | None = Field(description="Its picture, if it has one.")
+    avatar_url: str | None = Field(
+        description="Its picture, if it has one (the member's own: `GET .../cast/{name}/avatar`)."
+    )
 
 
 class StoredBookOut(BaseModel):
@@ -156,6 +159,11 @@ class FileKindOut(BaseModel):
 
 def avatar_url(session_id: str) -> str:
     return f"/api/sessions/{session_id}/avatar"
+
+
+def member_avatar_url(session_id: str, name: str) -> str:
+    """The picture of the member ``name`` of a session's cast (its own, never another's)."""
+    return f"/api/sessions/{session_id}/cast/{quote(name, safe='')}/avatar"
 
 
 def listed(session: Session) -> dict[str, Any]:
@@ -192,7 +200,8 @@ def stored_cards(store: StoreDep, _: NoParameters) -> Any:
         found[name] = {
             "name": name,
             "session_id": session.id,
-            "avatar_url": avatar_url(session.id) if has_avatar else None,
+            # that member's own picture (a 404 if its metadata is behind), not the story's
+            "avatar_url": member_avatar_url(session.id, name) if has_avatar else None,
         }
     return sorted(found.values(), key=lambda card: card["name"].casefold())
 

@@ -541,3 +541,38 @@ def test_a_member_named_with_a_slash_is_reached_by_its_encoded_name(client: Test
     removed = client.delete(f"{base}/{quote('ac/dc', safe='')}")
     assert removed.status_code == 200, removed.text
     assert [m["name"] for m in removed.json()["members"]] == ["Marla", "Bram/leave"]
+
+
+def test_the_card_picker_shows_the_first_members_picture_or_none(client: TestClient) -> None:
+    from tests.fuzz._hostile import card_chunk, png_with
+
+    picture = {"filename": "seraphina.png", "data": base64.b64encode(SERAPHINA.read_bytes())}
+    made = client.post("/api/stories", json={"card": {**picture, "data": picture["data"].decode()}})
+    assert made.status_code == 201, made.text
+    sid = made.json()["session"]["id"]
+    base = f"/api/sessions/{sid}/cast"
+
+    def listed() -> dict[str, Any]:
+        cards = [card for card in client.get("/api/cards").json() if card["session_id"] == sid]
+        assert len(cards) == 1
+        return dict(cards[0])
+
+    own = listed()
+    assert own["name"] == "Seraphina" and own["avatar_url"]
+    shown = client.get(own["avatar_url"])
+    assert shown.status_code == 200
+    assert shown.content == client.get(f"{base}/Seraphina/avatar").content
+
+    # Marla, without a picture, becomes the first member; Bram, with one, is after her.
+    marla = {"file": ("marla.json", json.dumps(MARLA).encode(), "application/json")}
+    assert client.post(f"{base}/card", files=marla).status_code == 201
+    bram = json.dumps({**MARLA, "data": {"name": "Bram", "description": "A ferryman."}})
+    files = {"file": ("bram.png", png_with([card_chunk(bram)]), "image/png")}
+    assert client.post(f"{base}/card", files=files).status_code == 201
+    assert client.delete(f"{base}/Seraphina").status_code == 200
+    assert client.get(f"{base}/Bram/avatar").status_code == 200
+    marlas = listed()
+    assert marlas["name"] == "Marla"
+    # Her picture or none: never Bram's face on Marla's card.
+    url = marlas["avatar_url"]
+    assert url is None or client.get(url).status_code == 404

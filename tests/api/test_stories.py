@@ -120,7 +120,7 @@ def test_a_story_from_a_card_and_a_book_kept_with_other_sessions(client: TestCli
     cards = client.get("/api/cards").json()
     seraphina = next(card for card in cards if card["name"] == "Seraphina")
     assert seraphina["session_id"] == first
-    assert seraphina["avatar_url"] == f"/api/sessions/{first}/avatar"
+    assert seraphina["avatar_url"] == f"/api/sessions/{first}/cast/Seraphina/avatar"
     books = client.get("/api/lorebooks").json()
     zh = next(book for book in books if book["name"] == REAL_BOOK_ZH.stem)
     assert zh["entries"] > 0
