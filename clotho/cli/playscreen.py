@@ -114,7 +114,7 @@ def footer_text(
     if it is ``head_id``), and its short id last."""
     node = view.node
     what = {"assistant": "reply", "user": "message"}.get(node.role, node.role)
-    if render.scene_text(node) is not None:
+    if render.is_scene(node):
         what = "scene"
     parts = [(speaker, "bold")] if speaker else []
     parts.append((f"{what} {view.index + 1}/{len(view.siblings)}", "dim"))
@@ -417,11 +417,9 @@ class ChatScreen:
         has alternatives or a mark. ``max_lines`` shortens a long one, with a note that
         ``/log`` shows it whole."""
         node = view.node
-        scene = render.scene_text(node)
+        scene = render.scene_label(node)
         if scene is not None:  # narration, set apart: no speaker
-            told = f"{render.SCENE_MARK} {scene}"
-            styles = ("strike", *render.SCENE_STYLE) if not node.enabled else render.SCENE_STYLE
-            self.line(told, *styles)
+            self.line(scene.text, *scene.styles)
             footer = footer_text(view, head_id=head_id)
             if details or len(footer) > 2 or len(view.siblings) > 1:
                 self.footer(footer)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from clotho.cast import SCENE
 from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
@@ -25,13 +26,14 @@ from .style import out, paint
 
 __all__ = [
     "alternatives",
+    "is_scene",
     "log_lines",
     "log_window",
     "node_line",
     "print_node",
     "print_sessions",
     "print_tree",
-    "scene_text",
+    "scene_label",
     "short",
     "tree_lines",
 ]
@@ -49,12 +51,38 @@ def short(node_id: str | None) -> str:
     return node_id[:SHORT] if node_id else "-"
 
 
-def scene_text(node: Node) -> str | None:
-    """A change of scene's text (``Bram leaves the scene.``), on one line; ``None`` for
-    any other node."""
-    if node.role != "system" or not isinstance(node.metadata.get(SCENE), dict):
+def is_scene(node: Node) -> bool:
+    """Whether a node is a change of scene (:func:`clotho.cast.scene_change`)."""
+    return node.role == "system" and isinstance(node.metadata.get(SCENE), dict)
+
+
+class SceneLabel(NamedTuple):
+    """A change of scene as narration: its text and the styles to paint it in."""
+
+    text: str
+    """``~ Bram leaves the scene.``: on one line, spaces collapsed."""
+    styles: tuple[str, ...]
+    """Dim and italic; struck through too when it is disabled."""
+
+    def painted(self) -> str:
+        """The text in its styles (:func:`clotho.cli.style.paint`)."""
+        return paint(self.text, *self.styles)
+
+
+def scene_label(node: Node, width: int | None = None) -> SceneLabel | None:
+    """A change of scene as every view shows it (``~ Bram leaves the scene.``), set
+    apart from the characters' lines; cut to ``width`` cells when given (only the start
+    of a long text read, as :func:`_first_line` does), whole when not (for a view that
+    wraps it). ``None`` for any other node."""
+    if not is_scene(node):
         return None
-    return " ".join(clean(node.content).split())
+    lead = f"{SCENE_MARK} "
+    if width is None:
+        text = " ".join(clean(node.content).split())
+    else:
+        text = _first_line(node.content, width - len(lead))
+    styles = ("strike", *SCENE_STYLE) if not node.enabled else SCENE_STYLE
+    return SceneLabel(lead + text, styles)
 
 
 def _first_line(text: str, width: int) -> str:
@@ -83,11 +111,9 @@ def node_line(node: Node, *, head_id: str | None, alternatives: str = "", width:
     ``(disabled)``, ``(HEAD)``, ``< i/n >``. ``width``: the cells the text may take.
     A change of scene: ``1a2b3c4d ~ Bram leaves the scene.``, as narration."""
     marks = "".join(" " + mark for _, mark in _marks(node, head_id, alternatives))
-    scene = scene_text(node)
+    scene = scene_label(node, width)
     if scene is not None:
-        styles = ("strike", *SCENE_STYLE) if not node.enabled else SCENE_STYLE
-        told = paint(f"{SCENE_MARK} {clip(scene, width)}", *styles)
-        return f"{paint(short(node.id), 'dim')} {told}" + marks
+        return f"{paint(short(node.id), 'dim')} {scene.painted()}" + marks
     speaker = f" {_speaker(node.name)}:" if node.name else ":"
     text = _first_line(node.content, width)
     if not node.enabled:
@@ -173,13 +199,13 @@ def log_lines(
         if lines:
             lines.append("")
         marks = _marks(node, session.head_id, alternatives(turn))
-        scene = scene_text(node)
+        scene = scene_label(node)
         if scene is not None:  # narration: set apart, no speaker
             lead = f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} "
             room = width - len(f"#{number} ") - SHORT - 1 - _cells(marks)
-            told = wrap(f"{SCENE_MARK} {scene}", max(room, MIN_WIDTH // 2))
-            lines.append(lead + paint(told[0], *SCENE_STYLE))
-            lines.extend(paint(line, *SCENE_STYLE) for line in told[1:])
+            told = wrap(scene.text, max(room, MIN_WIDTH // 2))
+            lines.append(lead + paint(told[0], *scene.styles))
+            lines.extend(paint(line, *scene.styles) for line in told[1:])
             if marks:
                 lines[-1] += "".join(" " + mark for _, mark in marks)
             continue
@@ -320,11 +346,10 @@ class _Graph:
         """``#12 1a2b3c4d Seraphina: text… (HEAD) < 2/3 >`` in ``width`` cells."""
         marks = _marks(node, self.head, alt)
         number = self.number[node.id]
-        scene = scene_text(node)
+        lead = len(f"#{number} ") + SHORT + 1
+        scene = scene_label(node, max(width - lead - _cells(marks), 1))
         if scene is not None:  # ``#12 1a2b3c4d ~ Bram leaves the scene.``
-            lead = len(f"#{number} ") + SHORT + 1
-            room = width - lead - _cells(marks)
-            told = paint(clip(f"{SCENE_MARK} {scene}", max(room, 1)), *SCENE_STYLE)
+            told = scene.painted()
             return f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} {told}" + "".join(
                 " " + mark for _, mark in marks
             )
@@ -378,9 +403,9 @@ def print_node(turn: NodeAmongSiblings, head_id: str | None) -> None:
     ]
     if node.id == head_id:
         rows.append(("HEAD", "yes"))
-    scene = scene_text(node)
+    scene = scene_label(node, max(terminal_size().columns - 12, MIN_WIDTH // 2))
     if scene is not None:
-        rows.append(("scene", paint(scene, *SCENE_STYLE)))
+        rows.append(("scene", scene.painted()))
     if node.metadata:
         rows.append(("metadata", json.dumps(node.metadata, ensure_ascii=False)))
     if node.delta:

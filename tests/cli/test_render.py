@@ -3,15 +3,19 @@ and the wrapping they rest on, at the widths a player's terminal has."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import random
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from rich.cells import cell_len
 
+from clotho.cli import style
 from clotho.cli.cells import clean, clip, wrap
+from clotho.cli.playscreen import ChatScreen
 from clotho.cli.render import log_lines, node_line, print_node, tree_lines
 from mnemosyne import Node, NodeAmongSiblings, Session, Tree
 
@@ -348,3 +352,56 @@ def test_show_prints_a_stored_text_wrapped_and_without_escape_sequences(
     body = printed.split("\n\n", 1)[1].splitlines()
     assert max(cell_len(line) for line in body) <= 40
     assert " ".join(body) == PROSE + " end"
+
+
+# --- a change of scene ----------------------------------------------------------------
+
+
+def _scene(content: str, *, enabled: bool = True) -> Node:
+    return node(
+        "b",
+        "a",
+        content,
+        role="system",
+        enabled=enabled,
+        metadata={"scene": {"leaves": "Bram"}},
+    )
+
+
+def _codes(text: str) -> set[str]:
+    """The style codes of the escape sequences in ``text``."""
+    return {code for codes in re.findall(r"\x1b\[([\d;]*)m", text) for code in codes.split(";")}
+
+
+def test_a_change_of_scene_reads_alike_in_every_view_a_disabled_one_struck(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(style, "COLOR", True)
+    first = node("a", None, "We camp here.")
+    for enabled in (True, False):
+        scene = _scene("Bram  leaves\nthe scene.", enabled=enabled)
+        views = {
+            "node": [node_line(scene, head_id=None)],
+            "log": log_lines(session("b"), turns(first, scene), width=80)[-1:],
+            "tree": tree_lines(tree("b", first, scene), width=80, all=True)[1:],
+        }
+        screen = io.StringIO()
+        ChatScreen(screen, io.StringIO(), terminal=True, color=True).message(
+            NodeAmongSiblings(scene, [scene.id], 0), details=False
+        )
+        views["play"] = screen.getvalue().splitlines()
+        for view, lines in views.items():
+            line = lines[0]  # (a disabled one's footer follows it in play)
+            plain = re.sub(r"\x1b\[[\d;]*m", "", line)
+            assert "~ Bram leaves the scene." in plain, view  # one line, spaces collapsed
+            assert {"2", "3"} <= _codes(line), view  # dim, italic: narration
+            assert ("9" in _codes(line)) is not enabled, view  # struck when disabled
+
+
+def test_a_long_change_of_scene_is_cut_to_one_line() -> None:
+    scene = _scene("Bram leaves the scene, " + words(3000))
+    line = node_line(scene, head_id=None, width=40)
+    assert line.startswith("bbbbbbbb ~ Bram leaves the scene,") and line.endswith("…")
+    assert cell_len(line) <= len("bbbbbbbb ") + 40
+    (label,) = tree_lines(tree("b", node("a", None, "We camp."), scene), width=60)[1:]
+    assert cell_len(label) <= 60 and label.endswith("… (HEAD)")
