@@ -116,7 +116,7 @@ def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path)
     assert "#1" in clotho("log").stdout and "~ Bram leaves the scene." in clotho("log").stdout
     tree = clotho("tree").stdout
     assert "~ Bram leaves the scene." in tree and "~ Bram joins the scene. (HEAD)" in tree
-    assert "scene Bram joins the scene." in " ".join(clotho("show").stdout.split())
+    assert "scene ~ Bram joins the scene." in " ".join(clotho("show").stdout.split())
 
     # the settings: mute, order, talkativeness; stale versions refused
     version = clotho.json("session", "list")[0]["version"]
