@@ -270,18 +270,17 @@ def _speaker(play: Play, rest: str) -> None:
         play.speaker = None
         play.say("the speaker order decides who answers again", "dim")
         return
-    from .cast import cast_document
+    from clotho.cast import session_cast
 
-    name = _member(play, rest, "/speaker NAME")
-    if name is None:
-        return
-    member = next(
-        m for m in cast_document(play.cli.store, play.session_id)["members"] if m["name"] == name
-    )
-    if member["muted"]:
+    store, session_id = play.cli.store, play.session_id
+    cast = session_cast(store, session_id)  # one read: who it is, muted, present
+    member = cast.find(rest)
+    name = member.name
+    if member.muted:
         play.say(f"{name} is muted: /unmute {name} first")
         return
-    if not member["present"]:
+    head = store.session(session_id).head_id
+    if name not in cast.present(store.state(session_id).present if head else None):
         play.say(f"{name} is not in the scene: /join {name} first")
         return
     play.speaker = name
