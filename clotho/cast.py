@@ -277,7 +277,6 @@ def add_member(
         ConflictError: the session is not at ``expected_version``.
     """
     from clotho.lore import card_documents, greet
-    from clotho.sessionconfig import session_settings
     from clotho.stories import avatar_document
 
     character = campaign_character(store, session_id)
@@ -294,17 +293,15 @@ def add_member(
         for kind, name, content in card_documents(card):
             if kind != LOREBOOK:
                 tx.put_document(kind, name, content)
-        kept = keep_book(tx, card.book) if card.book is not None else None
+        if card.book is not None:
+            keep_book(tx, card.book)
         picture = avatar_document(avatar, card.name) if avatar else None
         if picture is not None:
             tx.put_document(*picture)
         if first:
             greet(tx, card)  # an empty story starts with its character's greeting
-    settings = session_settings(tx.session.metadata).cast_settings
-    member = _cast([card], settings).members[0]
-    if kept is not None:
-        member = Member(member.name, card, member.talkativeness, member.muted, (kept.book.name,))
-    return member, tx.session
+        _keep_list_hints(tx)
+    return session_cast(store, session_id).find(card.name), tx.session
 
 
 def remove_member(
@@ -325,7 +322,31 @@ def remove_member(
         tx.remove_document(CARD, member.name)
         if any(document.name == member.name for document in tx.documents(AVATAR)):
             tx.remove_document(AVATAR, member.name)
+        _keep_list_hints(tx)
     return tx.session
+
+
+def _keep_list_hints(tx: SessionTransaction) -> None:
+    """Keep what a list of sessions reads of the session without its documents (its
+    metadata: the character's name, whether it has a picture) true to its cast's first
+    member, in the transaction that changed the cast. A session with no member keeps
+    what it has (a chat imported without a card names its character there)."""
+    from clotho.formats.names import NAMES
+    from clotho.stories import AVATAR, AVATAR_KEY
+
+    cards = tx.documents(CARD)
+    if not cards:
+        return
+    first = cards[0].name
+    metadata = tx.metadata
+    names = metadata.get(NAMES)
+    metadata[NAMES] = {**(names if isinstance(names, dict) else {}), "character": first}
+    if any(document.name == first for document in tx.documents(AVATAR)):
+        metadata[AVATAR_KEY] = True
+    else:
+        metadata.pop(AVATAR_KEY, None)
+    if metadata != tx.metadata:
+        tx.set_metadata(metadata)
 
 
 def campaign_character(store: Store, session_id: str) -> Card | None:
@@ -393,22 +414,27 @@ def update_member(
         UnknownMemberError: no member is named so.
         ConflictError: the session is not at ``expected_version``.
     """
+    from clotho.sessionconfig import CastSettings
+
     session = store.session(session_id)
     _check_version(session, expected_version)
     cast = session_cast(store, session_id)
     member = cast.find(name)
     settings = cast.settings
-    mute = member.muted if muted is None else muted
-    others = [other for other in settings.muted if other != member.name]
+    muting = settings.muted
+    if muted is not None and muted != member.muted:
+        others = [other for other in settings.muted if other != member.name]
+        muting = [*others, member.name] if muted else others
     spoken = dict(settings.talkativeness)
     if talkativeness is not None:
         spoken[member.name] = talkativeness
-    changed = settings.model_copy(
-        update={"muted": [*others, member.name] if mute else others, "talkativeness": spoken}
+    changed = CastSettings.model_validate(
+        {**settings.model_dump(), "muted": muting, "talkativeness": spoken}
     )
-    if changed != settings:
-        session = _settings_written(store, session, changed)
-    return _cast([member.card], changed).members[0], session
+    if changed == settings:
+        return member, session
+    session = _settings_written(store, session, changed)
+    return session_cast(store, session_id).find(member.name), session
 
 
 def update_cast(
@@ -425,7 +451,7 @@ def update_cast(
     Raises:
         ConflictError: the session is not at ``expected_version``.
     """
-    from clotho.sessionconfig import session_settings
+    from clotho.sessionconfig import CastSettings, session_settings
 
     session = store.session(session_id)
     _check_version(session, expected_version)
@@ -435,7 +461,7 @@ def update_cast(
         update["order"] = order
     if recap_missed is not None:
         update["recap_missed"] = recap_missed
-    changed = settings.model_copy(update=update)
+    changed = CastSettings.model_validate({**settings.model_dump(), **update})
     if changed == settings:
         return session
     return _settings_written(store, session, changed)

@@ -131,16 +131,14 @@ def avatar_document(png: bytes, name: str) -> tuple[str, str, str] | None:
 
 
 def session_avatar(store: Store, session_id: str, member: str | None = None) -> Avatar | None:
-    """The session's picture, if it has one: its character's (the cast's first member
-    with a picture, :mod:`clotho.cast`), else the first one it keeps; with ``member``,
-    that member's picture only."""
+    """The session's picture, if it has one: its character's (the cast's first member,
+    :mod:`clotho.cast`; a session with no card, the first it keeps); with ``member``,
+    that member's picture. A member without one has none (not another's)."""
     found = {document.name: document for document in store.documents(session_id, AVATAR)}
-    if member is not None:
-        document = found.get(member)
-    else:
-        members = [card.name for card in store.documents(session_id, CARD)]
-        document = next((found[name] for name in members if name in found), None)
-        document = document or next(iter(found.values()), None)
+    if member is None:
+        members = store.documents(session_id, CARD)
+        member = members[0].name if members else next(iter(found), None)
+    document = found.get(member) if member is not None else None
     if document is None:
         return None
     try:

@@ -290,7 +290,7 @@ def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str
         "entries": [{"id": 0, "keys": ["wall"], "content": "Another wall.", "extensions": {}}],
     }
     member, _ = add_member(store, session_id, parse_card(twin_raw, "Other Bram"))
-    assert member.books == ("Northwatch (2)",)  # as added (its link: below)
+    assert member.books == ("Northwatch (2)", "Northwatch")  # its own, and the book it links
     same = {**bram.raw, "data": {**bram.raw["data"], "name": "Bram Again"}}
     same["data"]["character_book"] = {**same["data"]["character_book"], "name": "Gatehouse"}
     member, _ = add_member(store, session_id, parse_card(same, "Bram Again"))
@@ -382,3 +382,28 @@ def test_the_cast_and_its_settings_reach_the_turn_setup(store: Store, session_id
     ]
     assert setup.character.name == "Seraphina" and setup.cast[1].books == ("Northwatch",)
     assert (setup.speaker_order, setup.recap_missed) == ("round_robin", True)
+
+
+def test_the_lists_hints_follow_the_casts_first_member(store: Store) -> None:
+    """A list of sessions reads the character's name and whether there is a picture
+    from the metadata: they follow the first member as the cast changes."""
+    from clotho.formats.names import NAMES
+    from clotho.stories import AVATAR_KEY
+
+    session = store.create_session(title="empty")
+    add_member(store, session.id, _card(SERAPHINA), avatar=SERAPHINA.read_bytes())
+    metadata = store.session(session.id).metadata
+    assert metadata[NAMES]["character"] == "Seraphina" and metadata[AVATAR_KEY] is True
+    add_member(store, session.id, written_card("Tobin"))
+    remove_member(store, session.id, "Seraphina")
+    metadata = store.session(session.id).metadata
+    assert metadata[NAMES]["character"] == "Tobin" and AVATAR_KEY not in metadata
+    assert session_avatar(store, session.id) is None  # not Seraphina's face on Tobin
+
+
+def test_muting_again_writes_nothing(store: Store, session_id: str) -> None:
+    update_member(store, session_id, "Seraphina", muted=True)
+    _, session = update_member(store, session_id, "Bram", muted=True)
+    _, again = update_member(store, session_id, "Seraphina", muted=True)
+    assert again.version == session.version
+    assert session_cast(store, session_id).settings.muted == ["Seraphina", "Bram"]
