@@ -33,7 +33,16 @@ from .errors import InvalidOperationError
 from .models import Message, Node, NodeAmongSiblings, SceneChange, Scenes, Session
 from .state.presence import apply_presence
 
-__all__ = ["ProjectionPage", "messages", "page", "scenes", "stamp", "turns", "whole_nodes"]
+__all__ = [
+    "ProjectionPage",
+    "last_speaker",
+    "messages",
+    "page",
+    "scenes",
+    "stamp",
+    "turns",
+    "whole_nodes",
+]
 
 # q.NODE_COLUMNS as SQL on the alias ``n``; created_at comes back as stored (text on
 # SQLite), decoded on first use.
@@ -102,6 +111,18 @@ def messages(
     if pk is None:
         return []
     return list(_path(conn, cache, record, pk).messages)
+
+
+def last_speaker(
+    conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None
+) -> str | None:
+    """The name on the newest named reply of the path root -> ``pk`` (from its end)."""
+    if pk is None:
+        return None
+    for message in reversed(_path(conn, cache, record, pk).messages):
+        if message.role == "assistant" and message.name:
+            return message.name
+    return None
 
 
 def scenes(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None) -> Scenes:

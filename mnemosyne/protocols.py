@@ -112,6 +112,10 @@ class TurnStore(Protocol):
         """:meth:`messages` with who was present along the path (where it changed)."""
         ...
 
+    def last_speaker(self, session_id: str, at: str | None = None) -> str | None:
+        """The name on the newest named reply of the path to HEAD (or ``at``)."""
+        ...
+
     def state(self, session_id: str, at: str | None = None) -> WorldState:
         """The world state after HEAD (or after ``at``)."""
         ...

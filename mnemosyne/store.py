@@ -941,6 +941,17 @@ class Store:
             pk = _head.node_or_head(conn, record, at)
             return proj.scenes(conn, self.paths, record, pk)
 
+    def last_speaker(self, session_id: str, at: str | None = None) -> str | None:
+        """The name on the newest reply (an enabled ``assistant`` message with a name)
+        of the path to HEAD (or to ``at``); ``None``: no named reply. Read from the end
+        of the path :meth:`messages` reads (kept in memory), with no copy of it: who
+        spoke last, for a speaker order.
+        """
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            pk = _head.node_or_head(conn, record, at)
+            return proj.last_speaker(conn, self.paths, record, pk)
+
     def projection_turns(
         self, session_id: str, *, disabled: bool = False
     ) -> tuple[Session, list[NodeAmongSiblings]]:

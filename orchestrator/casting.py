@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from mnemosyne import Message, Session, TurnStore
+from mnemosyne import Message, Node, Session, TurnStore, WorldState
 from planner import Retrieval
 from prompts import FRAMING, macros
 
@@ -53,11 +53,13 @@ def choose_speaker(
     rng: random.Random | None = None,
 ) -> Character:
     """Who the reply of a turn of ``kind`` is written as (``where``: what
-    :func:`orchestrator.turn.locate_turn` found). A reroll or a continue keeps the
-    speaker of the reply it replaces or extends; a say, an edit or a reply takes the
-    one ``named`` (the request's ``speaker``), else the first of the speaker order. A
-    session of one character: that character, always (a named speaker must be it).
-    Impersonate: the session's character (the line is the player's).
+    :func:`orchestrator.turn.locate_turn` found, the nodes it read included). A reroll
+    or a continue keeps the speaker of the reply it replaces or extends; a say, an edit
+    or a reply takes the one ``named`` (the request's ``speaker``; no order is rolled),
+    else the first of the speaker order. A session of one character: that character,
+    always (a named speaker must be it). Impersonate: the session's character (the line
+    is the player's). In a cast of several, the world state at ``parent_id`` is read
+    once, into ``where["state"]`` (the turn's anchor takes it from there).
 
     Raises:
         TurnError: another speaker named for a reroll or continue; an unknown, muted or
@@ -71,21 +73,26 @@ def choose_speaker(
         if named is not None:
             speaker_for(members, None, setup.speaker_order, named)
         return setup.character
-    present = store.state(sid, parent_id).present if parent_id is not None else None
-    kept = where.get("sibling_of") if kind == "reroll" else where.get("continues")
+    state: WorldState | None = where.get("state")
+    if state is None and parent_id is not None:
+        state = where["state"] = store.state(sid, parent_id)
+    present = state.present if state is not None else None
+    kept: Node | None = where.get("replaces") if kind == "reroll" else where.get("continues")
     name = named
     if kept is not None:
-        old = store.node(sid, kept).name
+        old = kept.name
         if old is not None:
             if name is not None and name.casefold() != old.casefold():
                 raise TurnError(
-                    f"node {kept} is {old}'s reply: a {kind} keeps its speaker ({old}), not {name}"
+                    f"node {kept.id} is {old}'s reply: a {kind} keeps its speaker ({old}), "
+                    f"not {name}"
                 )
             name = old
     if name is None:
         text = where.get("user_text") if kind != "reply" else None
-        if text is None and kind == "continue" and parent_id is not None:
-            text = store.node(sid, parent_id).content  # the player's message it answers
+        answers: Node | None = where.get("answers")
+        if text is None and kind == "continue" and answers is not None:
+            text = answers.content  # the player's message it answers
         names = speakers_at(store, session, parent_id, text, setup, rng, present=present)
         if not names:
             raise TurnError(
@@ -119,17 +126,9 @@ def speakers_at(
         present = store.state(sid, at).present if at is not None else None
     last = None
     if at is not None and setup.speaker_order in ("natural", "round_robin"):
-        last = _last_speaker(store.messages(sid, at))
+        last = store.last_speaker(sid, at)
     order = setup.speaker_order
     return next_speakers(members, present, order, text=text, last_speaker=last, rng=rng)
-
-
-def _last_speaker(history: list[Message]) -> str | None:
-    """The name on the newest reply of a history (``None``: no named reply)."""
-    for message in reversed(history):
-        if message.role == "assistant" and message.name:
-            return message.name
-    return None
 
 
 #: Why a speaker's prompt was trimmed with no summary (``trimmed.summary.skipped``).

@@ -41,6 +41,7 @@ from mnemosyne import (
     StateSchema,
     TurnStore,
     TurnTransaction,
+    WorldState,
 )
 from planner import LoreHit, Plan, PlanContext, Planner, Retrieval, RuleBasedPlanner
 from postprocess import CallResult, Extraction, describe_failure, extract_delta, unfinished
@@ -158,6 +159,8 @@ class Anchor:
     user_text: str | None = None
     continues: Node | None = None
     """continue: the reply being extended (the new node is its alternative)."""
+    replaces: Node | None = None
+    """reroll: the reply this one is an alternative to (its speaker's name is kept)."""
     carried_note: bool = False
     """The author's note in ``state`` is the one of ``sibling_of`` (set on the message
     this turn makes an alternative of), not its parent's: the reply's delta records it."""
@@ -869,9 +872,8 @@ class Engine:
         speaker = self.setup.player if anchor.reply_role == "user" else anchor.speaker.name
         if request.kind == "impersonate":  # the player's line, to edit and send: not stored
             return {"result": self._draft(sid, completion, warnings)}
-        if request.kind == "reroll":
-            assert anchor.sibling_of is not None
-            speaker = self.store.node(sid, anchor.sibling_of).name or speaker
+        if anchor.replaces is not None:
+            speaker = anchor.replaces.name or speaker
         old, content = anchor.continues, completion.content
         if _names_itself(anchor):
             content = unnamed(content, speaker)
@@ -1087,8 +1089,13 @@ def locate_turn(
 ) -> tuple[Session, str | None, dict[str, Any]]:
     """Where a turn grows the tree, without reading its history: the session, the node
     the new node(s) hang under, and how (what it is an alternative of, the player's
-    text, the reply's role, and, given the ``setup``, who speaks:
-    :func:`choose_speaker`). What refuses a turn refuses it here, cheaply.
+    text, the reply's role, the nodes read to find it, and, given the ``setup``, who
+    speaks: ``where["speaker"]``, the :class:`Character` :func:`choose_speaker`
+    settled, the order rolled once). What refuses a turn refuses it here, cheaply.
+
+    A caller that shows who speaks before the turn (the CLI, the API) passes
+    ``where["speaker"].name`` on as the request's ``speaker``: a request that names
+    its speaker is never rolled again, so the reply is stored under that name.
 
     Raises:
         TurnError: nothing to reroll or continue, an edit of a non-user message, no text;
@@ -1123,8 +1130,8 @@ def _locate(
             raise TurnError(f"session {sid} is empty: say something first")
         head = store.node(sid, session.head_id)
         if head.role == "assistant":  # extend this reply
-            return session, head.id, {"continues": head.id}
-        return session, head.id, {}  # a player's message: its reply
+            return session, head.id, {"continues": head}
+        return session, head.id, {"answers": head}  # a player's message: its reply
     ref = request.node or session.head_id
     if ref is None:
         raise TurnError(f"session {sid} is empty: nothing to {kind}")
@@ -1135,7 +1142,7 @@ def _locate(
                 f"node {target.id} is a {target.role} message: reroll makes a new "
                 "alternative of a reply (use continue to get a reply to it)"
             )
-        return session, target.parent_id, {"sibling_of": target.id}
+        return session, target.parent_id, {"sibling_of": target.id, "replaces": target}
     if target.role != "user":
         raise TurnError(
             f"node {target.id} is a {target.role} message: edit forks a player's message "
@@ -1152,10 +1159,17 @@ def _anchor(
     sibling_of: str | None = None,
     user_text: str | None = None,
     reply_role: str = "assistant",
-    continues: str | None = None,
+    continues: Node | None = None,
+    replaces: Node | None = None,
+    answers: Node | None = None,
+    state: WorldState | None = None,
     speaker: Character | None = None,
     setup: TurnSetup | None = None,
 ) -> Anchor:
+    """The anchor of a turn located (:func:`locate_turn`'s ``where``: the nodes and the
+    state it read are not read again; ``answers``, the player's message a continue
+    replies to, is the speaker's choice's alone)."""
+    del answers
     sid = session.id
     schema = store.schema(sid)
     speaker = speaker or Character()
@@ -1170,9 +1184,9 @@ def _anchor(
         history = scope.history
     else:
         history = store.messages(sid, parent_id) if parent_id is not None else []
-    state = (
-        store.state(sid, parent_id).as_dict() if parent_id is not None else schema.initial_state()
-    )
+    if state is None and parent_id is not None:
+        state = store.state(sid, parent_id)
+    values = state.as_dict() if state is not None else schema.initial_state()
     if user_text is not None:
         message = Message("", "user", None, user_text)
         if scope is not None:
@@ -1184,19 +1198,20 @@ def _anchor(
         # The note the player set on the message this turn replaces (a reroll of the
         # reply, an edit of their message) stays: it is the alternative's too.
         note = store.state(sid, sibling_of).author_note
-        if note != state.get("author_note"):
-            state, carried = {**state, "author_note": note}, True
+        if note != values.get("author_note"):
+            values, carried = {**values, "author_note": note}, True
     return Anchor(
         session_id=sid,
         parent_id=parent_id,
         history=history,
-        state=state,
+        state=values,
         schema=schema,
         sibling_of=sibling_of,
         reply_role=reply_role,
         user_text=user_text,
         carried_note=carried,
-        continues=store.node(sid, continues) if continues is not None else None,
+        continues=continues,
+        replaces=replaces,
         speaker=speaker,
         scope=scope,
         cast=setup is not None and len(setup.members) > 1,

@@ -121,3 +121,22 @@ def test_scenes_say_who_was_present_along_the_path_in_one_read(store: Store) -> 
     assert store.state(sid).present == ["Marla", "Bram"]
     assert [c.index for c in store.scenes(sid).changes] == [1]
     assert store.scenes(sid).messages == store.messages(sid)
+
+
+def test_the_last_speaker_is_the_name_on_the_newest_named_reply(store: Store) -> None:
+    from mnemosyne.edits import Toggle
+
+    sid = store.create_session(schema=SCHEMA).id
+    assert store.last_speaker(sid) is None  # an empty story
+    store.append(sid, "user", "Hello.", name="Player")
+    assert store.last_speaker(sid) is None  # no reply yet
+    ann, _ = store.append(sid, "assistant", "Hi.", name="Ann")
+    store.append(sid, "assistant", "An old reply with no name.")
+    store.append(sid, "system", "Bram leaves the scene.")
+    store.append(sid, "user", "And you?", name="Player")
+    assert store.last_speaker(sid) == "Ann"
+    bram, _ = store.append(sid, "assistant", "Me?", name="Bram")
+    assert store.last_speaker(sid) == "Bram"
+    assert store.last_speaker(sid, ann.id) == "Ann"  # at a node of the path
+    store.edit(sid, Toggle(node_id=bram.id))  # a disabled reply is not in the story
+    assert store.last_speaker(sid) == "Ann"

@@ -514,3 +514,43 @@ def test_a_summary_past_what_the_speaker_saw_is_left_as_it_is(
     assert "skipped" in trace.document["trimmed"]["summary"]
     assert store.state(sid).summary == "SUMMARY: up to 21."  # the story's, as it was
     assert "SUMMARY" not in json.dumps(chat(server)[-1].messages)  # Bram is not told it
+
+
+class Reads(Store):
+    """The real store, recording what a turn reads of it (method and node)."""
+
+    reads: list[tuple[str, str | None]]
+
+    def node(self, session_id: str, ref: str) -> Any:
+        self.reads.append(("node", ref))
+        return super().node(session_id, ref)
+
+    def state(self, session_id: str, at: str | None = None) -> Any:
+        self.reads.append(("state", at))
+        return super().state(session_id, at)
+
+    def messages(self, session_id: str, at: str | None = None) -> Any:
+        self.reads.append(("messages", at))
+        return super().messages(session_id, at)
+
+
+def test_a_turn_reads_its_node_and_state_once(
+    database_url: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(Voices())
+    with Reads.open(database_url, migrate=True) as store:
+        store.reads = []
+        sid = store.create_session().id
+        engine = engine_for(store, server, speaker_order="round_robin")
+        said = play(engine, sid, "say", text="Hello.")
+        assert said.node is not None and said.user_node is not None
+        for kind in ("say", "reroll", "continue", "reply"):
+            store.reads.clear()
+            head = store.session(sid).head_id
+            play(engine, sid, kind, **({"text": "And?"} if kind == "say" else {}))
+            assert [r for r in store.reads if r[0] == "messages"] == []  # no copy of the path
+            assert [r for r in store.reads if r[0] == "node"] == (
+                [("node", head)] if kind in ("reroll", "continue") else []
+            )
+            parent = store.node(sid, head).parent_id if kind == "reroll" else head
+            assert store.reads.count(("state", parent)) == 1, kind
