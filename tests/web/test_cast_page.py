@@ -22,6 +22,7 @@ import pytest
 from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import SERAPHINA
 from tests.api._server import Server, running_with_model
+from tests.fuzz._hostile import card_chunk, png_with
 
 from .conftest import DESKTOP, PHONE, guide_screenshot, screenshot
 from .test_page import expect
@@ -335,6 +336,48 @@ def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     expect(page.locator("#cast-panel li.cast-member")).to_have_count(2)
     assert [m["name"] for m in api.get(f"{base}/cast").json()["members"]] == ["Marla", "Bram"]
     expect(page.locator("article.message")).to_have_count(2)
+
+
+def test_each_member_shows_its_own_picture_or_its_initial(
+    open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    """Seraphina (a picture) is the first member, Marla (none) and Bram (one) after her;
+    once she is removed Marla is the first, and still shows her initial, not another's
+    face (neither Seraphina's nor Bram's); so do Seraphina's messages (her picture went
+    with her), read again or not."""
+    data = base64.b64encode(SERAPHINA.read_bytes()).decode()
+    made = api.post("/api/stories", json={"card": {"filename": "seraphina.png", "data": data}})
+    assert made.status_code == 201, made.text
+    sid = made.json()["session"]["id"]
+    base = f"/api/sessions/{sid}/cast"
+    assert api.post(base, json={"name": "Marla"}).status_code == 201
+    bram = json.dumps({**MARLA, "data": {**MARLA["data"], "name": "Bram"}})
+    files = {"file": ("bram.png", png_with([card_chunk(bram)]), "image/png")}
+    assert api.post(f"{base}/card", files=files).status_code == 201
+    page = open_page(sid)
+    expect(member(page, "Seraphina").locator(".avatar img")).to_have_count(1)
+    expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
+    greeting = page.locator("article.message.assistant").first
+    expect(greeting.locator(".avatar img")).to_have_count(1)
+    page.wait_for_load_state("networkidle")
+    expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
+
+    member(page, "Seraphina").locator("button.cast-remove").click()
+    page.locator("#ask button", has_text="Remove").click()
+    expect(page.locator("#cast-panel li.cast-member")).to_have_count(2)
+    expect(member(page, "Marla").locator(".cast-state")).to_contain_text("main character")
+    page.wait_for_load_state("networkidle")  # every picture asked for has come
+    expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
+    expect(member(page, "Marla").locator(".avatar img")).to_have_count(0)
+    expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
+    expect(greeting.locator(".avatar img")).to_have_count(0)
+    screenshot(page, "cast-own-pictures")
+    page.reload()
+    expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
+    page.wait_for_load_state("networkidle")
+    expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
+    expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
+    expect(page.locator("article.message.assistant .avatar img")).to_have_count(0)
 
 
 def test_a_change_of_scene_in_the_pages_language_unless_rewritten(

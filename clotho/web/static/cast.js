@@ -58,6 +58,10 @@ export class CastPanel {
     if (this.sid !== sid) {
       this.pictures.clear();
       this.opened.clear();
+    } else {
+      // The story's picture is its first member's: read again once that one changed.
+      const first = (c) => c?.members?.[0] && `${c.members[0].name}\n${c.members[0].avatar}`;
+      if (first(this.cast) !== first(cast)) this.app.avatars.delete(sid);
     }
     this.sid = sid;
     this.cast = cast;
@@ -91,14 +95,15 @@ export class CastPanel {
   }
 
   /**
-   * A speaker's picture (a promise of a data: URL, or of null): the member's own (the
-   * main character without one: the story's, as before the cast); a name the cast does
-   * not know: see fallback().
+   * A speaker's picture (a promise of a data: URL, or of null: its initial is shown):
+   * the member's own, read by its name; an unnamed reply is the session's character's
+   * (the first member); a name the cast does not know (a removed member, the narrator)
+   * has none: never another member's face. A server without the cast: the story's.
    */
   picture(name) {
-    const member = name ? this.member(name) : null;
-    if (!member) return this.fallback();
-    if (!member.avatar) return member.first ? this.app.avatarImage(this.app.sid) : Promise.resolve(null);
+    if (!this.cast) return this.app.avatarImage(this.app.sid);
+    const member = name ? this.member(name) : this.members()[0];
+    if (!member?.avatar) return Promise.resolve(null);
     const key = `${this.app.sid}\n${member.name}`;
     if (!this.pictures.has(key)) {
       const read = this.app.api
@@ -108,12 +113,6 @@ export class CastPanel {
       this.pictures.set(key, read);
     }
     return this.pictures.get(key);
-  }
-
-  /** The picture of a name the cast does not know: the story's for a story of one
-   * character (or none read), none in a story of several (a removed member, the narrator). */
-  fallback() {
-    return this.several() ? Promise.resolve(null) : this.app.avatarImage(this.app.sid);
   }
 
   /** Forget the picture read for `name` (it was removed, or added anew). */

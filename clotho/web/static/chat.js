@@ -405,7 +405,7 @@ export class ChatView {
   /** The speaker's avatar: on a reply its speaker's picture (the cast's), else an initial. */
   face(node) {
     const name = this.speaker(node);
-    return avatar(name, node.role === "assistant" ? this.app.cast.picture(node.name || name) : null);
+    return avatar(name, node.role === "assistant" ? this.app.cast.picture(node.name) : null);
   }
 
   /** The bubbles of a turn being played: the player's message (say, edit) and the reply's. */
