@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnemosyne import Message, Node, Session, TurnStore, WorldState
@@ -30,6 +30,7 @@ __all__ = [
     "Unnamed",
     "cast_context",
     "choose_speaker",
+    "last_recaps",
     "owned_lore",
     "recap_missed",
     "scoped",
@@ -265,6 +266,28 @@ def scoped(setup: TurnSetup, speaker: Character, reply_role: str) -> bool:
     return len(setup.members) > 1 and reply_role == "assistant" and speaker in setup.members
 
 
+def last_recaps(store: TurnStore, session_id: str, scope: Scope, speaker: str) -> list[Any]:
+    """The recaps kept on ``speaker``'s newest reply of its view (metadata ``recaps``,
+    :attr:`Scope.told`): what it was told of the runs it missed, as far as then."""
+    for message in reversed(scope.history):
+        if message.role == "assistant" and message.name == speaker and message.id:
+            told = store.node(session_id, message.id).metadata.get("recaps")
+            return told if isinstance(told, list) else []
+    return []
+
+
+def _told(stored: Sequence[Any]) -> dict[tuple[str, str, int], str]:
+    """Stored recaps by run (first, last, count); anything not so shaped is skipped."""
+    runs: dict[tuple[str, str, int], str] = {}
+    for item in stored:
+        covers = item.get("covers") if isinstance(item, dict) else None
+        if isinstance(covers, dict) and isinstance(item.get("recap"), str):
+            first, last, size = covers.get("first"), covers.get("last"), covers.get("count")
+            if isinstance(first, str) and isinstance(last, str) and isinstance(size, int):
+                runs[(first, last, size)] = item["recap"]
+    return runs
+
+
 async def recap_missed(
     scope: Scope,
     speaker: str,
@@ -273,20 +296,29 @@ async def recap_missed(
     gateway: Gateway,
     kept: OrderedDict[tuple[str, str, str, str, int], str],
     *,
+    stored: Callable[[], Sequence[Any]] = lambda: (),
     preview: bool = False,
 ) -> None:
     """Each ``away`` line of ``speaker``'s prompt (``scope``) with a recap of the run it
-    stands for (``TurnSetup.recap_missed``): a call to the summary model the first time,
-    then the one in ``kept`` (by session, speaker and run; a preview makes no call). It
-    is written from the newest messages of the run that fit in half the model's window;
-    the calls made go to ``scope.recaps`` (the trace's)."""
+    stands for (``TurnSetup.recap_missed``): the one in ``kept`` (by session, speaker
+    and run), else one kept on the speaker's last reply (``stored()``, called once, at
+    the first run ``kept`` does not hold: :func:`last_recaps`), else a call to the
+    summary model (a preview makes none). It is written from the newest messages of the
+    run that fit in half the model's window; the calls made go to ``scope.recaps`` (the
+    trace's), every recap used to ``scope.told`` (the reply's)."""
     name, model = speaker, setup.summarizer
     count = gateway.counter(model)
     room = gateway.context_window(model) // 2
+    runs: dict[tuple[str, str, int], str] | None = None
     for at, start, end in scope.gaps:
         run = scope.path[start:end]
         key = (session_id, name, run[0].id, run[-1].id, end - start)
         recap = kept.get(key)
+        if recap is None:
+            runs = _told(stored()) if runs is None else runs
+            recap = runs.get(key[2:])
+            if recap is not None:
+                kept[key] = recap
         if recap is None and preview:
             continue
         if recap is None:
@@ -321,5 +353,7 @@ async def recap_missed(
                     "latency_ms": round(answer.latency_ms, 2),
                 }
             )
+        covers = {"first": run[0].id, "last": run[-1].id, "count": end - start}
+        scope.told.append({"covers": covers, "recap": recap})
         text = setup.templates.render("away", {"char": name, "user": setup.player, "recap": recap})
         scope.history[at] = Message("", "system", None, text)

@@ -43,6 +43,10 @@ class Scope:
     run it stands for in :attr:`path`."""
     recaps: list[dict[str, Any]] = field(default_factory=list)
     """The recap calls this turn made (``TurnSetup.recap_missed``), for the trace."""
+    told: list[dict[str, Any]] = field(default_factory=list)
+    """Every recap the prompt holds, made now or before: ``{"covers": {"first", "last",
+    "count"}, "recap"}``, kept on the reply's node (metadata ``recaps``), where the
+    speaker's next turn finds them."""
 
     def add(self, message: Message) -> None:
         """The turn's new message (the player's, not stored yet) at the end of each."""

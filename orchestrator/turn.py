@@ -64,6 +64,7 @@ from .casting import (
     Unnamed,
     cast_context,
     choose_speaker,
+    last_recaps,
     owned_lore,
     recap_missed,
     scoped,
@@ -555,13 +556,15 @@ class Engine:
 
         if setup.recap_missed and anchor.scope is not None and anchor.scope.gaps:
             preview = bool(state.get("preview"))
+            scope = anchor.scope
             recap = recap_missed(
-                anchor.scope,
+                scope,
                 speaker.name,
                 anchor.session_id,
                 setup,
                 self.gateway,
                 self._recaps,
+                stored=lambda: last_recaps(self.store, anchor.session_id, scope, speaker.name),
                 preview=preview,
             )
             await self._guarded(running, recap)
@@ -854,6 +857,8 @@ class Engine:
         if summary is not None and not summary["reused"]:
             delta.append({"op": "set", "path": "summary", "value": _summary_of(summary)})
             metadata["summary_through"] = summary["covers_through"]
+        if anchor.scope is not None and anchor.scope.told:
+            metadata["recaps"] = anchor.scope.told  # the speaker's next turn reuses them
         warnings = []
         if completion.incomplete:
             warnings.append(f"the reply is incomplete ({completion.stopped_by})")

@@ -433,6 +433,14 @@ def test_a_campaign_may_have_what_a_character_missed_recapped(
     trace = store.trace(sid, again.node.id)  # type: ignore[union-attr]
     assert trace is not None and "recaps" not in trace.document["scene"]
     assert any("Cora hid the gold." in text for text in contents(chat(server)[-1]))
+    # so does a new engine (the terminal makes one per command): the recaps Bram was
+    # given are kept on his reply
+    assert again.node is not None and again.node.metadata["recaps"] == [
+        {"covers": trace.document["scene"]["left_out"][0], "recap": "Cora hid the gold."}
+    ]
+    play(engine_for(store, server, recap_missed=True), sid, "reply", speaker="Bram")
+    assert len([r for r in server.requests if recap(r.json)]) == 1
+    assert any("Cora hid the gold." in text for text in contents(chat(server)[-1]))
 
 
 def test_a_prompt_with_named_replies_fits_the_window(
