@@ -372,7 +372,7 @@ def cast_view(store: Store, session: Session) -> dict[str, Any]:
     ``present`` (the
     state's: ``None`` while everyone is) and ``members``, each :meth:`Member.as_dict`
     with ``present``, ``avatar`` (it has a picture) and ``first`` (the session's
-    character). What the API answers and ``clotho cast --json`` prints."""
+    character). What the API answers; ``clotho cast --json`` prints its members."""
     from clotho.stories import AVATAR
 
     cast = session_cast(store, session.id)

@@ -34,6 +34,7 @@ or changed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -156,13 +157,20 @@ class PlannedSession:
         ones; a card's own book is left out when the book the card links
         (``extensions.world``) is among the linked: SillyTavern plays the linked book,
         and the card's copy is what the card carried when it was made (a book of the
-        same name is kept once, the linked one)."""
+        same name is kept once, the linked one). Two members' different books of one
+        name are kept apart (``Name (2)``); the same lore twice, once."""
         linked = {book.name for book in self.books}
         own: dict[str, Lorebook] = {}
         for card in self.cast:
             book = card.book
-            if book is not None and book.name not in linked and card.world not in linked:
-                own.setdefault(book.name, book)
+            if book is None or book.name in linked or card.world in linked:
+                continue
+            if any(other.same_lore(book) for other in own.values()):
+                continue  # kept once, as clotho.lore.keep_book keeps a book
+            name, number = book.name, 2
+            while name in own or name in linked:  # another member's book of its name
+                name, number = f"{book.name} ({number})", number + 1
+            own[name] = book if name == book.name else dataclasses.replace(book, name=name)
         return [*own.values(), *self.books]
 
     def documents(self) -> list[tuple[str, str, str]]:
@@ -429,7 +437,7 @@ class _Planner:
     def member(self, entry: str) -> _Character | None:
         """A group's member: its card file (``Bram.png``), or its character's name (as a
         group saved before 2023 names it)."""
-        stem = Path(entry).stem if Path(entry).suffix.lower() in CARD_SUFFIXES else entry
+        stem = _member_stem(entry)
         found = self.characters.get(stem)
         if found is None:
             named = [c for c in self.characters.values() if c.card.name == entry]
@@ -447,7 +455,7 @@ class _Planner:
         by_file: dict[str, str] = {}
         for entry in dict.fromkeys(group.members):
             found = self.member(entry)
-            stem = found.path.stem if found else Path(entry).stem
+            stem = found.path.stem if found else _member_stem(entry)
             members.append((found.card if found else None, stem))
             card = found.card if found else written_card(stem)
             if found is None:
@@ -527,6 +535,13 @@ class _Planner:
                 self.add(planned, [(found.card, stem)], {}, ("character", stem))
 
 
+def _member_stem(entry: str) -> str:
+    """A group member's card file without its suffix (``Bram.png``: ``Bram``); a name as
+    a group saved before 2023 gives it, as it is (``Mr. Smith``)."""
+    path = Path(entry)
+    return path.stem if path.suffix.lower() in CARD_SUFFIXES else entry
+
+
 def _world(data: bytes, name: str) -> Lorebook:
     """A book of ``worlds/``, named by its file as SillyTavern names it."""
     from planner.lorebook import load_world_info
@@ -604,8 +619,9 @@ def _write(store: Store, planned: PlannedSession) -> Session:
 
     documents = planned.documents()
     metadata: dict[str, Any] = {}
-    if any(kind == AVATAR for kind, _, _ in documents):
-        metadata[AVATAR_KEY] = True
+    pictured = {name for kind, name, _ in documents if kind == AVATAR}
+    if planned.cast[0].name in pictured if planned.cast else pictured:
+        metadata[AVATAR_KEY] = True  # the list's picture: its character's (the first)
     if planned.cast_settings is not None:
         metadata = updated_metadata(metadata, SessionSettings(cast=planned.cast_settings))
     if planned.chat is None:

@@ -297,10 +297,12 @@ def test_a_group_chat_plays_with_its_members_as_the_cast(store: Store, folder: P
     ]
     assert cast.find("Bram").books == ("Northwatch",)
     assert cast.find("Seraphina").books == ("Eldoria",)
-    # the one PNG card's picture, named by its member; the session says it has one
+    # the one PNG card's picture, named by its member; the session's picture is its
+    # character's (Bram, the first: a JSON card), so the list shows none
     assert [d.name for d in store.documents(session_id, AVATAR)] == ["Seraphina"]
-    assert store.session(session_id).metadata[AVATAR_KEY] is True
-    avatar = session_avatar(store, session_id)
+    assert AVATAR_KEY not in store.session(session_id).metadata
+    assert session_avatar(store, session_id) is None
+    avatar = session_avatar(store, session_id, "Seraphina")
     assert avatar is not None and avatar.png.startswith(b"\x89PNG")
     assert store.session(session_id).metadata["names"]["character"] == "Bram"
 
@@ -398,3 +400,25 @@ def test_an_imported_group_chat_plays_on(
     assert "knight of the Northwatch" in system and "Mira" in system
     refused = run.fails("--session", group, "say", "--speaker", "Mira", "Mira?")
     assert "Mira is muted" in refused
+
+
+def test_a_groups_members_books_of_one_name_are_kept_apart_and_names_read_whole() -> None:
+    from clotho.stfolder import _member_stem
+    from planner.cards import load_card, parse_card
+
+    path = FIXTURES / "sillytavern_user" / "characters" / "Bram.json"
+    bram = load_card(path.read_bytes(), path.name)
+    assert bram.book is not None
+    twin = {**bram.raw, "data": {**bram.raw["data"], "name": "Other Bram"}}
+    twin["data"]["character_book"] = {
+        **bram.raw["data"]["character_book"],
+        "entries": [{"id": 0, "keys": ["wall"], "content": "Another wall.", "extensions": {}}],
+    }
+    same = {**bram.raw, "data": {**bram.raw["data"], "name": "Bram Again"}}
+    planned = PlannedSession("group", "group chats/1.jsonl", "0", "Gate")
+    planned.cast = [bram, parse_card(twin, "Other Bram"), parse_card(same, "Bram Again")]
+    books = planned.lorebooks()
+    assert [book.name for book in books] == [bram.book.name, f"{bram.book.name} (2)"]
+    assert books[1].entries[0].content == "Another wall."  # the twin's, not dropped
+    assert _member_stem("Bram.png") == "Bram"
+    assert _member_stem("Mr. Smith") == "Mr. Smith"  # a name, as old groups give it
