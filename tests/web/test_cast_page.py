@@ -439,3 +439,28 @@ def test_stop_ends_the_round(slow_site: Server, browser: Any) -> None:
             assert api.get(f"/api/sessions/{sid}/turns?status=running").json()["turns"] == []
         finally:
             context.close()
+
+
+def test_stop_while_asking_who_answers_starts_no_turn(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    """Stop while the page asks who answers (the question held in the browser): no turn
+    starts, nothing is stored, the message is back in the input."""
+    sid = new_session("stop before the round")
+    for name in ("Marla", "Bram"):
+        assert api.post(f"/api/sessions/{sid}/cast", json={"name": name}).status_code == 201
+    page = open_page(sid)
+    held: list[Any] = []
+    page.route("**/api/sessions/*/speakers", lambda route: held.append(route))
+    text = "Marla, Bram: which way?"
+    send(page, text)
+    while not held:
+        page.wait_for_timeout(20)
+    expect(page.locator("#stop")).to_be_enabled()
+    page.locator("#stop").click()
+    held[0].continue_()
+    settled(page)
+    expect(page.locator("#composer-input")).to_have_value(text)
+    expect(page.locator("article.message")).to_have_count(0)
+    assert api.get(f"/api/sessions/{sid}/projection").json()["nodes"] == []
+    assert api.get(f"/api/sessions/{sid}/turns").json()["turns"] == []

@@ -363,6 +363,12 @@ export class ChatView {
           return restore();
         }
       }
+      if (this.round.stopped) {
+        // Stopped while asking who answers: no turn started, nothing stored.
+        this.stopping = false;
+        this.setStatus("");
+        return restore();
+      }
       if (!names.length) {
         toast(t("cast.no_speaker"), t("cast.no_speaker_detail"), "error");
         return restore();
