@@ -20,12 +20,11 @@ def test_metadata_set_in_a_transaction_commits_with_it(store: Store) -> None:
     assert tx.session.metadata == {"keep": 1, "avatar": True}
     assert store.session(session.id).metadata == {"keep": 1, "avatar": True}
 
-    with pytest.raises(InvalidOperationError):  # refused: nothing of it stored
-        with store.transaction(session.id) as tx:
-            tx.set_metadata({"gone": True})
-            tx.append("nobody", "a role that is not one")
+    # refused: nothing of it stored
+    with pytest.raises(InvalidOperationError), store.transaction(session.id) as tx:
+        tx.set_metadata({"gone": True})
+        tx.append("nobody", "a role that is not one")
     assert store.session(session.id).metadata == {"keep": 1, "avatar": True}
-    with pytest.raises(InvalidOperationError):
-        with store.transaction(session.id) as tx:
-            tx.set_metadata({"bad": float("nan")})
+    with pytest.raises(InvalidOperationError), store.transaction(session.id) as tx:
+        tx.set_metadata({"bad": float("nan")})
     assert store.session(session.id).version == session.version + 1
