@@ -464,3 +464,37 @@ def test_stop_while_asking_who_answers_starts_no_turn(
     expect(page.locator("article.message")).to_have_count(0)
     assert api.get(f"/api/sessions/{sid}/projection").json()["nodes"] == []
     assert api.get(f"/api/sessions/{sid}/turns").json()["turns"] == []
+
+
+def test_a_turn_does_not_draw_the_cast_panel_again(slow_site: Server, browser: Any) -> None:
+    """While a turn plays, Speak, Leave and Join wait (disabled), and that is all that
+    changes: the panel is the same one (a member unfolded, the talkativeness slider being
+    moved, an open select stay as they are)."""
+    with slow_site.client() as api:
+        sid = api.post("/api/sessions", json={"title": "steady"}).json()["session"]["id"]
+        for name in ("Marla", "Bram"):
+            assert api.post(f"/api/sessions/{sid}/cast", json={"name": name}).status_code == 201
+        context = browser.new_context(viewport=DESKTOP)
+        try:
+            page = context.new_page()
+            page.goto(f"{slow_site.url}/#token={slow_site.token}&session={sid}")
+            bram = member(page, "Bram")
+            expect(bram.locator("button.cast-speak")).to_be_enabled()
+            bram.locator("button.cast-more").click()
+            slider = bram.locator("input[type=range]")
+            slider.evaluate("(node) => { node.value = '0.9'; node.dataset.held = 'yes'; }")
+            send(page, "Tell me everything.", "Marla")
+            streaming = page.locator("article.message.streaming")
+            expect(streaming.locator(".content")).to_contain_text("word3 ")
+            expect(bram.locator("button.cast-speak")).to_be_disabled()
+            expect(bram.locator("button.cast-leave")).to_be_disabled()
+            expect(bram.locator("button.cast-mute")).to_be_enabled()
+            expect(slider).to_have_attribute("data-held", "yes")  # the same element
+            expect(slider).to_have_value("0.9")
+            expect(bram.locator(".cast-details")).to_be_visible()
+            page.locator("#stop").click()
+            settled(page)
+            expect(bram.locator("button.cast-speak")).to_be_enabled()
+            expect(bram.locator(".cast-details")).to_be_visible()  # unfolded still
+        finally:
+            context.close()

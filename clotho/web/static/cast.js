@@ -166,6 +166,19 @@ export class CastPanel {
     );
   }
 
+  /** Speak, Leave and Join wait for the turn playing: only their `disabled` changes, so
+   * an open select, a slider being dragged or a member unfolded stays as it is. */
+  setBusy(busy) {
+    if (!this.box) return;
+    for (const row of this.box.querySelectorAll("li.cast-member")) {
+      const member = this.member(row.dataset.name);
+      if (!member) continue;
+      const speak = row.querySelector("button.cast-speak");
+      if (speak) speak.disabled = busy || !member.present || member.muted;
+      for (const button of row.querySelectorAll("button.cast-leave, button.cast-join")) button.disabled = busy;
+    }
+  }
+
   /** One member: its picture, name and state, and what can be done with it. */
   row(member) {
     const busy = Boolean(this.app.views.chat?.busy());

@@ -205,7 +205,7 @@ export class ChatView {
     this.buttons.continue.disabled = busy || empty;
     this.buttons.impersonate.disabled = busy;
     this.buttons.stop.disabled = !busy || this.stopping;
-    this.app.cast.render(); // its Speak, Leave and Join wait for the turn
+    this.app.cast.setBusy(busy); // its Speak, Leave and Join wait for the turn (the panel is not drawn again)
   }
 
   /** A turn (or a round of them) is playing. */
