@@ -498,3 +498,25 @@ def test_a_turn_does_not_draw_the_cast_panel_again(slow_site: Server, browser: A
             expect(bram.locator(".cast-details")).to_be_visible()  # unfolded still
         finally:
             context.close()
+
+
+def test_a_member_named_with_a_slash_from_the_panel(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    """The page names a member in its paths percent-encoded (AC%2FDC): muted, sent away
+    and removed from the panel."""
+    sid = new_session("a slash")
+    base = f"/api/sessions/{sid}"
+    for name in ("Marla", "AC/DC"):
+        assert api.post(f"{base}/cast", json={"name": name}).status_code == 201
+    page = open_page(sid)
+    band = member(page, "AC/DC")
+    band.locator("button.cast-mute").click()
+    expect(band).to_have_attribute("data-muted", "true")
+    band.locator("button.cast-leave").click()
+    expect(band).to_have_attribute("data-present", "false")
+    expect(page.locator("article.message.scene")).to_have_text("AC/DC leaves the scene.")
+    band.locator("button.cast-remove").click()
+    page.locator("#ask button", has_text="Remove").click()
+    expect(page.locator("#cast-panel li.cast-member")).to_have_count(1)
+    assert [m["name"] for m in api.get(f"{base}/cast").json()["members"]] == ["Marla"]
