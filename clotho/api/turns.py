@@ -179,14 +179,9 @@ def _prepare(ctx: ApiContext, session: Session, body: TurnBody, engine: Engine) 
     request = TurnRequest(body.kind, text=body.text, node=body.node_id, speaker=body.speaker)
     _, _, where = locate_turn(ctx.store, session.id, request, engine.setup)
     chosen = where.get("speaker")
-    if request.speaker is None and request.kind in CHOSEN and chosen is not None:
+    if request.speaker is None and request.kind != "impersonate" and chosen is not None:
         request = replace(request, speaker=chosen.name)
     return request
-
-
-#: The turns whose speaker, when none is named, the speaker order chooses (a reroll or a
-#: continue keeps its reply's; an impersonation is the player's line).
-CHOSEN = frozenset({"say", "edit", "reply"})
 
 
 def _accepts_events(
