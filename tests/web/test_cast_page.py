@@ -361,6 +361,13 @@ def test_each_member_shows_its_own_picture_or_its_initial(
     expect(greeting.locator(".avatar img")).to_have_count(1)
     page.wait_for_load_state("networkidle")
     expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
+    # The new-story picker: the story's card is its first member's, with her picture.
+    stored = page.locator(f'#new-story li.story-card[data-key="stored:{sid}"]')
+    page.locator("#new-session").click()
+    expect(stored).to_contain_text("Seraphina")
+    expect(stored.locator(".avatar img")).to_have_count(1)
+    page.keyboard.press("Escape")
+    expect(page.locator("#new-story")).not_to_be_visible()
 
     member(page, "Seraphina").locator("button.cast-remove").click()
     page.locator("#ask button", has_text="Remove").click()
@@ -378,6 +385,10 @@ def test_each_member_shows_its_own_picture_or_its_initial(
     expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
     expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
     expect(page.locator("article.message.assistant .avatar img")).to_have_count(0)
+    page.locator("#new-session").click()
+    expect(stored).to_contain_text("Marla")
+    page.wait_for_load_state("networkidle")
+    expect(stored.locator(".avatar")).to_have_text("M")  # not Bram's face
 
 
 def test_a_change_of_scene_in_the_pages_language_unless_rewritten(

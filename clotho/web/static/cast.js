@@ -61,7 +61,9 @@ export class CastPanel {
     } else {
       // The story's picture is its first member's: read again once that one changed.
       const first = (c) => c?.members?.[0] && `${c.members[0].name}\n${c.members[0].avatar}`;
-      if (first(this.cast) !== first(cast)) this.app.avatars.delete(sid);
+      if (first(this.cast) !== first(cast)) {
+        for (const key of [...this.app.avatars.keys()]) if (key === sid || key.startsWith(`/api/sessions/${sid}/`)) this.app.avatars.delete(key);
+      }
     }
     this.sid = sid;
     this.cast = cast;

@@ -32,7 +32,7 @@ class App {
     this.connections = new Connections(this); // the model profiles, and the story's
     this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
     this.cast = new CastPanel(this); // the story's characters (the chat's side panel)
-    this.avatars = new Map(); // session id → a promise of its character's image (a data: URL) or null
+    this.avatars = new Map(); // session id (or a picture's URL) → a promise of its image (a data: URL) or null
   }
 
   async boot() {
@@ -297,13 +297,15 @@ class App {
     document.getElementById("redo").disabled = entries ? !entries.some((e) => e.undone) : false;
   }
 
-  /** The image of a session's character (its card's), as a data: URL; null: none. */
-  avatarImage(sid) {
+  /** The image of a session's character (its card's), as a data: URL; null: none.
+   * `url`: the picture to read (a card's in the new-story picker: its member's own). */
+  avatarImage(sid, url = null) {
     const session = this.sessions.find((s) => s.id === sid);
-    if (!session || !(session.avatar_url || session.has_avatar)) return Promise.resolve(null);
-    if (!this.avatars.has(sid)) {
+    if (!url && (!session || !(session.avatar_url || session.has_avatar))) return Promise.resolve(null);
+    const key = url || sid;
+    if (!this.avatars.has(key)) {
       const read = this.api
-        .request("GET", session.avatar_url || this.path("/avatar"), { as: "blob" })
+        .request("GET", url || session.avatar_url || this.path("/avatar"), { as: "blob" })
         .then(
           ({ data }) =>
             new Promise((resolve) => {
@@ -314,9 +316,9 @@ class App {
             }),
         )
         .catch(() => null);
-      this.avatars.set(sid, read);
+      this.avatars.set(key, read);
     }
-    return this.avatars.get(sid);
+    return this.avatars.get(key);
   }
 
   /** A write based on the version shown, with its own Idempotency-Key (a dropped

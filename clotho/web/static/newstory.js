@@ -170,7 +170,7 @@ export async function openNewStory(stories, given = {}) {
     .then(([cards, books]) => {
       for (const card of cards) {
         const entry = { kind: "stored", key: `stored:${card.session_id}`, name: card.name, session_id: card.session_id };
-        cardList.append(cardItem(entry, card.avatar_url ? app.avatarImage(card.session_id) : null));
+        cardList.append(cardItem(entry, card.avatar_url ? app.avatarImage(card.session_id, card.avatar_url) : null));
       }
       for (const book of books) {
         const key = `stored:${book.session_id}:${book.name}`;
