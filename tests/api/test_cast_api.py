@@ -14,7 +14,8 @@ from urllib.parse import quote
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
-from orchestrator.loopback import ModelServer, Received
+from orchestrator.loopback import ModelServer
+from tests._cast import Voices, chat
 from tests._fixtures import ELDORIA, SERAPHINA
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -287,25 +288,6 @@ def test_leaving_and_joining_are_scene_changes_that_roll_back(
 
 
 # -- a four-character story over HTTP ---------------------------------------------------
-
-
-class Voices:
-    """The loopback model: each member's line names its speaker (the prompt's character,
-    from the card it was written as); a state extraction changes nothing."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, request: dict[str, Any]) -> str:
-        if "response_format" in request:
-            return json.dumps({"operations": []})
-        self.count += 1
-        return f"Line {self.count}."
-
-
-def chat(server: ModelServer) -> list[Received]:
-    """The story requests the model received (state extractions left out)."""
-    return [r for r in server.requests if "response_format" not in r.json]
 
 
 def turn(client: TestClient, sid: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from orchestrator import (
 )
 from orchestrator.loopback import ModelServer, Received
 from prompts import FRAMING
+from tests._cast import Voices, chat
 
 CAST = (
     Character(name="Ann", description="A ranger with a bent bow.", talkativeness=0.0),
@@ -36,23 +37,6 @@ CAST = (
     Character(name="Cora", description="A thief, quiet.", talkativeness=0.0),
     Character(name="Dag", description="An old priest.", talkativeness=0.0),
 )
-
-
-class Voices:
-    """Each story request answered with a numbered line; extraction: nothing changes."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, request: dict[str, Any]) -> str:
-        if "response_format" in request:
-            return json.dumps({"operations": []})
-        self.count += 1
-        return f"Line {self.count}."
-
-
-def chat(server: ModelServer) -> list[Received]:
-    return [r for r in server.requests if "response_format" not in r.json]
 
 
 def engine_for(
