@@ -86,6 +86,9 @@ def test_a_named_speaker_replies_as_itself_and_the_node_carries_its_name(
     system = "\n".join(m["content"] for m in chat(server)[0].messages if m["role"] == "system")
     assert "About Bram:\nA smith who hums." in system
     assert "About Ann:" not in system
+    # the system part casts the model as its speaker, not as a game master of everyone
+    assert "You play Bram in a text role-playing game" in system
+    assert "play every character" not in system
 
     # a reply: no message of the player's, appended at HEAD, named for its speaker
     reply = play(engine, sid, "reply", speaker="Cora")
@@ -110,6 +113,7 @@ def test_a_named_speaker_replies_as_itself_and_the_node_carries_its_name(
     assert "In the scene:\n- Ann: A ranger with a bent bow." in head
     assert "- Dag: An old priest." in head
     assert "Write Player's next message" in contents(chat(server)[-1])[-1]
+    assert "game master" in head  # the player's line: the game master's system prompt
 
 
 def test_a_preview_is_the_prompt_of_the_speaker_named(
