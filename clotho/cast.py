@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clotho.errors import ClothoError
-from clotho.lore import CARD, LOREBOOK, keep_book
+from clotho.lore import AVATAR, CARD, LOREBOOK, keep_book, keep_list_hints
 from mnemosyne import jsontext
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ def add_member(
         if taken is not None:
             raise CastError(f"{taken} is in the cast already (remove it first to replace its card)")
         first = not cards
-        if first and character is not None and character.name != card.name:
+        if first and character is not None and character.name.casefold() != card.name.casefold():
             # the campaign's character played the session: it stays, the first member
             tx.put_document(*card_documents(character)[0])
             first = False
@@ -300,7 +300,7 @@ def add_member(
             tx.put_document(*picture)
         if first:
             greet(tx, card)  # an empty story starts with its character's greeting
-        _keep_list_hints(tx)
+        keep_list_hints(tx)
     return session_cast(store, session_id).find(card.name), tx.session
 
 
@@ -315,38 +315,13 @@ def remove_member(
         CastError: no member is named so.
         ConflictError: the session is not at ``expected_version``.
     """
-    from clotho.stories import AVATAR
-
     with store.transaction(session_id, expected_version=expected_version) as tx:
         member = _cast(_cards(tx.documents(CARD)), _settings(tx)).find(name)
         tx.remove_document(CARD, member.name)
         if any(document.name == member.name for document in tx.documents(AVATAR)):
             tx.remove_document(AVATAR, member.name)
-        _keep_list_hints(tx)
+        keep_list_hints(tx, removed=member.name)
     return tx.session
-
-
-def _keep_list_hints(tx: SessionTransaction) -> None:
-    """Keep what a list of sessions reads of the session without its documents (its
-    metadata: the character's name, whether it has a picture) true to its cast's first
-    member, in the transaction that changed the cast. A session with no member keeps
-    what it has (a chat imported without a card names its character there)."""
-    from clotho.formats.names import NAMES
-    from clotho.stories import AVATAR, AVATAR_KEY
-
-    cards = tx.documents(CARD)
-    if not cards:
-        return
-    first = cards[0].name
-    metadata = tx.metadata
-    names = metadata.get(NAMES)
-    metadata[NAMES] = {**(names if isinstance(names, dict) else {}), "character": first}
-    if any(document.name == first for document in tx.documents(AVATAR)):
-        metadata[AVATAR_KEY] = True
-    else:
-        metadata.pop(AVATAR_KEY, None)
-    if metadata != tx.metadata:
-        tx.set_metadata(metadata)
 
 
 def campaign_character(store: Store, session_id: str) -> Card | None:
@@ -373,8 +348,6 @@ def cast_view(store: Store, session: Session) -> dict[str, Any]:
     state's: ``None`` while everyone is) and ``members``, each :meth:`Member.as_dict`
     with ``present``, ``avatar`` (it has a picture) and ``first`` (the session's
     character). What the API answers; ``clotho cast --json`` prints its members."""
-    from clotho.stories import AVATAR
-
     cast = session_cast(store, session.id)
     stored = store.state(session.id, session.head_id).present if session.head_id else None
     here = set(cast.present(stored))

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from planner.vectors import LoreIndex
 
 __all__ = [
+    "AVATAR",
+    "AVATAR_KEY",
     "CARD",
     "LOREBOOK",
     "LOREBOOK_OFF",
@@ -42,6 +44,7 @@ __all__ = [
     "import_card",
     "import_lorebook",
     "keep_book",
+    "keep_list_hints",
     "lore_index",
     "lorebooks_document",
     "read_card",
@@ -56,6 +59,12 @@ LOREBOOK = "lorebook"
 #: (its content ``{}``); the book stays with the session, untouched, and does not play.
 LOREBOOK_OFF = "lorebook_off"
 CARD = "card"
+AVATAR = "avatar"
+"""The kind of the document holding a character's picture (its card's), named by the
+character: a member of the session's cast (:mod:`clotho.cast`)."""
+AVATAR_KEY = "avatar"
+"""The session metadata's key saying it has one (``true``), so that a list of sessions
+can say so without reading each one's documents."""
 #: Larger files are refused before they are read (a card PNG is well under this); the
 #: largest tree file or chat :mod:`mnemosyne.jsontext` reads.
 MAX_FILE_BYTES = jsontext.MAX_FILE_BYTES
@@ -258,11 +267,14 @@ def import_card(
         for document in cards:
             if document.name != card.name:
                 tx.remove_document(CARD, document.name)
+                if any(picture.name == document.name for picture in tx.documents(AVATAR)):
+                    tx.remove_document(AVATAR, document.name)  # its picture, not the new one's
         for kind, name, content in card_documents(card):
             if kind == CARD:
                 tx.put_document(kind, name, content)
         kept = keep_book(tx, card.book, replace=True) if card.book is not None else None
         added = greet(tx, card)
+        keep_list_hints(tx)
     if kept is not None and kept.same_as is not None:
         log.warning("the card's book %s", kept.note())
     return card, added, tx.session
@@ -290,6 +302,38 @@ def greet(tx: SessionTransaction, card: Card | None = None) -> list[Node]:
     added = [first, *(tx.add_sibling(first.id, text, name=card.name) for text in greetings[1:])]
     tx.checkout(first.id)
     return added
+
+
+def keep_list_hints(tx: SessionTransaction, removed: str | None = None) -> None:
+    """Keep what a list of sessions reads of the session without its documents (its
+    metadata: the character's name, whether it has a picture) true to its character,
+    the cast's first member, in the transaction that changed its cards. With no card
+    left, a name hint of the card just ``removed`` goes (a chat imported without a card
+    keeps the name it gave), and so does the picture flag once no picture is left."""
+    from clotho.formats.names import NAMES
+
+    cards = tx.documents(CARD)
+    pictures = {document.name for document in tx.documents(AVATAR)}
+    metadata = tx.metadata
+    given = metadata.get(NAMES)
+    names = dict(given) if isinstance(given, dict) else {}
+    if cards:
+        names["character"] = cards[0].name
+        has_picture = cards[0].name in pictures
+    else:
+        if removed is not None and names.get("character") == removed:
+            del names["character"]
+        has_picture = bool(pictures) and metadata.get(AVATAR_KEY) is True
+    if names:
+        metadata[NAMES] = names
+    else:
+        metadata.pop(NAMES, None)
+    if has_picture:
+        metadata[AVATAR_KEY] = True
+    else:
+        metadata.pop(AVATAR_KEY, None)
+    if metadata != tx.metadata:
+        tx.set_metadata(metadata)
 
 
 def campaign_documents(campaign: Campaign) -> list[tuple[str, str, str]]:

@@ -614,8 +614,8 @@ def write_plan(store: Store, plan: Plan) -> None:
 
 def _write(store: Store, planned: PlannedSession) -> Session:
     """The planned session, in one transaction."""
+    from clotho.lore import AVATAR, AVATAR_KEY
     from clotho.sessionconfig import SessionSettings, updated_metadata
-    from clotho.stories import AVATAR, AVATAR_KEY
 
     documents = planned.documents()
     metadata: dict[str, Any] = {}

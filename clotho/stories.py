@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from clotho.errors import ClothoError
 from clotho.formats.names import NAMES
-from clotho.lore import CARD, LOREBOOK, card_documents, session_card
+from clotho.lore import AVATAR, AVATAR_KEY, CARD, LOREBOOK, card_documents, session_card
 from clotho.sessionconfig import Persona, SessionSettings, updated_metadata
 from clotho.sessions import card_session
 from mnemosyne import StateSchema, UnknownSessionError, jsontext, schema_from_mapping
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from planner.lorebook import Lorebook
 
 __all__ = [
-    "AVATAR",
-    "AVATAR_KEY",
     "MAX_AVATAR_BYTES",
     "READY_CAMPAIGNS",
     "Avatar",
@@ -53,12 +51,6 @@ __all__ = [
     "stored_card",
 ]
 
-AVATAR = "avatar"
-"""The kind of the document holding a character's picture (its card's), named by the
-character: a member of the session's cast (:mod:`clotho.cast`)."""
-AVATAR_KEY = "avatar"
-"""The session metadata's key saying it has one (``true``), so that a list of sessions
-can say so without reading each one's documents."""
 MAX_AVATAR_BYTES = 2 * 1024 * 1024
 """The largest picture kept as an avatar (the PNG without its text chunks); a card with
 a larger one is made a story without an avatar."""

@@ -27,9 +27,9 @@ from clotho.cast import (
     written_card,
 )
 from clotho.formats.stchat import export_chat, import_chat
-from clotho.lore import CARD, LOREBOOK, import_card, import_lorebook, session_card
+from clotho.lore import AVATAR, CARD, LOREBOOK, import_card, import_lorebook, session_card
 from clotho.sessionconfig import CastSettings, SessionSettings, updated_metadata
-from clotho.stories import AVATAR, StoryError, new_story, session_avatar, stored_card
+from clotho.stories import StoryError, new_story, session_avatar, stored_card
 from mnemosyne import ConflictError, Store
 from planner.cards import Card, load_card, parse_card
 from planner.errors import CardError
@@ -272,10 +272,14 @@ def test_import_card_refuses_a_cast_of_several(store: Store, session_id: str) ->
     assert store.session(session_id).version == version
     assert session_cast(store, session_id).names == ["Seraphina", "Bram", "Tobin"]
 
-    # a session of one character: the card replaces it, as before
-    one, _ = new_story(store, _card(SERAPHINA))
+    # a session of one character: the card replaces it, as before; its picture goes
+    # with it, and what the lists read names the new one
+    one, _ = new_story(store, _card(SERAPHINA), picture=SERAPHINA.read_bytes())
     import_card(store, one.id, mira, "Mira.json")
     assert _names(store, one.id, CARD) == ["Mira"]
+    assert _names(store, one.id, AVATAR) == [] and session_avatar(store, one.id) is None
+    metadata = store.session(one.id).metadata
+    assert metadata["names"]["character"] == "Mira" and "avatar" not in metadata
 
 
 def test_a_members_book_is_found_where_it_was_kept(store: Store, session_id: str) -> None:
@@ -388,7 +392,7 @@ def test_the_lists_hints_follow_the_casts_first_member(store: Store) -> None:
     """A list of sessions reads the character's name and whether there is a picture
     from the metadata: they follow the first member as the cast changes."""
     from clotho.formats.names import NAMES
-    from clotho.stories import AVATAR_KEY
+    from clotho.lore import AVATAR_KEY
 
     session = store.create_session(title="empty")
     add_member(store, session.id, _card(SERAPHINA), avatar=SERAPHINA.read_bytes())
@@ -399,6 +403,9 @@ def test_the_lists_hints_follow_the_casts_first_member(store: Store) -> None:
     metadata = store.session(session.id).metadata
     assert metadata[NAMES]["character"] == "Tobin" and AVATAR_KEY not in metadata
     assert session_avatar(store, session.id) is None  # not Seraphina's face on Tobin
+    remove_member(store, session.id, "Tobin")  # no one left: no name, no picture
+    metadata = store.session(session.id).metadata
+    assert NAMES not in metadata and AVATAR_KEY not in metadata
 
 
 def test_muting_again_writes_nothing(store: Store, session_id: str) -> None:

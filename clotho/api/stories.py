@@ -172,7 +172,7 @@ def listed(session: Session) -> dict[str, Any]:
     both from its metadata (a list reads no document)."""
     named = session.metadata.get(NAMES)
     character = named.get("character") if isinstance(named, dict) else None
-    has_avatar = session.metadata.get(stories.AVATAR_KEY) is True
+    has_avatar = session.metadata.get(lore.AVATAR_KEY) is True
     return {
         **session.as_dict(),
         "character": character if isinstance(character, str) else None,
@@ -196,7 +196,7 @@ def stored_cards(store: StoreDep, _: NoParameters) -> Any:
         if not cards or cards[0].name in found:  # its character: the cast's first member
             continue
         name = cards[0].name
-        has_avatar = session.metadata.get(stories.AVATAR_KEY) is True
+        has_avatar = session.metadata.get(lore.AVATAR_KEY) is True
         found[name] = {
             "name": name,
             "session_id": session.id,

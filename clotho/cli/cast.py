@@ -231,7 +231,7 @@ def cast_add(
         if member.books:
             line += f" (its book: {', '.join(member.books)})"
         out(line)
-        if replaced and replaced != member.name:
+        if replaced and replaced.casefold() != member.name.casefold():
             out(
                 paint(
                     f"{replaced}, the campaign's character, stays the session's character: "

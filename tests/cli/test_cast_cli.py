@@ -183,6 +183,7 @@ def test_a_campaigns_character_stays_the_first_member_when_a_card_comes(
     ]
     assert cast[0]["description"] == "An innkeeper."
     assert "is in the cast already" in clotho.fails("cast", "add", "--name", "Marla")
+    assert "is in the cast already" in clotho.fails("cast", "add", "--name", "marla")
 
 
 def test_a_campaign_with_no_character_names_none_when_the_first_card_comes(

@@ -16,10 +16,10 @@ import pytest
 
 from clotho.cast import session_cast
 from clotho.formats.stchat import export_chat
-from clotho.lore import CARD, LOREBOOK, session_books
+from clotho.lore import AVATAR, AVATAR_KEY, CARD, LOREBOOK, session_books
 from clotho.sessions import PERSONA
 from clotho.stfolder import GROUP, FolderError, Plan, PlannedSession, plan_folder, write_plan
-from clotho.stories import AVATAR, AVATAR_KEY, session_avatar
+from clotho.stories import session_avatar
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 from tests._fixtures import ELDORIA, FIXTURES, SERAPHINA
