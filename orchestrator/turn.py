@@ -872,13 +872,12 @@ class Engine:
             into_path = anchor.scope.sources
             sources = [None if i is None else into_path[i] for i in sources]
         sid = state["session_id"]
-        # Each node carries its speaker's name, as a SillyTavern message does; a reroll
-        # keeps the name of the reply it is an alternative to (a group chat's speaker).
+        # Each node carries its speaker's name, as a SillyTavern message does: the one the
+        # reply was written as (a reroll or a continue in a cast of several keeps the
+        # speaker of the reply it replaces or extends: choose_speaker saw to it).
         speaker = self.setup.player if anchor.reply_role == "user" else anchor.speaker.name
         if request.kind == "impersonate":  # the player's line, to edit and send: not stored
             return {"result": self._draft(sid, completion, warnings)}
-        if anchor.replaces is not None:
-            speaker = anchor.replaces.name or speaker
         old, content = anchor.continues, completion.content
         if _names_itself(anchor):
             content = unnamed(content, speaker)
@@ -888,7 +887,6 @@ class Engine:
             metadata["continues"] = old.id
             if "summary_through" in old.metadata:
                 metadata.setdefault("summary_through", old.metadata["summary_through"])
-            speaker = old.name or speaker
         with self.store.transaction(sid) as tx, tx.journaled(request.kind):
             user_node = _place_players_message(tx, request, anchor, self.setup.player)
             if user_node is not None:
