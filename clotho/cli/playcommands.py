@@ -213,6 +213,7 @@ def _checkout(play: Play, rest: str) -> None:
         return
     node, session = play.cli.store.checkout(play.session_id, rest)
     play.show(node.id, session.head_id)
+    _check_pick(play)
 
 
 def _undo(play: Play, rest: str) -> None:
@@ -236,6 +237,7 @@ def _travel(play: Play, way: Literal["undo", "redo"]) -> None:
     play.say(journal_line(result.action) + (f" ({result.note})" if result.note else ""), "dim")
     if session.head_id is not None:
         play.show(session.head_id, session.head_id)
+    _check_pick(play)
 
 
 def _quit(play: Play, rest: str) -> bool:
@@ -323,6 +325,25 @@ def _mute(play: Play, rest: str, muted: bool) -> None:
     play.refresh()
     if muted:
         _unpick(play, member.name)
+
+
+def _check_pick(play: Play) -> None:
+    """After HEAD moved (a checkout, an undo, a redo): the speaker the player picked
+    still answers only if it is still in the cast and in the scene there."""
+    if play.speaker is None:
+        return
+    from clotho.cast import UnknownMemberError, session_cast
+
+    store, session_id = play.cli.store, play.session_id
+    cast = session_cast(store, session_id)
+    try:
+        name = cast.find(play.speaker).name
+    except UnknownMemberError:
+        _unpick(play, play.speaker)
+        return
+    head = store.session(session_id).head_id
+    if name not in cast.present(store.state(session_id).present if head else None):
+        _unpick(play, name)
 
 
 def _unpick(play: Play, name: str) -> None:

@@ -465,3 +465,17 @@ def test_say_json_prints_the_replies_stored_before_one_of_the_round_failed(
     assert said["replies"] == []
     assert "the model refused" in done.stderr
     assert clotho.json("log")[-1]["id"] == said["node"]["id"]
+
+
+def test_an_undo_that_sends_the_picked_speaker_away_gives_the_choice_back(
+    model: ModelServer, clotho: InProcess
+) -> None:
+    player = cast_session(clotho, model, "Ann", "Bram")
+    clotho("cast", "order", "manual")
+    clotho("cast", "leave", "Bram")
+    clotho("cast", "join", "Bram")
+    shown = played(player, "/speaker Bram", "/undo", "Who keeps watch?", "/quit").stdout
+    assert "Bram was to answer: the speaker order decides again" in shown
+    assert "error" not in shown
+    log = clotho.json("log")
+    assert (log[-2]["content"], log[-1]["name"]) == ("Who keeps watch?", "Ann")
