@@ -70,7 +70,7 @@ _PICTURE_CHUNKS = frozenset(
 
 class StoryError(ClothoError, ValueError):
     """A new story cannot be made from what was given (a card or a book of another
-    session that is not there, a lorebook given as the card); the message names it."""
+    session that is not there); the message names it."""
 
     code = "invalid_story"
 

@@ -177,7 +177,7 @@ def _prepare(ctx: ApiContext, session: Session, body: TurnBody, engine: Engine) 
     from orchestrator.turn import locate_turn
 
     request = TurnRequest(body.kind, text=body.text, node=body.node_id, speaker=body.speaker)
-    _, _, where = locate_turn(ctx.store, session.id, request, engine.setup)
+    _, _, where = locate_turn(ctx.store, session.id, request, engine.setup, engine.rng)
     chosen = where.get("speaker")
     if request.speaker is None and request.kind != "impersonate" and chosen is not None:
         request = replace(request, speaker=chosen.name)

@@ -99,12 +99,15 @@ export class CastPanel {
   /**
    * A speaker's picture (a promise of a data: URL, or of null: its initial is shown):
    * the member's own, read by its name; an unnamed reply is the session's character's
-   * (the first member); a name the cast does not know (a removed member, the narrator)
-   * has none: never another member's face. A server without the cast: the story's.
+   * (the first member); in a cast of several, a name the cast does not know (a removed
+   * member, the narrator) has none: never another member's face; in a story of one
+   * character, every reply is its (an imported chat may name it otherwise). A server
+   * without the cast: the story's.
    */
   picture(name) {
     if (!this.cast) return this.app.avatarImage(this.app.sid);
-    const member = name ? this.member(name) : this.members()[0];
+    const first = this.members()[0];
+    const member = name ? this.member(name) || (this.several() ? null : first) : first;
     if (!member?.avatar) return Promise.resolve(null);
     const key = `${this.app.sid}\n${member.name}`;
     if (!this.pictures.has(key)) {
