@@ -10,6 +10,7 @@ from ._bulk import NodeRecord, SessionDump, StoredTrace
 from ._checks import new_id
 from ._idempotency import KEEP as IDEMPOTENCY_KEEP
 from ._schema import IDEMPOTENCY_KEY_LENGTH
+from ._search import SearchHit
 from .database import SchemaStatus, schema_status, upgrade_schema
 from .editor import EditResult, JournalEntry, JournalMismatchError
 from .errors import (
@@ -82,6 +83,7 @@ __all__ = [
     "Scenes",
     "SchemaError",
     "SchemaStatus",
+    "SearchHit",
     "Session",
     "SessionDump",
     "SessionTransaction",

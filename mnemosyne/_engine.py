@@ -25,6 +25,7 @@ KNOWN_REVISIONS: tuple[str, ...] = (
     "0005",
     "0006",
     "0007",
+    "0008",
 )
 
 WRITE_OPTION = "mnemosyne_write"

@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 
 ID_LENGTH = 32
 IDEMPOTENCY_KEY_LENGTH = 200

@@ -26,6 +26,7 @@ from . import _idempotency as idem
 from . import _paths as paths
 from . import _projection as proj
 from . import _queries as q
+from . import _search as search
 from . import _worldstate as ws
 from . import pages as pg
 from . import traces as tr
@@ -34,6 +35,7 @@ from ._engine import WRITE_OPTION, create_store_engine, describe, ensure_schema
 from ._engine import reason as _reason
 from ._projection import ProjectionPage
 from ._schema import nodes, preferences, sessions
+from ._search import SearchHit
 from ._transaction import TransactionState
 from .editor import Editor, EditResult, JournalEntry, JournalMismatchError
 from .editor import history as journal_history
@@ -1198,6 +1200,47 @@ class Store:
         """The deleted subtrees, restorable until a purge: each a list, top first."""
         with self.read() as conn:
             return q.detached_subtrees(conn, q.session_record(conn, session_id), "trash")
+
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+    ) -> list[SearchHit]:
+        """The nodes whose content holds every word of ``query`` (a user's text, never
+        search syntax; case-insensitive), over every branch of every live session (or
+        of ``session_id``), newest first, at most ``limit`` (1 to
+        :data:`~mnemosyne._search.MAX_LIMIT`). Disabled nodes and pruned fragments are
+        found (marked); trashed sessions and trashed subtrees are not. How each
+        database matches: :mod:`mnemosyne._search`.
+
+        Raises:
+            InvalidOperationError: an empty or too long query, a bad role or limit.
+            UnknownSessionError: no such session.
+        """
+        parsed = search.parse_query(query)
+        search.check_limit(limit)
+        if role is not None:
+            check_role(role)
+        with self.read() as conn:
+            record = q.session_record(conn, session_id) if session_id is not None else None
+            scope = record.pk if record is not None else None
+            trashed = search.trashed_keys(conn, scope)
+            rows = search.matching_rows(
+                conn, parsed, session_pk=scope, role=role, limit=limit + len(trashed)
+            )
+            rows = [row for row in rows if row[0] not in trashed][:limit]
+            trunks: dict[int, frozenset[int]] = {}
+            for session_pk, sid in {(row[8], row[2]) for row in rows}:
+                found = record if record is not None else q.session_record(conn, sid)
+                trunks[session_pk] = (
+                    frozenset(proj._path(conn, self.paths, found, found.head_pk).keys)
+                    if found.head_pk is not None
+                    else frozenset()
+                )
+            return [search.hit_from_row(row, parsed.words, trunks[row[8]]) for row in rows]
 
     # -- one-operation writes -------------------------------------------------------------
 

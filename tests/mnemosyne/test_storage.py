@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, inspect, text
 from mnemosyne import StorageError, Store
 from mnemosyne._engine import KNOWN_REVISIONS, MIGRATIONS, create_store_engine, upgrade
 from mnemosyne._schema import SCHEMA_REVISION, metadata
+from mnemosyne._search import is_search_object
 
 
 def _scripts() -> ScriptDirectory:
@@ -39,7 +40,14 @@ def test_migrations_build_exactly_the_tables_of_the_code(
     try:
         upgrade(engine)
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            context = MigrationContext.configure(
+                conn,
+                opts={
+                    "compare_type": True,
+                    # the search index (migration 0008) is not described by the metadata
+                    "include_name": lambda name, *_: not is_search_object(name),
+                },
+            )
             assert compare_metadata(context, metadata) == []
     finally:
         engine.dispose()
