@@ -1,20 +1,25 @@
-"""Exchange: SillyTavern chats (import chat, export chat) and lossless tree files
-(import tree, export tree)."""
+"""Exchange: SillyTavern chats (import chat, export chat), lossless tree files
+(import tree, export tree) and the story as a book (export story)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from clotho.formats.stchat import export_chat, import_chat
+from clotho.formats.story import StoryExportError, story_book, story_format
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
 from clotho.sessions import session_names
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
+
+#: The suffixes that choose a book's format when --format is not given.
+STORY_SUFFIXES = (".md", ".markdown", ".html", ".htm")
 
 export_app = typer.Typer(help="Write the session out for other tools.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
@@ -122,3 +127,66 @@ def export_tree_command(
         },
         lambda: out(f"Wrote the session's {nodes} nodes ({traces} traces) to {file}"),
     )
+
+
+@command(export_app, "story")
+def export_story_command(
+    cli: Cli,
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE", help="Where to write the book (.md or .html); - for stdout."
+        ),
+    ],
+    head: Annotated[
+        str | None,
+        typer.Option("--head", help="The branch's last node (default: HEAD).", show_default=False),
+    ] = None,
+    book_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="md or html (default: by FILE's suffix; md for stdout).",
+            show_default=False,
+        ),
+    ] = None,
+    state_every: Annotated[
+        int,
+        typer.Option("--state-every", help="A note of what changed every N messages (0: none)."),
+    ] = 0,
+    state_at: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state-at",
+            help="A note of what changed at this node (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """The branch root -> HEAD (or --head) as a book: each message under its speaker's
+    name, roleplay formatting kept, scene changes as narration lines, hidden messages
+    left out; Markdown or one self-contained HTML page (no script, no external URL)."""
+    session_id = cli.session_id()
+    to_stdout = file == "-"
+    suffix = Path(file).suffix
+    if book_format is None and not to_stdout and suffix.lower() not in STORY_SUFFIXES:
+        cli.fail(StoryExportError(f"{file}: not .md or .html; say --format md or html"))
+    chosen = story_format(book_format or ("md" if to_stdout else suffix))
+    book = story_book(
+        cli.store,
+        session_id,
+        head,
+        names=session_names(cli.store, session_id),
+        state_every=state_every,
+        state_at=state_at or (),
+    )
+    text = book.render(chosen)
+    if to_stdout:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(file).write_text(text, encoding="utf-8")
+    except OSError as error:
+        cli.fail(OSError(f"{file}: cannot be written ({error.strerror or error})"))
+    document = {"file": file, "format": chosen, "messages": book.messages}
+    cli.emit(document, lambda: out(f"Wrote the story ({book.messages} messages) to {file}"))
