@@ -18,6 +18,7 @@ for _module in (
     "play",
     "lore",
     "cast",
+    "search",
     "exchange",
     "stfolder",
     "serve",

@@ -1,0 +1,104 @@
+"""``clotho grep TEXT``: search every branch (:meth:`mnemosyne.Store.search`).
+
+Each hit on one line: its short id (what ``clotho checkout`` takes), its speaker,
+``trunk`` (on the path root -> HEAD) or ``branch`` (a side branch or a pruned
+fragment), ``disabled`` if it is, and a snippet with the words bolded on a terminal.
+``--json``: a list of hits (``node_id``, ``session_id``, ``role``, ``name``,
+``snippet``, ``matches``, ``on_trunk``, ``enabled``, ``created_at``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from . import render
+from ._app import Cli, app, command
+from .cells import clip, terminal_width
+from .style import out, paint
+
+if TYPE_CHECKING:
+    from mnemosyne import SearchHit
+
+__all__ = ["grep", "hit_document", "hit_line"]
+
+#: White space shown as one space in a snippet (one character for one: offsets hold).
+_FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "})
+
+
+def hit_document(hit: SearchHit, *, session_title: str | None = None) -> dict[str, Any]:
+    """A hit as ``--json`` prints it."""
+    document: dict[str, Any] = {
+        "node_id": hit.node_id,
+        "session_id": hit.session_id,
+        "role": hit.role,
+        "name": hit.name,
+        "snippet": hit.snippet,
+        "matches": [list(span) for span in hit.matches],
+        "on_trunk": hit.on_trunk,
+        "enabled": hit.enabled,
+        "created_at": hit.created_at.isoformat(),
+    }
+    if session_title is not None:
+        document["session_title"] = session_title
+    return document
+
+
+def _bolded(text: str, matches: tuple[tuple[int, int], ...]) -> str:
+    parts: list[str] = []
+    at = 0
+    for start, end in matches:
+        if start < at:  # overlapping words: the first one shown wins
+            continue
+        parts += [text[at:start], paint(text[start:end], "bold")]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def hit_line(hit: SearchHit, *, width: int | None, with_session: bool) -> str:
+    """One line for a hit: where it is, then the snippet (clipped to ``width`` cells on
+    a terminal; whole when ``width`` is ``None``)."""
+    speaker = hit.name or hit.role
+    place = "trunk" if hit.on_trunk else "branch"
+    marks = [render.short(hit.node_id)]
+    if with_session:
+        marks.append(f"[{render.short(hit.session_id)}]")
+    marks += [speaker, place] + ([] if hit.enabled else ["disabled"])
+    lead = "  ".join(marks) + "  "
+    text = hit.snippet.translate(_FLAT)
+    shown = text if width is None else clip(text, max(20, width - len(lead)))
+    matches = tuple((s, e) for s, e in hit.matches if e <= len(shown))
+    return paint(lead, "dim") + _bolded(shown, matches)
+
+
+@command(app, "grep")
+def grep(
+    cli: Cli,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Words to find (every one).")],
+    all_sessions: Annotated[
+        bool, typer.Option("--all-sessions", help="Search every session, not only this one.")
+    ] = False,
+    role: Annotated[
+        str | None,
+        typer.Option("--role", help="Only messages of this role (system, user, assistant)."),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=500, help="At most this many hits.")
+    ] = 50,
+) -> None:
+    """Search every branch of the session (or of all sessions) for messages holding
+    every word of TEXT, newest first: each hit's id, speaker, and whether it is on the
+    trunk (root -> HEAD) or a side branch. TEXT is plain text, never search syntax."""
+    session_id = None if all_sessions else cli.session_id()
+    hits = cli.store.search(text, session_id=session_id, role=role, limit=limit)
+    width = terminal_width()
+
+    def show() -> None:
+        if not hits:
+            out(paint("no match", "dim"))
+            return
+        out(*(hit_line(hit, width=width, with_session=all_sessions) for hit in hits))
+
+    cli.emit([hit_document(hit) for hit in hits], show)

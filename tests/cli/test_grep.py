@@ -1,0 +1,77 @@
+"""``clotho grep``: search every branch from the command line (in this process, SQLite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clotho.cli.search import hit_line
+from mnemosyne import Store
+
+from .test_cast_cli import InProcess
+
+
+@pytest.fixture
+def clotho(tmp_path: Path) -> InProcess:
+    return InProcess(tmp_path)
+
+
+def _story(clotho: InProcess) -> dict[str, str]:
+    """A session chosen as the current one: a trunk and a side branch; and another."""
+    url = clotho.env["CLOTHO_DATABASE_URL"]
+    with Store.open(url) as store:
+        sid = store.create_session(title="Lighthouse").id
+        store.append(sid, "user", "We climb to the lantern room.")
+        trunk, _ = store.append(sid, "assistant", "The keeper trims the wick.", name="Mira")
+        side, _ = store.add_sibling(sid, trunk.id, "A wyvern\nperches on the rail.", name="Mira")
+        store.checkout(sid, trunk.id)
+        other = store.create_session(title="Elsewhere").id
+        store.append(other, "user", "A wyvern in another story.")
+    clotho("session", "use", sid)
+    return {"sid": sid, "trunk": trunk.id, "side": side.id, "other": other}
+
+
+def test_grep_finds_a_side_branch_and_says_where(clotho: InProcess) -> None:
+    ids = _story(clotho)
+    lines = clotho("grep", "wyvern").stdout.splitlines()
+    assert len(lines) == 1  # the other session is not searched
+    assert lines[0].startswith(ids["side"][:8])
+    assert "Mira" in lines[0] and "branch" in lines[0]
+    assert "A wyvern perches on the rail." in lines[0]  # on one line
+    [trunk] = clotho("grep", "keeper").stdout.splitlines()
+    assert trunk.startswith(ids["trunk"][:8]) and "trunk" in trunk
+
+
+def test_grep_json_lists_the_hits(clotho: InProcess) -> None:
+    ids = _story(clotho)
+    hits = clotho.json("grep", "wyvern", "--all-sessions")
+    assert [h["session_id"] for h in hits] == [ids["other"], ids["sid"]]  # newest first
+    assert hits[1]["node_id"] == ids["side"]
+    assert hits[1]["on_trunk"] is False and hits[1]["enabled"] is True
+    start, end = hits[1]["matches"][0]
+    assert hits[1]["snippet"][start:end] == "wyvern"
+    [only] = clotho.json("grep", "wyvern", "--all-sessions", "--role", "assistant")
+    assert only["node_id"] == ids["side"]
+
+
+def test_grep_with_no_match_and_bad_input(clotho: InProcess) -> None:
+    _story(clotho)
+    assert clotho("grep", "kraken").stdout.strip() == "no match"
+    assert clotho.json("grep", '"NEAR* -x') == []
+    assert "role" in clotho.fails("grep", "wyvern", "--role", "narrator")
+    assert "200" in clotho.fails("grep", "x" * 201)
+
+
+def test_a_hit_line_bolds_the_words_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime
+
+    from clotho.cli import style
+    from mnemosyne import SearchHit
+
+    monkeypatch.setattr(style, "COLOR", True)
+    hit = SearchHit("ab" * 16, "cd" * 16, "assistant", None, "a wyvern!", ((2, 8),), False,
+                    False, datetime.now(UTC))  # fmt: skip
+    line = hit_line(hit, width=None, with_session=True)
+    assert "\x1b[1mwyvern\x1b[0m" in line
+    assert "disabled" in line and "assistant" in line and "[cdcdcdcd]" in line
