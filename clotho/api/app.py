@@ -23,6 +23,7 @@ from . import (
     profiles,
     prompt_preview,
     reads,
+    search,
     sessions,
     stories,
     turns,
@@ -174,6 +175,7 @@ def create_app(
         stories,
         profiles,
         prompt_preview,
+        search,
     ):
         api.include_router(module.router)
     app.include_router(api)
