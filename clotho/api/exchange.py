@@ -1,11 +1,13 @@
-"""Files in and out: SillyTavern chats, lorebooks and cards in; chats and lossless tree
-files out (and in); a book's own export and the rest of the lore are in
-:mod:`.lorebooks`. An upload is the request's body (no multipart), limited in size
-(``CLOTHO_MAX_UPLOAD_BYTES``); every import is one transaction."""
+"""Files in and out: SillyTavern chats, lorebooks and cards in; chats, the story (as
+Markdown or one HTML page) and lossless tree files out (tree files in too); a lorebook's
+own export and the rest of the lore are in :mod:`.lorebooks`. An upload is the
+request's body (no multipart), limited in size (``CLOTHO_MAX_UPLOAD_BYTES``); every
+import is one transaction."""
 
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -13,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
+from clotho.formats.story import StoryFormat, story_book
 from clotho.formats.treefile import TreeFile, export_tree
 from clotho.sessions import session_names
 from mnemosyne import Node, Session, Store
@@ -114,6 +117,72 @@ def export_chat_file(
             "X-Clotho-Dropped": str(exported.dropped),
             "Content-Disposition": f'attachment; filename="{name}.jsonl"',
         },
+    )
+
+
+#: The media type of each format of the story as a book.
+STORY_MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8"}
+
+
+@router.get(
+    "/sessions/{session_id}/exports/story",
+    summary="A branch as a book (Markdown or one HTML page)",
+    responses={
+        200: {
+            "content": {
+                "text/markdown": {"schema": {"type": "string"}},
+                "text/html": {"schema": {"type": "string"}},
+            },
+            "description": "The book, as a download.",
+        }
+    },
+)
+def export_story_file(
+    store: StoreDep,
+    session: ReadSession,
+    format: Annotated[StoryFormat, Query(description="md or html.")] = "md",
+    head_id: Annotated[
+        NodeId | None, Query(description="The branch's last node. Default: HEAD.")
+    ] = None,
+    state_every: Annotated[
+        int, Query(ge=0, le=100_000, description="A note of what changed every N messages.")
+    ] = 0,
+    state_at: Annotated[
+        list[NodeId] | None,
+        Query(max_length=1000, description="Nodes after which a note says what changed."),
+    ] = None,
+) -> Response:
+    """The path root -> `head_id` as a book: each message under its speaker's name (the
+    session's names for a message with none), roleplay formatting kept, scene changes as
+    narration lines, hidden messages left out. `html` is one self-contained page (inline
+    CSS, no script, no external URL; every text escaped). A node of `state_at` not on
+    the branch is `invalid_story_export`. `X-Clotho-Messages` counts the messages told."""
+    book = story_book(
+        store,
+        session.id,
+        head_id,
+        names=session_names(store, session.id),
+        state_every=state_every,
+        state_at=state_at or (),
+    )
+    return Response(
+        book.render(format),
+        media_type=STORY_MEDIA[format],
+        headers={
+            "ETag": etag(session.version),
+            "X-Clotho-Messages": str(book.messages),
+            "Content-Disposition": _download(session.title or session.id[:8], format),
+        },
+    )
+
+
+def _download(name: str, suffix: str) -> str:
+    """A Content-Disposition naming the file: an ASCII name for old clients and the
+    whole name (RFC 6266's ``filename*``, UTF-8) for the rest."""
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return (
+        f'attachment; filename="{plain}.{suffix}"; '
+        f"filename*=UTF-8''{quote(name + '.' + suffix, safe='')}"
     )
 
 

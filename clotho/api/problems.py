@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import clotho.formats.campaign
 import clotho.formats.kinds
 import clotho.formats.stchat
+import clotho.formats.story
 import clotho.formats.stuser
 import clotho.formats.treefile
 import clotho.profiles

@@ -48,7 +48,8 @@ _TEMPLATES = Environment(autoescape=True, keep_trailing_newline=True)
 
 
 class StoryExportError(ClothoError, ValueError):
-    """A book cannot be made as asked (a format or a noted node that is not there)."""
+    """The story cannot be exported as asked (a format it is not written in, a noted
+    node not on the branch, a negative count)."""
 
     code = "invalid_story_export"
 
