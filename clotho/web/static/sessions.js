@@ -1,6 +1,6 @@
 // The stories (sessions) as the page lists them: the picker grouped by character, a new
-// story, rename, delete to the trash and restore, and Import… (each file recognised by
-// its content on the server: newstory.js).
+// story, rename, delete to the trash and restore, Export story… (the branch as a book)
+// and Import… (each file recognised by its content on the server: newstory.js).
 
 import { t } from "./i18n.js";
 import { importByContent, openNewStory } from "./newstory.js";
@@ -27,6 +27,25 @@ export class Stories {
     document.getElementById("delete-session").addEventListener("click", () => this.remove());
     document.getElementById("session-trash").addEventListener("click", () => this.showTrash());
     document.getElementById("rename-session")?.addEventListener("click", () => this.rename());
+    document.getElementById("export-story")?.addEventListener("change", (event) => this.exportStory(event.target));
+  }
+
+  /** Export story: the branch to HEAD as a book (`md` or `html`), downloaded. */
+  async exportStory(select) {
+    const format = select.value;
+    select.value = "";
+    if (!format || !this.app.sid) return;
+    try {
+      const path = `/api/sessions/${encodeURIComponent(this.app.sid)}/exports/story?format=${format}`;
+      const response = await fetch(path, { headers: this.app.api.headers() });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const name = this.current ? storyTitle(this.current) : "story";
+      const link = el("a", { href: URL.createObjectURL(await response.blob()), download: `${name}.${format}` });
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+    } catch (error) {
+      this.app.fail(error, t("story.export"));
+    }
   }
 
   async load() {
