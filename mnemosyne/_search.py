@@ -181,11 +181,15 @@ def matching_rows(
     return _fetch(conn, sql, params)
 
 
-_TRASHED = """WITH RECURSIVE below(pk) AS (
-    SELECT n.pk FROM sessions s JOIN nodes n ON n.session_pk = s.pk AND n.parent_pk IS NULL
-    WHERE n.detached = 'trash' AND s.trashed_at IS NULL{scope}
+# CROSS JOIN: SQLite then reads the sessions first and each one's detached tops by
+# ix_nodes_children (else it scans every node); the walk down uses that index too.
+_TRASHED = """WITH RECURSIVE below(session_pk, pk) AS (
+    SELECT n.session_pk, n.pk FROM sessions s CROSS JOIN nodes n
+    WHERE n.session_pk = s.pk AND n.parent_pk IS NULL AND n.detached = 'trash'
+    AND s.trashed_at IS NULL{scope}
     UNION ALL
-    SELECT c.pk FROM nodes c JOIN below ON c.parent_pk = below.pk
+    SELECT c.session_pk, c.pk FROM below JOIN nodes c
+    ON c.session_pk = below.session_pk AND c.parent_pk = below.pk
 )
 SELECT pk FROM below"""
 
