@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
 
-from mnemosyne import InvalidOperationError, Store, UnknownSessionError
+import pytest
+from alembic import command
+from alembic.config import Config
+
+from mnemosyne import InvalidOperationError, NodeRecord, Store, UnknownSessionError
+from mnemosyne._engine import MIGRATIONS, upgrade
 from mnemosyne._search import MAX_QUERY_LENGTH, snippet
 from mnemosyne.edits import Delete, Prune, Rewrite, Toggle
 
@@ -155,3 +160,38 @@ def test_snippets_are_cut_around_the_first_match() -> None:
     assert shown.startswith("…") and shown.endswith("…") and len(shown) < 200
     [(start, end)] = matches
     assert shown[start:end] == "dragon"
+
+
+def test_an_import_is_found(store: Store) -> None:
+    sid = store.create_session().id
+    with store.transaction(sid) as tx:
+        made = tx.insert_nodes(
+            [
+                NodeRecord(role="user", content="The ferry leaves at noon."),
+                NodeRecord(role="assistant", content="A gull steals the map.", parent=0),
+                NodeRecord(role="assistant", content="The map is safe.", parent=0),
+            ],
+            head=1,
+        )
+    hits = store.search("map")
+    assert [h.node_id for h in hits] == [made[2].id, made[1].id]
+    assert [h.on_trunk for h in hits] == [False, True]
+
+
+def test_the_migration_indexes_the_nodes_already_there(
+    backend: str, blank_database_url: Callable[[str], str]
+) -> None:
+    url = blank_database_url(backend)
+    with Store.open(url, migrate=True) as store:
+        sid = store.create_session().id
+        node, _ = store.append(sid, "user", "An old lighthouse keeper.")
+        engine = store.engine
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with engine.connect().execution_options(mnemosyne_write=True) as conn, conn.begin():
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0007")  # no search index: as before this feature
+        store.append(sid, "user", "A keeper written before the upgrade.")
+        upgrade(engine)
+        assert len(store.search("keeper")) == 2
+        assert store.search("lighthouse")[0].node_id == node.id
