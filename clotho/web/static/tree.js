@@ -17,6 +17,7 @@
 
 import { t } from "./i18n.js";
 import { renderDiff, renderState, variableOrder } from "./panels.js";
+import { TreeSearch } from "./search.js";
 import { clear, el, formatTokens, preview, short, toast } from "./ui.js";
 
 const d3 = globalThis.d3;
@@ -161,6 +162,7 @@ export class TreeView {
 
   /** The tools above the canvas (index.html has them, and their words). */
   bindTools() {
+    this.search = new TreeSearch(this);
     document.getElementById("tree-center").addEventListener("click", () => this.reveal(this.data?.head_id));
     document.getElementById("tree-fit").addEventListener("click", () => this.fit());
     document.getElementById("tree-fold").addEventListener("click", () => {

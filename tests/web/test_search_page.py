@@ -1,0 +1,47 @@
+"""The tree view's search box: a word on a side branch is found, marked, said to be on
+a side branch, and choosing it selects that message in the tree (its panel shows it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import screenshot
+from .test_page import add, expect
+
+pytestmark = pytest.mark.slow
+
+
+def test_search_box_finds_a_side_branch_and_selects_it(
+    open_page: Callable[..., Any], api: httpx.Client, new_session: Callable[[str], str]
+) -> None:
+    sid = new_session("Search")
+    add(api, sid, "user", "We climb to the lantern room.")
+    trunk = add(api, sid, "assistant", "The keeper trims the wick.")
+    fork = api.post(
+        f"/api/sessions/{sid}/nodes/{trunk}/fork",
+        json={"content": "A wyvern perches on the rail."},
+    )
+    assert fork.status_code == 201, fork.text
+    side = fork.json()["nodes"][0]["id"]
+    assert api.put(f"/api/sessions/{sid}/head", json={"node_id": trunk}).status_code == 200
+    page = open_page(sid, view="tree")
+    expect(page.locator(".tree-legend .item.user")).to_be_visible()
+    box = page.locator("#tree-search-q")
+    box.fill("wyvern")
+    box.press("Enter")
+    hits = page.locator("#tree-search-hits button")
+    expect(hits).to_have_count(1)
+    expect(hits.first.locator("mark")).to_have_text("wyvern")
+    expect(hits.first).to_contain_text("on a side branch")
+    assert hits.first.get_attribute("data-node-id") == side
+    screenshot(page, "tree-search")
+    hits.first.click()
+    expect(page.locator("#tree-search-hits")).to_be_hidden()
+    expect(page.locator("#node-panel")).to_contain_text("A wyvern perches on the rail.")
+    box.fill("kraken")
+    box.press("Enter")
+    expect(page.locator("#tree-search-hits li.muted")).to_have_text("No message holds these words.")
