@@ -133,3 +133,19 @@ def test_an_empty_session(store: Store) -> None:
     book = story_book(store, sid)
     assert book.entries == [] and book.markdown() == f"# {sid[:8]}\n"
     assert "<main>" in book.html()
+
+
+def test_pictures_are_inline_and_only_in_html(store: Store, story: dict[str, str]) -> None:
+    asked: list[str] = []
+
+    def picture(name: str) -> bytes | None:
+        asked.append(name)
+        return b"\x89PNG<script>" if name == "Bram" else None
+
+    book = story_book(store, story["sid"], names=NAMES, picture=picture)
+    assert sorted(asked) == ["Aria", "Bram", "Seraphina"]  # once each
+    page = book.html()
+    face = '<img class="face" alt="" src="data:image/png;base64,iVBORzxzY3JpcHQ+">Bram'
+    assert face in page and page.count("<img") == 1
+    assert "<script" not in page
+    assert "base64" not in book.markdown()

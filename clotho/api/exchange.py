@@ -6,6 +6,7 @@ import is one transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 from urllib.parse import quote
 
@@ -18,6 +19,7 @@ from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.story import StoryFormat, story_book
 from clotho.formats.treefile import TreeFile, export_tree
 from clotho.sessions import session_names
+from clotho.stories import session_avatar
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
@@ -151,12 +153,17 @@ def export_story_file(
         list[NodeId] | None,
         Query(max_length=1000, description="Nodes after which a note says what changed."),
     ] = None,
+    pictures: Annotated[
+        bool, Query(description="The cast's pictures beside their names (html), inline.")
+    ] = False,
 ) -> Response:
     """The path root -> `head_id` as a book: each message under its speaker's name (the
     session's names for a message with none), roleplay formatting kept, scene changes as
     narration lines, hidden messages left out. `html` is one self-contained page (inline
     CSS, no script, no external URL; every text escaped). A node of `state_at` not on
-    the branch is `invalid_story_export`. `X-Clotho-Messages` counts the messages told."""
+    the branch is `invalid_story_export`. `pictures=true`: the cast's pictures beside
+    their names in the HTML page (inline `data:` images; Markdown has none).
+    `X-Clotho-Messages` counts the messages told."""
     book = story_book(
         store,
         session.id,
@@ -164,6 +171,7 @@ def export_story_file(
         names=session_names(store, session.id),
         state_every=state_every,
         state_at=state_at or (),
+        picture=_cast_picture(store, session.id) if pictures else None,
     )
     return Response(
         book.render(format),
@@ -174,6 +182,14 @@ def export_story_file(
             "Content-Disposition": _download(session.title or session.id[:8], format),
         },
     )
+
+
+def _cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None]:
+    def picture(name: str) -> bytes | None:
+        avatar = session_avatar(store, session_id, name)
+        return avatar.png if avatar else None
+
+    return picture
 
 
 def _download(name: str, suffix: str) -> str:

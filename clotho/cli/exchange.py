@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from clotho.formats.story import StoryExportError, story_book, story_format
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
 from clotho.sessions import session_names
+from clotho.stories import session_avatar
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
@@ -162,6 +164,9 @@ def export_story_command(
             show_default=False,
         ),
     ] = None,
+    pictures: Annotated[
+        bool, typer.Option("--pictures", help="The cast's pictures beside their names (HTML).")
+    ] = False,
 ) -> None:
     """The branch root -> HEAD (or --head) as a book: each message under its speaker's
     name, roleplay formatting kept, scene changes as narration lines, hidden messages
@@ -179,6 +184,7 @@ def export_story_command(
         names=session_names(cli.store, session_id),
         state_every=state_every,
         state_at=state_at or (),
+        picture=_cast_picture(cli, session_id) if pictures else None,
     )
     text = book.render(chosen)
     if to_stdout:
@@ -190,3 +196,11 @@ def export_story_command(
         cli.fail(OSError(f"{file}: cannot be written ({error.strerror or error})"))
     document = {"file": file, "format": chosen, "messages": book.messages}
     cli.emit(document, lambda: out(f"Wrote the story ({book.messages} messages) to {file}"))
+
+
+def _cast_picture(cli: Cli, session_id: str) -> Callable[[str], bytes | None]:
+    def picture(name: str) -> bytes | None:
+        avatar = session_avatar(cli.store, session_id, name)
+        return avatar.png if avatar else None
+
+    return picture

@@ -5,7 +5,9 @@ Each message is a paragraph under its speaker's name (a node's own name, else th
 session's names: the player for the player's messages, :mod:`clotho.formats.names`);
 its roleplay formatting is kept (``*actions*`` stay italics). A narration node (role
 ``system``: a scene change, ``Bram leaves the scene.``) is an italic line of its own.
-Hidden (disabled) messages are left out; the greeting is in. State notes, optional, are
+Hidden (disabled) messages are left out; the greeting is in. The HTML page may show each
+speaker's picture (the cast's, kept with the session) inline as a ``data:`` image. State
+notes, optional, are
 a short line of what changed in the world (variables and who is present) since the
 previous note (or since the start), after every ``state_every``-th message and after the
 nodes named in ``state_at``.
@@ -17,9 +19,10 @@ links and images off, so a message holding ``<script>`` shows those characters.
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
 from typing import Any, Literal
 
@@ -62,6 +65,8 @@ class Entry:
     text: str
     speaker: str | None = None
     node_id: str | None = None
+    picture: str | None = None
+    """The speaker's picture (a PNG, base64), shown by the HTML page only."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +131,13 @@ def story_book(
     names: SessionNames | None = None,
     state_every: int = 0,
     state_at: Sequence[str] = (),
+    picture: Callable[[str], bytes | None] | None = None,
 ) -> Book:
     """The path root -> ``head`` (default HEAD) of a session as a book. A message with
     no name of its own is named by ``names`` (default: the names the session was given).
+    ``picture``: a speaker's picture (PNG bytes) by name, or ``None`` (the caller's
+    reading of the cast's pictures, :func:`clotho.stories.session_avatar`); each message
+    carries its speaker's.
 
     Raises:
         StoryExportError: ``state_every`` below 0, a node of ``state_at`` not on the path.
@@ -147,10 +156,17 @@ def story_book(
     speaking = names or SessionNames.resolve(metadata=session.metadata)
     before: dict[str, Any] = store.schema(session.id).initial_state()
     entries: list[Entry] = []
+    faces: dict[str, str | None] = {}
     told = 0
     for node in path:
         if node.enabled:
-            entries.append(_entry(node, speaking))
+            entry = _entry(node, speaking)
+            if picture is not None and entry.speaker is not None:
+                if entry.speaker not in faces:
+                    png = picture(entry.speaker)
+                    faces[entry.speaker] = base64.b64encode(png).decode() if png else None
+                entry = replace(entry, picture=faces[entry.speaker])
+            entries.append(entry)
             told += 1
         if node.id in noted or (state_every and node.enabled and told % state_every == 0):
             after = asdict(store.state(session.id, node.id))

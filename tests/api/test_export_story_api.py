@@ -1,15 +1,20 @@
 """`GET /api/sessions/{id}/exports/story`, on SQLite and PostgreSQL: Markdown by
 default and HTML on asking, each a download (its media type, a Content-Disposition
 naming the file, a CJK title too), the branch to another node, state notes, a hostile
-text escaped, and what it cannot use refused as a problem naming it."""
+text escaped, the cast's pictures inline on asking, and what it cannot use refused as a
+problem naming it."""
 
 from __future__ import annotations
 
+import base64
 from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
+from clotho.stories import new_story, session_avatar
 from mnemosyne import Store
+from planner.cards import load_card
+from tests._fixtures import SERAPHINA
 
 
 def _story(store: Store) -> tuple[str, list[str]]:
@@ -76,3 +81,17 @@ def test_what_it_cannot_use_is_refused(client: TestClient, store: Store) -> None
     missing = client.get(path, params={"head_id": "0" * 32})
     assert missing.status_code == 404
     assert client.get(f"/api/sessions/{'f' * 32}/exports/story").status_code == 404
+
+
+def test_the_casts_pictures_on_asking(client: TestClient, store: Store) -> None:
+    card = load_card(SERAPHINA.read_bytes(), SERAPHINA.name)
+    session, _ = new_story(store, card, picture=SERAPHINA.read_bytes())
+    path = f"/api/sessions/{session.id}/exports/story"
+    plain = client.get(path, params={"format": "html"})
+    assert plain.status_code == 200, plain.text
+    assert "<img" not in plain.text and "Seraphina" in plain.text  # the greeting
+    page = client.get(path, params={"format": "html", "pictures": "true"}).text
+    avatar = session_avatar(store, session.id, "Seraphina")
+    assert avatar is not None
+    face = f'src="data:image/png;base64,{base64.b64encode(avatar.png).decode()}">Seraphina'
+    assert face in page

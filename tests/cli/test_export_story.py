@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._fixtures import SERAPHINA
+
 from .test_cli import Run
 
 
@@ -82,3 +84,11 @@ def test_what_it_cannot_use_is_refused(run: Run, story: dict[str, str], tmp_path
         "--state-at", story["answer"],
     )  # fmt: skip
     assert not target.exists() and not (tmp_path / "b.md").exists()
+
+
+def test_the_casts_pictures(run: Run, story: dict[str, str], tmp_path: Path) -> None:
+    run.json("cast", "add", str(SERAPHINA))
+    run.json("add", "assistant", "*She smiles.*", "--name", "Seraphina")
+    page = run("export", "story", "-", "--format", "html", "--pictures").stdout
+    assert page.count('<img class="face" alt="" src="data:image/png;base64,') == 1
+    assert "<img" not in run("export", "story", "-", "--format", "html").stdout

@@ -36,7 +36,7 @@ export class Stories {
     select.value = "";
     if (!format || !this.app.sid) return;
     try {
-      const path = `/api/sessions/${encodeURIComponent(this.app.sid)}/exports/story?format=${format}`;
+      const path = `/api/sessions/${encodeURIComponent(this.app.sid)}/exports/story?format=${format}${format === "html" ? "&pictures=true" : ""}`;
       const response = await fetch(path, { headers: this.app.api.headers() });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const name = this.current ? storyTitle(this.current) : "story";
