@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import orjson
 from fastapi import Request
@@ -18,6 +18,7 @@ from .etags import etag
 from .problems import ApiError
 
 __all__ = [
+    "attachment",
     "context",
     "json_bytes",
     "json_chunks",
@@ -120,3 +121,15 @@ async def read_body(request: Request) -> bytes:
     if not data:
         raise ApiError(422, "empty_upload", "the request has no body: send the file as the body")
     return data
+
+
+def attachment(name: str, suffix: str) -> str:
+    """A ``Content-Disposition`` downloading a file ``name.suffix``: an ASCII name for old
+    clients and the whole name (RFC 6266's ``filename*``, UTF-8) for the rest, so a
+    title or book name in any script makes a valid header (a bare non-Latin name in
+    ``filename`` cannot be sent at all)."""
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return (
+        f'attachment; filename="{plain}.{suffix}"; '
+        f"filename*=UTF-8''{quote(name + '.' + suffix, safe='')}"
+    )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -23,7 +22,7 @@ from clotho.stories import session_avatar
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
-from ._common import json_chunks, line_chunks, read_body
+from ._common import attachment, json_chunks, line_chunks, read_body
 from .deps import ContextDep, IfMatch, ReadSession, StoreDep
 from .etags import etag
 from .idempotency import Outcome, answer, result
@@ -109,7 +108,6 @@ def export_chat_file(
     have none), line endings and final newline. `X-Clotho-Dropped` counts the nodes
     below other alternatives, which the format cannot hold."""
     exported = export_chat(store, session.id, head_id, names=session_names(store, session.id))
-    name = (session.title or session.id[:8]).replace('"', "")
     return StreamingResponse(
         line_chunks(exported.lines, newline=exported.newline, final=exported.final_newline),
         media_type="application/jsonl",
@@ -117,7 +115,7 @@ def export_chat_file(
             "ETag": etag(session.version),
             "X-Clotho-Messages": str(exported.messages),
             "X-Clotho-Dropped": str(exported.dropped),
-            "Content-Disposition": f'attachment; filename="{name}.jsonl"',
+            "Content-Disposition": attachment(session.title or session.id[:8], "jsonl"),
         },
     )
 
@@ -179,7 +177,7 @@ def export_story_file(
         headers={
             "ETag": etag(session.version),
             "X-Clotho-Messages": str(book.messages),
-            "Content-Disposition": _download(session.title or session.id[:8], format),
+            "Content-Disposition": attachment(session.title or session.id[:8], format),
         },
     )
 
@@ -190,16 +188,6 @@ def _cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None
         return avatar.png if avatar else None
 
     return picture
-
-
-def _download(name: str, suffix: str) -> str:
-    """A Content-Disposition naming the file: an ASCII name for old clients and the
-    whole name (RFC 6266's ``filename*``, UTF-8) for the rest."""
-    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
-    return (
-        f'attachment; filename="{plain}.{suffix}"; '
-        f"filename*=UTF-8''{quote(name + '.' + suffix, safe='')}"
-    )
 
 
 @router.post(

@@ -31,6 +31,7 @@ from clotho.lore_edits import (
 from clotho.wiring import NoModelError, preview_lore
 from mnemosyne import SessionTransaction
 
+from ._common import attachment
 from .deps import ContextDep, NoParameters, ReadSession, StoreDep, Writer
 from .etags import ETAG_HEADER, etag
 from .idempotency import Outcome, result
@@ -158,13 +159,12 @@ def export_lorebook(
     from planner.lorebook import dump_world_info
 
     view = book_view(store, session.id, book)
-    name = view.book.name.replace('"', "")
     return Response(
         dump_world_info(view.book),
         media_type="application/json",
         headers={
             "ETag": etag(session.version),
-            "Content-Disposition": f'attachment; filename="{name}.json"',
+            "Content-Disposition": attachment(view.book.name, "json"),
         },
     )
 

@@ -38,3 +38,24 @@ def test_a_nameless_message_is_exported_under_the_sessions_names(
     store.append(sid, "assistant", "She smiles.")
     lines = client.get(f"/api/sessions/{sid}/exports/chat").text.splitlines()
     assert [json.loads(line)["name"] for line in lines[1:]] == ["Seraphina", "Aldric", "Seraphina"]
+
+
+def test_a_chat_and_a_book_named_in_any_script_download(client: TestClient, store: Store) -> None:
+    """A non-Latin title or book name cannot go in a header's bare filename: it is sent
+    as RFC 6266's filename* (it was a 500)."""
+    from urllib.parse import quote
+
+    from tests._fixtures import REAL_BOOK_ZH
+
+    session = store.create_session(title="夜の物語")
+    store.append(session.id, "user", "こんばんは")
+    chat = client.get(f"/api/sessions/{session.id}/exports/chat")
+    assert chat.status_code == 200, chat.text
+    assert f"filename*=UTF-8''{quote('夜の物語.jsonl')}" in chat.headers["content-disposition"]
+    from clotho.lore import import_lorebook
+
+    kept, _ = import_lorebook(store, session.id, REAL_BOOK_ZH.read_bytes(), "奇遇")
+    name = kept.book.name
+    book = client.get(f"/api/sessions/{session.id}/lore/books/{quote(name)}/export")
+    assert book.status_code == 200, book.text
+    assert f"filename*=UTF-8''{quote(name + '.json')}" in book.headers["content-disposition"]
