@@ -84,6 +84,20 @@ class SearchHit:
     enabled: bool
     created_at: datetime
 
+    def as_dict(self) -> dict[str, Any]:
+        """The hit as a JSON-ready mapping (the CLI's and the API's shape)."""
+        return {
+            "node_id": self.node_id,
+            "session_id": self.session_id,
+            "role": self.role,
+            "name": self.name,
+            "snippet": self.snippet,
+            "matches": [list(span) for span in self.matches],
+            "on_trunk": self.on_trunk,
+            "enabled": self.enabled,
+            "created_at": self.created_at.isoformat(),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:

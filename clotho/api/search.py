@@ -76,22 +76,7 @@ class SearchOut(BaseModel):
 
 
 def _out(hits: list[SearchHit]) -> SearchOut:
-    return SearchOut(
-        hits=[
-            SearchHitOut(
-                node_id=hit.node_id,
-                session_id=hit.session_id,
-                role=hit.role,
-                name=hit.name,
-                snippet=hit.snippet,
-                matches=list(hit.matches),
-                on_trunk=hit.on_trunk,
-                enabled=hit.enabled,
-                created_at=hit.created_at,
-            )
-            for hit in hits
-        ]
-    )
+    return SearchOut(hits=[SearchHitOut.model_validate(hit.as_dict()) for hit in hits])
 
 
 @router.get("/search", summary="Search every session", response_model=SearchOut)

@@ -29,17 +29,7 @@ _FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "})
 
 def hit_document(hit: SearchHit, *, session_title: str | None = None) -> dict[str, Any]:
     """A hit as ``--json`` prints it."""
-    document: dict[str, Any] = {
-        "node_id": hit.node_id,
-        "session_id": hit.session_id,
-        "role": hit.role,
-        "name": hit.name,
-        "snippet": hit.snippet,
-        "matches": [list(span) for span in hit.matches],
-        "on_trunk": hit.on_trunk,
-        "enabled": hit.enabled,
-        "created_at": hit.created_at.isoformat(),
-    }
+    document = hit.as_dict()
     if session_title is not None:
         document["session_title"] = session_title
     return document
