@@ -20,7 +20,7 @@ import binascii
 import json
 import struct
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Literal
@@ -44,6 +44,7 @@ __all__ = [
     "ReadyCampaign",
     "StoryError",
     "avatar_document",
+    "cast_picture",
     "new_story",
     "ready_schema",
     "session_avatar",
@@ -138,6 +139,17 @@ def session_avatar(store: Store, session_id: str, member: str | None = None) -> 
     except (ValueError, KeyError, TypeError, binascii.Error):
         return None
     return Avatar(data)
+
+
+def cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None]:
+    """Each cast member's picture by its name (a PNG, ``None``: it has none), for the
+    story as a book (:func:`clotho.formats.story.story_book`'s ``picture``)."""
+
+    def picture(name: str) -> bytes | None:
+        avatar = session_avatar(store, session_id, name)
+        return avatar.png if avatar else None
+
+    return picture
 
 
 def _kept_by(store: Store, session_ref: str) -> str:

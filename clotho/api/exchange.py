@@ -6,7 +6,6 @@ import is one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -18,7 +17,7 @@ from clotho.formats.stchat import export_chat, import_chat
 from clotho.formats.story import StoryFormat, story_book
 from clotho.formats.treefile import TreeFile, export_tree
 from clotho.sessions import session_names
-from clotho.stories import session_avatar
+from clotho.stories import cast_picture
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
@@ -169,7 +168,7 @@ def export_story_file(
         names=session_names(store, session.id),
         state_every=state_every,
         state_at=state_at or (),
-        picture=_cast_picture(store, session.id) if pictures else None,
+        picture=cast_picture(store, session.id) if pictures else None,
     )
     return Response(
         book.render(format),
@@ -180,14 +179,6 @@ def export_story_file(
             "Content-Disposition": attachment(session.title or session.id[:8], format),
         },
     )
-
-
-def _cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None]:
-    def picture(name: str) -> bytes | None:
-        avatar = session_avatar(store, session_id, name)
-        return avatar.png if avatar else None
-
-    return picture
 
 
 @router.post(

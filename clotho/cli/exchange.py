@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,7 @@ from clotho.formats.story import StoryExportError, story_book, story_format
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
 from clotho.sessions import session_names
-from clotho.stories import session_avatar
+from clotho.stories import cast_picture
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
@@ -184,7 +183,7 @@ def export_story_command(
         names=session_names(cli.store, session_id),
         state_every=state_every,
         state_at=state_at or (),
-        picture=_cast_picture(cli, session_id) if pictures else None,
+        picture=cast_picture(cli.store, session_id) if pictures else None,
     )
     text = book.render(chosen)
     if to_stdout:
@@ -196,11 +195,3 @@ def export_story_command(
         cli.fail(OSError(f"{file}: cannot be written ({error.strerror or error})"))
     document = {"file": file, "format": chosen, "messages": book.messages}
     cli.emit(document, lambda: out(f"Wrote the story ({book.messages} messages) to {file}"))
-
-
-def _cast_picture(cli: Cli, session_id: str) -> Callable[[str], bytes | None]:
-    def picture(name: str) -> bytes | None:
-        avatar = session_avatar(cli.store, session_id, name)
-        return avatar.png if avatar else None
-
-    return picture

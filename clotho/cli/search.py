@@ -9,7 +9,7 @@ fragment), ``disabled`` if it is, and a snippet with the words bolded on a termi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,18 +21,10 @@ from .style import out, paint
 if TYPE_CHECKING:
     from mnemosyne import SearchHit
 
-__all__ = ["grep", "hit_document", "hit_line"]
+__all__ = ["grep", "hit_line"]
 
 #: White space shown as one space in a snippet (one character for one: offsets hold).
 _FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "})
-
-
-def hit_document(hit: SearchHit, *, session_title: str | None = None) -> dict[str, Any]:
-    """A hit as ``--json`` prints it."""
-    document = hit.as_dict()
-    if session_title is not None:
-        document["session_title"] = session_title
-    return document
 
 
 def _bolded(text: str, matches: tuple[tuple[int, int], ...]) -> str:
@@ -91,4 +83,4 @@ def grep(
             return
         out(*(hit_line(hit, width=width, with_session=all_sessions) for hit in hits))
 
-    cli.emit([hit_document(hit) for hit in hits], show)
+    cli.emit([hit.as_dict() for hit in hits], show)

@@ -151,8 +151,8 @@ def story_book(
     path = tree.path(target)[::-1] if target else []
     on_path = {node.id for node in path}
     noted = {store.node(session.id, ref).id for ref in state_at}
-    for node_id in sorted(noted - on_path):
-        raise StoryExportError(f"state note at {node_id}: not on the exported branch")
+    if missing := sorted(noted - on_path):
+        raise StoryExportError(f"state note at {missing[0]}: not on the exported branch")
     speaking = names or SessionNames.resolve(metadata=session.metadata)
     before: dict[str, Any] = store.schema(session.id).initial_state()
     entries: list[Entry] = []
