@@ -227,22 +227,16 @@ def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> list[tuple[Any,
 
 def snippet(content: str, words: Sequence[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The content around the first of ``words`` it holds, and where each word is in
-    it (case-insensitive)."""
-    folded = content.lower()
-    found = [at for at in (folded.find(word.lower()) for word in words) if at >= 0]
+    it (case-insensitive). Found in the text itself, not in a lowered copy: lowering
+    may lengthen a character (``İ``), which would shift every offset after it."""
+    patterns = [re.compile(re.escape(word), re.IGNORECASE) for word in words if word]
+    found = [m.start() for m in (p.search(content) for p in patterns) if m is not None]
     first = min(found, default=0)
     start = max(0, first - SNIPPET_CONTEXT)
     end = min(len(content), first + SNIPPET_CONTEXT * 2)
     prefix = "…" if start > 0 else ""
     text = prefix + content[start:end] + ("…" if end < len(content) else "")
-    shown = text.lower()
-    matches: list[tuple[int, int]] = []
-    for word in words:
-        needle = word.lower()
-        at = shown.find(needle)
-        while at >= 0 and needle:
-            matches.append((at, at + len(needle)))
-            at = shown.find(needle, at + len(needle))
+    matches = [(m.start(), m.end()) for p in patterns for m in p.finditer(text)]
     return text, tuple(sorted(matches))
 
 

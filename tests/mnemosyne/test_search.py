@@ -195,3 +195,9 @@ def test_the_migration_indexes_the_nodes_already_there(
         upgrade(engine)
         assert len(store.search("keeper")) == 2
         assert store.search("lighthouse")[0].node_id == node.id
+
+
+def test_snippet_offsets_hold_after_a_letter_that_lowers_longer() -> None:
+    shown, matches = snippet("İİİ wyvern here", ["WYVERN"])
+    assert [shown[a:b] for a, b in matches] == ["wyvern"]
+    assert matches == ((4, 10),)
