@@ -26,6 +26,9 @@ KNOWN_REVISIONS: tuple[str, ...] = (
     "0006",
     "0007",
     "0008",
+    "0009",
+    "0010",
+    "0011",
 )
 
 WRITE_OPTION = "mnemosyne_write"

@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 #: The Alembic revision this code expects. A test checks it is the scripts' head.
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0011"
 
 ID_LENGTH = 32
 IDEMPOTENCY_KEY_LENGTH = 200
@@ -211,3 +211,7 @@ idempotency_keys = Table(
     UniqueConstraint("session_pk", "key"),
     Index("ix_idempotency_keys_created_at", "created_at"),
 )
+
+# --- names on nodes: tags and branches (migration 0010) ---
+
+# --- a session's events (migration 0011) ---

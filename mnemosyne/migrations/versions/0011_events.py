@@ -1,0 +1,21 @@
+"""A session's changes as a log of events (placeholder: filled by the live-events work of issue 25).
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-11-25
+"""
+
+from __future__ import annotations
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
