@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from clotho.cast import SCENE
 from clotho.formats.names import SessionNames
@@ -149,3 +150,21 @@ def test_pictures_are_inline_and_only_in_html(store: Store, story: dict[str, str
     assert face in page and page.count("<img") == 1
     assert "<script" not in page
     assert "base64" not in book.markdown()
+
+
+def test_a_code_block_left_open_ends_with_its_message(store: Store) -> None:
+    """A message whose fence is never closed is closed in the Markdown book, so the next
+    speaker's name is not read as code; a closed fence and a longer one are untouched."""
+    sid = store.create_session().id
+    store.append(sid, "assistant", "Look:\n````python\nprint('```')")
+    store.append(sid, "user", "```\nclosed\n```")
+    store.append(sid, "assistant", "~~~\nstill open")
+    text = story_book(store, sid, names=NAMES).markdown()
+    tokens = MarkdownIt("commonmark").parse(text)
+    fences = [token.content for token in tokens if token.type == "fence"]
+    assert fences == ["print('```')\n", "closed\n", "still open\n"]
+    assert [t.content for t in tokens if t.type == "inline" and t.content.startswith("**")] == [
+        "**Seraphina**",
+        "**Aria**",
+        "**Seraphina**",
+    ]

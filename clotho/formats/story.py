@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from importlib.resources import files
@@ -87,7 +88,7 @@ class Book:
         for entry in self.entries:
             if entry.kind == "message":
                 parts.append(f"**{_md_escape(entry.speaker or '')}**")
-                parts.append(entry.text.strip() or "\u00a0")
+                parts.append(_fences_closed(entry.text.strip()) or "\u00a0")
             elif entry.kind == "narration":
                 parts.append(f"*{_md_escape(entry.text.strip())}*")
             else:
@@ -193,6 +194,27 @@ def _note(changes: dict[str, list[Any]]) -> str:
 def _value(value: Any) -> str:
     text = "—" if value is None else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= NOTE_VALUE_CHARS else text[: NOTE_VALUE_CHARS - 1] + "…"
+
+
+#: A line opening or closing a fenced code block (CommonMark: up to three spaces, then
+#: three or more backticks or tildes; a backtick fence's info string has no backtick).
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})(.*)$")
+
+
+def _fences_closed(text: str) -> str:
+    """A message whose fenced code block is left open closed after it, so that it does
+    not swallow the rest of the book as code."""
+    opened: str | None = None
+    for line in text.splitlines():
+        found = _FENCE.match(line)
+        if found is None:
+            continue
+        fence, rest = found.groups()
+        if opened is None:
+            opened = fence
+        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
+            opened = None
+    return text if opened is None else f"{text}\n{opened}"
 
 
 def _md_escape(text: str) -> str:
