@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,11 +32,13 @@ from clotho.errors import UsageError
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer
+    from prompt_toolkit.history import History
     from prompt_toolkit.key_binding import KeyBindings
 
 __all__ = [
     "CANONICAL_LIMIT",
     "HISTORY_FILE",
+    "HISTORY_LIMIT",
     "KEYS_HINTS",
     "CommandHelp",
     "LineReader",
@@ -54,6 +56,8 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 CANONICAL_LIMIT = 4095
 #: The line editor's history, in the data folder (``Settings.data_dir``).
 HISTORY_FILE = "play-history"
+#: How many lines the history keeps: the oldest beyond are dropped when it is loaded.
+HISTORY_LIMIT = 1000
 #: The keys, as the toolbar under the line says them: the longest that fits is shown.
 KEYS_HINTS = (
     "Enter sends · Alt+Enter new line · ↑↓ history · Ctrl+R search · Tab completes · "
@@ -261,12 +265,12 @@ def prompt_session(
     names (``members``); ``options`` go to prompt_toolkit's ``PromptSession`` (tests
     pass ``input`` and ``output``)."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import InMemoryHistory
 
     if history is not None:
         history.parent.mkdir(parents=True, exist_ok=True)
     return PromptSession(
-        history=FileHistory(history) if history is not None else InMemoryHistory(),
+        history=_capped_history(history) if history is not None else InMemoryHistory(),
         multiline=True,
         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
         completer=_completer(commands, nodes, members),
@@ -275,6 +279,31 @@ def prompt_session(
         bottom_toolbar=_keys_hint,
         **options,
     )
+
+
+def _capped_history(path: Path) -> History:
+    """prompt_toolkit's history file, which only grows, kept to its newest
+    :data:`HISTORY_LIMIT` lines: rewritten (whole, then renamed over) when it is loaded
+    holding more."""
+    from prompt_toolkit.history import FileHistory
+
+    class CappedFileHistory(FileHistory):
+        def load_history_strings(self) -> Iterable[str]:
+            newest_first = list(super().load_history_strings())
+            if len(newest_first) > HISTORY_LIMIT:
+                del newest_first[HISTORY_LIMIT:]
+                kept = path.with_name(path.name + ".tmp")
+                kept.write_text(
+                    "".join(
+                        "\n#\n" + "".join(f"+{line}\n" for line in text.split("\n"))
+                        for text in reversed(newest_first)
+                    ),
+                    encoding="utf-8",
+                )
+                kept.replace(path)
+            return newest_first
+
+    return CappedFileHistory(path)
 
 
 class LineReader:

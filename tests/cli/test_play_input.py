@@ -21,7 +21,13 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from clotho.cli.playcommands import COMMANDS
-from clotho.cli.playinput import LineReader, NodeChoice, completions, prompt_session
+from clotho.cli.playinput import (
+    HISTORY_LIMIT,
+    LineReader,
+    NodeChoice,
+    completions,
+    prompt_session,
+)
 
 NODES = [
     NodeChoice("9f0e1d2c", "Marla: The goblin falls."),
@@ -201,3 +207,27 @@ def test_a_text_edited_in_place_stays_out_of_the_history(tmp_path: Path, keys: P
     assert read == ["Marla shrugs. Then she leaves.", "I follow her."]
     kept = prompt_session(history=history, input=keys, output=DummyOutput()).history
     assert list(kept.load_history_strings()) == ["I follow her."]
+
+
+def test_the_history_keeps_its_newest_lines(tmp_path: Path) -> None:
+    """A history file that grew past the limit is cut to its newest lines when loaded,
+    multi-line entries whole."""
+    history = tmp_path / "play-history"
+    history.write_text(
+        "".join(f"\n# then\n+line {n}\n+second {n}\n" for n in range(HISTORY_LIMIT + 5)),
+        encoding="utf-8",
+    )
+    with create_pipe_input() as keys:
+        typed = editor(keys, history)
+        typed.wait(lambda: len(typed.session.history.get_strings()) == HISTORY_LIMIT)
+        strings = typed.session.history.get_strings()
+        assert strings[0] == "line 5\nsecond 5"
+        assert strings[-1] == f"line {HISTORY_LIMIT + 4}\nsecond {HISTORY_LIMIT + 4}"
+        typed.type("x\r")
+        typed.read(1)
+    with create_pipe_input() as keys:  # the file was rewritten: the cut holds
+        again = editor(keys, history)
+        again.wait(lambda: len(again.session.history.get_strings()) == HISTORY_LIMIT)
+        assert again.session.history.get_strings()[-1] == "x"
+        again.type("y\r")
+        again.read(1)
