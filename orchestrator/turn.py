@@ -29,7 +29,7 @@ import asyncio
 import copy
 import random
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, TypedDict, TypeVar
 
@@ -120,6 +120,9 @@ class TurnRequest:
     first of :meth:`Engine.next_speakers`); a reroll or a continue keeps the speaker of
     the reply it replaces or extends (another name is refused). :data:`NARRATOR` in a
     cast of several: one voice for everyone."""
+    metadata: Mapping[str, Any] | None = None
+    """Kept in the reply node's metadata beside what the turn records (a cascade's
+    ``cascade``: the old node the reply mirrors, :mod:`orchestrator.cascade`)."""
 
 
 @dataclass(frozen=True)
@@ -854,6 +857,8 @@ class Engine:
         if anchor.carried_note:
             delta.append(_note_operation(anchor.state.get("author_note")))
         metadata = trace.node_metadata(completion, extraction)
+        if request.metadata:
+            metadata.update(request.metadata)
         if summary is not None and not summary["reused"]:
             delta.append({"op": "set", "path": "summary", "value": _summary_of(summary)})
             metadata["summary_through"] = summary["covers_through"]
