@@ -215,3 +215,16 @@ idempotency_keys = Table(
 # --- names on nodes: tags and branches (migration 0010) ---
 
 # --- a session's events (migration 0011) ---
+
+#: A session's changes as a log (see mnemosyne.events): one row per committed write,
+#: written in the write's own transaction, named by the version it left the session at
+#: (the event's id); the last few hundred kept per session.
+session_events = Table(
+    "session_events",
+    metadata,
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), primary_key=True),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("kind", String(16), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("payload", Text, nullable=False),
+)

@@ -8,7 +8,7 @@ reads back. Nothing reaches into the other's attributes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from sqlalchemy import Connection, select, update
 
 from . import _queries as q
 from . import _worldstate as ws
+from . import events
 from ._schema import nodes, sessions
 from .errors import ConflictError
 from .models import Session
@@ -30,6 +31,7 @@ class TransactionState:
 
     ``head_pk``/``head_id`` are HEAD inside the transaction (written at the commit).
     ``wrote``: whether anything was written (then the commit bumps the version).
+    ``event``: what the writes noted for the session's event, appended at the commit.
     ``kept_paths``: whether every write kept the paths above existing nodes as they
     were (then the store's in-memory paths stay valid: see :mod:`mnemosyne._paths`).
     A write calls :meth:`changed` (it may have changed paths: the editor's operations)
@@ -51,6 +53,8 @@ class TransactionState:
     """A time to commit as ``updated_at`` instead of now (an import keeps its own)."""
     metadata: dict[str, Any] | None = None
     """The session's metadata to commit in place of what it has (``None``: unchanged)."""
+    event: events.PendingEvent = field(default_factory=events.PendingEvent)
+    """What the write noted for its event (:mod:`mnemosyne.events`), stored at the commit."""
 
     @classmethod
     def open(cls, conn: Connection, record: q.SessionRecord, every: int) -> TransactionState:
@@ -104,5 +108,17 @@ class TransactionState:
             version=version,
             updated_at=now,
             metadata=self.session.metadata if self.metadata is None else self.metadata,
+        )
+        if self.metadata is not None:
+            self.event.note("session")
+        events.record(
+            self.conn,
+            self.record.pk,
+            self.record.id,
+            version,
+            datetime.now(UTC),
+            self.event,
+            head_id=self.head_id,
+            head_moved=self.head_id != self.record.session.head_id,
         )
         return self.session

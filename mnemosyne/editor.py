@@ -669,6 +669,7 @@ class Editor:
         position = journal_position(conn, state.record.pk)
         set_position(conn, state.record.pk, recorder.write(action, state.head_pk, position))
         state.grew()
+        state.event.note("turn", action, recorder.before)
 
     def finish(
         self,
@@ -695,6 +696,7 @@ class Editor:
             new_position = recorder.write(action, new_head, position)
             set_position(state.conn, state.record.pk, new_position)
         state.changed()
+        state.event.note("edit", action, recorder.before)
         moved = new_head != before_head
         return EditResult(action, node_id, state.head_id, moved, created or [], note)
 
@@ -751,6 +753,7 @@ class Editor:
         set_position(conn, session_pk, position + step)
         state.changed()
         word = "undo" if step < 0 else "redo"
+        state.event.note(word, action, changed)
         return EditResult(f"{word} {action}", None, state.head_id, True)
 
     def purge(self) -> int:
@@ -768,6 +771,7 @@ class Editor:
             conn.execute(delete(nodes).where(nodes.c.pk.in_(keys[i : i + 500])))
         clear_journal(conn, session_pk)
         self._state.changed()
+        self._state.event.note("purge")
         return len(keys)
 
     def history(self) -> list[JournalEntry]:

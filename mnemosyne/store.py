@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, up
 from . import _bulk as bulk
 from . import _dialect as dialect
 from . import _documents as docs
-from . import _head
+from . import _head, events
 from . import _idempotency as idem
 from . import _paths as paths
 from . import _projection as proj
@@ -289,6 +289,7 @@ class SessionTransaction:
             )
         self._state.head_pk, self._state.head_id = pk, node.id
         self._state.grew()
+        self._state.event.add([node.id])
         self._editor.grown(pk)
         return node
 
@@ -354,6 +355,8 @@ class SessionTransaction:
         if not done.nodes and done.head is None:
             return []
         self._clear_journal()
+        self._state.event.note("import")
+        self._state.event.add(node.id for node in done.nodes)
         if done.repoint is not None:
             _head.point_path_at(self._state, done.repoint)
         if done.head is not None:
@@ -861,6 +864,10 @@ class Store:
                 .where(sessions.c.pk == record.pk)
                 .values(version=current.version + 1, updated_at=now, **stored)
             )
+            change = {"action": None, "head": current.head_id}
+            if "title" in values:
+                change["title"] = values["title"]
+            events.append(conn, record.pk, record.id, current.version + 1, now, "session", change)
             return replace(current, version=current.version + 1, updated_at=now, **values)
 
     def _set_trashed(self, session_id: str, trash: bool, expected_version: int | None) -> Session:
@@ -880,12 +887,22 @@ class Store:
                     version=current.version + 1, updated_at=now, trashed_at=now if trash else None
                 )
             )
+            kind = "trash" if trash else "restore"
+            change = {"action": None, "head": current.head_id}
+            events.append(conn, record.pk, record.id, current.version + 1, now, kind, change)
             return replace(
                 current,
                 version=current.version + 1,
                 updated_at=now,
                 trashed_at=now if trash else None,
             )
+
+    def events(self, session_id: str, *, after: int | None = None) -> events.EventsRead:
+        """The session's changes after version ``after`` (its events, oldest first; see
+        :mod:`mnemosyne.events`), or where it stands (``after`` ``None``)."""
+        with self.read() as conn:
+            record = q.session_record(conn, session_id)
+            return events.read(conn, record.pk, record.id, record.session.version, after)
 
     def node_counts(self) -> dict[str, int]:
         """How many nodes each session has (sessions without nodes are absent)."""
