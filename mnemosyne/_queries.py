@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Row, Text, select, type_coerce
 
 from . import _dialect as dialect
 from . import nodenames
-from ._schema import ID_LENGTH, nodes, sessions
+from ._schema import ID_LENGTH, nodes, refs, sessions
 from .errors import (
     AmbiguousIdError,
     ForeignNodeError,
@@ -259,9 +259,9 @@ def resolve_node(
     head: tuple[int | None, str | None] | None = None,
 ) -> tuple[int, str]:
     """The (pk, id) of a node of the session by its name (:mod:`mnemosyne.nodenames`):
-    an id or unique prefix, ``HEAD`` or ``@``, each with steps up (``HEAD~2``,
-    ``1a2b3c^``). HEAD is ``head`` (its pk and id: a transaction's, which may have
-    moved it), by default the record's.
+    an id or unique prefix, ``HEAD`` or ``@``, a tag or branch (``first-meeting``),
+    each with steps up (``HEAD~2``, ``1a2b3c^``, ``first-meeting~1``). HEAD is ``head``
+    (its pk and id: a transaction's, which may have moved it), by default the record's.
 
     Raises:
         InvalidOperationError (no node name), UnknownNodeError (none such, or the path
@@ -269,7 +269,9 @@ def resolve_node(
         session's).
     """
     name = nodenames.parse(ref)
-    if name.prefix is None:
+    if name.ref is not None:
+        pk, node_id = _node_by_ref(conn, record, name.ref, name.text)
+    elif name.prefix is None:
         head_pk, head_id = head or (record.head_pk, record.session.head_id)
         if head_pk is None or head_id is None:
             raise UnknownNodeError(
@@ -283,7 +285,7 @@ def resolve_node(
     rows = walk_up(conn, pk, "n.pk, n.id, n.detached", limit=min(name.up, MAX_DEPTH))
     depth, top_pk, top_id, detached = rows[0]  # root first
     if depth < name.up:
-        start = "HEAD" if name.prefix is None else f"node {node_id}"
+        start = f"node {node_id}" if name.prefix or name.ref else "HEAD"
         top = "the root" if detached is None else "the top of its fragment"
         raise UnknownNodeError(
             name.text,
@@ -292,6 +294,20 @@ def resolve_node(
             f"({name.start}~{depth} is {top_id[:8]})",
         )
     return top_pk, top_id
+
+
+def _node_by_ref(conn: Connection, record: SessionRecord, name: str, ref: str) -> tuple[int, str]:
+    """The node a tag or branch of the session names (:mod:`mnemosyne.refs`)."""
+    row = conn.execute(
+        select(nodes.c.pk, nodes.c.id)
+        .join(refs, refs.c.node_pk == nodes.c.pk)
+        .where(refs.c.session_pk == record.pk, refs.c.name == name)
+    ).first()
+    if row is None:
+        raise UnknownNodeError(
+            ref, record.id, why=f"session {record.id} has no tag or branch named {name!r}"
+        )
+    return row.pk, row.id
 
 
 def _node_by_prefix(

@@ -214,6 +214,31 @@ idempotency_keys = Table(
 
 # --- names on nodes: tags and branches (migration 0010) ---
 
+#: Names on nodes (see mnemosyne.refs): a tag names a node for good, a branch names the
+#: tip of a story and follows HEAD when a turn is played from its tip. Unique per
+#: session; a purge that deletes the node deletes its names.
+refs = Table(
+    "refs",
+    metadata,
+    Column("pk", Key, primary_key=True, autoincrement=True),
+    Column("session_pk", Key, ForeignKey("sessions.pk", ondelete="CASCADE"), nullable=False),
+    Column("name", String(40), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("node_pk", Key, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("session_pk", "name"),
+    ForeignKeyConstraint(
+        ["session_pk", "node_pk"],
+        ["nodes.session_pk", "nodes.pk"],
+        ondelete="CASCADE",
+        name="fk_refs_node",
+    ),
+    CheckConstraint("kind IN ('tag', 'branch')", name="kind_known"),
+    Index("ix_refs_session_pk_node_pk", "session_pk", "node_pk"),
+)
+
+# --- a session's events (migration 0011) ---
+
 # --- a session's events (migration 0011) ---
 
 #: A session's changes as a log (see mnemosyne.events): one row per committed write,

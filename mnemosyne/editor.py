@@ -26,12 +26,16 @@ A turn is one entry too (:meth:`Editor.growth`, which the turn's commit opens): 
 sends the nodes it added to the trash and HEAD back, redo brings them back. Growing
 the tree any other way (the editor's ``add``, imports) is a breakpoint: it clears the
 journal.
+
+The session's names (tags and branches, :mod:`mnemosyne.refs`) are journaled whole
+when an entry changes them (:meth:`Editor.rename_nodes`, a turn moving a branch): the
+entry's ``refs`` holds them before and after.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +46,7 @@ from sqlalchemy import delete, func, insert, select, update
 from . import _head
 from . import _queries as q
 from . import _worldstate as ws
+from . import refs as names
 from ._checks import check_content, check_delta, check_name, check_role, new_id
 from ._schema import journal, nodes, sessions
 from .errors import InvalidDeltaError, InvalidOperationError
@@ -212,6 +217,12 @@ class Recorder:
         self.session_pk = session_pk
         self.before: dict[int, list[Any] | None] = {}
         self.head_before = head_pk
+        self.refs_before: list[names.RefRow] | None = None
+
+    def touch_refs(self) -> None:
+        """Remember the session's names as they are, before they change."""
+        if self.refs_before is None:
+            self.refs_before = names.snapshot(self.conn, self.session_pk)
 
     def touch(self, *pks: int | None) -> None:
         """Remember the rows of ``pks`` as they are, before they change."""
@@ -255,6 +266,10 @@ class Recorder:
             "nodes": changed,
             "head": [self.head_before, head_after],
         }
+        if self.refs_before is not None:
+            refs_after = names.snapshot(conn, self.session_pk)
+            if refs_after != self.refs_before:
+                payload["refs"] = [self.refs_before, refs_after]
         if snapshot:
             payload["snapshot"] = self._affected_since(last_snapshot, after)
         new_position = position + 1
@@ -417,6 +432,7 @@ class Editor:
         self._state = state
         self._batch: _Batch | None = None
         self._growth: _Growth | None = None
+        self._grows_from: tuple[int | None, int | None] = (None, None)
 
     @property
     def conn(self) -> Connection:
@@ -644,11 +660,43 @@ class Editor:
             self.clear_journal()
         else:
             self._growth.recorder.touch(parent_pk)
+        self._grows_from = (self._state.head_pk, parent_pk)
 
     def grown(self, pk: int) -> None:
-        """A node was added (inside :meth:`growth`, it is part of the entry)."""
+        """A node was added (inside :meth:`growth`, it is part of the entry). A branch
+        whose tip was HEAD follows it when the node goes under the tip or beside it (a
+        reroll of the tip): :mod:`mnemosyne.refs`."""
         if self._growth is not None:
             self._growth.created.append(pk)
+        head_before, parent_pk = self._grows_from
+        self._grows_from = (None, None)
+        conn, session_pk = self._state.conn, self._state.record.pk
+        if head_before is None or not names.branches_at(conn, session_pk, head_before):
+            return
+        if parent_pk != head_before and parent_pk != self.row(head_before).parent_pk:
+            return
+        if self._growth is not None:
+            self._growth.recorder.touch_refs()
+        names.follow_head(conn, session_pk, head_before, pk)
+
+    # -- names on nodes (tags and branches) --------------------------------------------
+
+    def rename_nodes(self, action: str, change: Callable[[Connection], str | None]) -> EditResult:
+        """A change of the session's names (``change``, which returns the node it is
+        about) as one journal entry ``action``; HEAD and the tree stay as they are."""
+        state = self._state
+        recorder = self.begin()
+        recorder.touch_refs()
+        node_id = change(state.conn)
+        if self._batch is not None:
+            self._batch.actions.append(action)
+        else:
+            position = journal_position(state.conn, state.record.pk)
+            set_position(
+                state.conn, state.record.pk, recorder.write(action, state.head_pk, position)
+            )
+        state.grew()
+        return EditResult(action, node_id, state.head_id)
 
     def _write_growth(self, action: str, growth: _Growth) -> None:
         state = self._state
@@ -723,6 +771,13 @@ class Editor:
         expect, write = (1, 0) if step < 0 else (0, 1)
         changed = {int(pk): images_pair for pk, images_pair in payload["nodes"].items()}
         current = images(conn, changed)
+        named = payload.get("refs")
+        if named is not None and names.snapshot(conn, session_pk) != named[expect]:
+            raise JournalMismatchError(
+                f"the undo journal of session {state.record.id} no longer matches its tags "
+                "and branches (they were changed outside it); it was cleared and nothing "
+                "was undone"
+            )
         for pk, pair in changed.items():
             if not _same(current[pk], pair[expect]):
                 raise JournalMismatchError(
@@ -743,6 +798,8 @@ class Editor:
             if leaves and where is not None:
                 ws.replace_keyframe(conn, pk, where)
         repair_active_pointers(conn, session_pk, changed)
+        if named is not None:
+            names.restore(conn, session_pk, named[write])
         new_head = payload["head"][write]
         state.set_head(new_head)
         if new_head is not None:

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, up
 from . import _bulk as bulk
 from . import _dialect as dialect
 from . import _documents as docs
-from . import _head, events
+from . import _head, events, refs
 from . import _idempotency as idem
 from . import _paths as paths
 from . import _projection as proj
@@ -565,6 +565,45 @@ class SessionTransaction:
         """Clear the journal as a change of its own (the version moves): what the store
         does after a journal disagreed with the tree."""
         self._editor.drop_journal()
+
+    # -- names on nodes: tags and branches (mnemosyne.refs) ----------------------------
+
+    def name_node(
+        self, name: str, kind: str, ref: str = "HEAD", *, force: bool = False
+    ) -> EditResult:
+        """Name a node (``kind``: ``tag`` or ``branch``), one undo step; ``force``: move
+        a name the session has already."""
+        pk, node_id = self._editor.resolve(ref)
+        session_pk = self._state.record.pk
+
+        def change(conn: Connection) -> str:
+            refs.put(conn, session_pk, name, kind, pk, force=force)
+            return node_id
+
+        return self._editor.rename_nodes(kind, change)
+
+    def unname(self, name: str, kind: str | None = None) -> EditResult:
+        """Delete a tag or branch (``kind``: it must be one), one undo step."""
+        record = self._state.record
+
+        def change(conn: Connection) -> None:
+            refs.remove(conn, record.pk, record.id, name, kind)
+
+        return self._editor.rename_nodes(f"delete {kind or 'name'}", change)
+
+    def rename_name(self, old: str, new: str) -> EditResult:
+        """Rename a tag or branch, one undo step."""
+        record = self._state.record
+
+        def change(conn: Connection) -> None:
+            refs.rename(conn, record.pk, record.id, old, new)
+
+        return self._editor.rename_nodes("rename", change)
+
+    def names(self, kind: str | None = None) -> list[refs.RefView]:
+        """The session's tags and branches as the transaction has them."""
+        state = self._state
+        return refs.views(state.conn, state.record.pk, state.head_pk, kind)
 
 
 class Store:

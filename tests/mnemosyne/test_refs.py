@@ -1,0 +1,180 @@
+"""Tags and branches (mnemosyne.refs), on SQLite and PostgreSQL: names taken wherever a
+node is, validated and unique, each change one undo step, branches following HEAD when a
+turn is played from their tip, and names following their node to the trash and away
+with a purge."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemosyne import ConflictError, InvalidOperationError, Node, Store, UnknownNodeError
+from mnemosyne import refs
+from mnemosyne._schema import refs as refs_table
+from mnemosyne.edits import Checkout, Delete, Prune
+from mnemosyne.nodenames import check_ref_name
+
+
+def story(store: Store, length: int = 4) -> tuple[str, list[Node]]:
+    sid = store.create_session().id
+    nodes = [
+        store.append(sid, "user" if i % 2 == 0 else "assistant", f"message {i}")[0]
+        for i in range(length)
+    ]
+    return sid, nodes
+
+
+def say(store: Store, sid: str, text: str, reply: str) -> str:
+    with store.transaction(sid) as tx, tx.journaled("say"):
+        tx.append("user", text)
+        return tx.append("assistant", reply).id
+
+
+def named(store: Store, sid: str) -> dict[str, tuple[str, str]]:
+    return {ref.name: (ref.kind, ref.node_id) for ref in refs.listed(store, sid)}
+
+
+def test_a_tag_is_taken_wherever_a_node_is(store: Store) -> None:
+    sid, nodes = story(store)
+    result, _ = refs.name_node(store, sid, "first-meeting", "tag", nodes[1].id[:8])
+    assert result.node_id == nodes[1].id
+    assert store.node(sid, "first-meeting").id == nodes[1].id
+    assert store.node(sid, "first-meeting~1").id == nodes[0].id
+    assert store.node(sid, "first-meeting^").id == nodes[0].id
+    assert [n.id for n in store.projection(sid, "first-meeting")] == [n.id for n in nodes[:2]]
+    moved, _ = store.checkout(sid, "first-meeting")
+    assert moved.id == nodes[1].id
+    result2, _ = store.edit(sid, Checkout(node_id="first-meeting~1"))
+    assert result2.head_id == nodes[0].id
+    with pytest.raises(UnknownNodeError, match=f"session {sid} has no tag or branch named 'x-y'"):
+        store.node(sid, "x-y")
+    with pytest.raises(UnknownNodeError, match="the path from the root to node .* has 2 nodes"):
+        store.node(sid, "first-meeting~5")
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("HEAD", "reads as HEAD"),
+        ("head", "reads as HEAD"),
+        ("HEADS-up", "reads as HEAD"),
+        ("cafe", "all hex digits"),
+        ("deadbeef12", "all hex digits"),
+        ("9lives", "starting with a letter"),
+        ("with space", "no spaces"),
+        ("x~2", "no spaces, '~'"),
+        ("a" * 41 + "z", "too long"),
+        ("", "1 to 40 characters"),
+    ],
+)
+def test_a_name_that_reads_as_something_else_is_refused(name: str, why: str) -> None:
+    with pytest.raises(InvalidOperationError, match=why):
+        check_ref_name(name)
+
+
+def test_names_are_unique_per_session_and_refusals_write_nothing(store: Store) -> None:
+    sid, nodes = story(store)
+    other, _ = story(store)
+    refs.name_node(store, sid, "camp", "tag", nodes[0].id)
+    refs.name_node(store, other, "camp", "tag", "HEAD")  # another session: its own names
+    version = store.session(sid).version
+    with pytest.raises(InvalidOperationError, match="tag 'camp' exists already"):
+        refs.name_node(store, sid, "camp", "tag", nodes[2].id)
+    with pytest.raises(InvalidOperationError, match="'camp' is a tag already"):
+        refs.name_node(store, sid, "camp", "branch", nodes[2].id)
+    with pytest.raises(InvalidOperationError, match="all hex digits"):
+        refs.name_node(store, sid, "beef", "tag", nodes[2].id)
+    with pytest.raises(ConflictError):
+        refs.name_node(store, sid, "late", "tag", expected_version=version - 1)
+    assert store.session(sid).version == version
+    assert named(store, sid) == {"camp": ("tag", nodes[0].id)}
+    refs.name_node(store, sid, "camp", "tag", nodes[2].id, force=True)
+    assert named(store, sid) == {"camp": ("tag", nodes[2].id)}
+
+
+def test_every_change_is_one_undo_step(store: Store) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "start", "tag", nodes[0].id)
+    refs.name_node(store, sid, "main", "branch")
+    refs.rename_name(store, sid, "start", "opening")
+    refs.unname(store, sid, "main", "branch")
+    assert named(store, sid) == {"opening": ("tag", nodes[0].id)}
+    assert [entry.action for entry in store.history(sid)][-4:] == [
+        "tag",
+        "branch",
+        "rename",
+        "delete branch",
+    ]
+    store.undo(sid)
+    assert named(store, sid) == {"opening": ("tag", nodes[0].id), "main": ("branch", nodes[3].id)}
+    store.undo(sid)
+    assert named(store, sid) == {"start": ("tag", nodes[0].id), "main": ("branch", nodes[3].id)}
+    store.undo(sid)
+    store.undo(sid)
+    assert named(store, sid) == {}
+    store.redo(sid)
+    store.redo(sid)
+    assert named(store, sid) == {"start": ("tag", nodes[0].id), "main": ("branch", nodes[3].id)}
+    with pytest.raises(UnknownNodeError, match="no branch named 'start'"):
+        refs.unname(store, sid, "start", "branch")
+
+
+def test_a_branch_follows_a_turn_played_from_its_tip_and_undo_takes_it_back(
+    store: Store,
+) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "main", "branch")
+    refs.name_node(store, sid, "mark", "tag")
+    reply = say(store, sid, "onward", "the road goes on")
+    assert named(store, sid) == {"main": ("branch", reply), "mark": ("tag", nodes[3].id)}
+    # a reroll of the tip: the branch follows HEAD to the new alternative
+    with store.transaction(sid) as tx, tx.journaled("reroll"):
+        again = tx.add_sibling("HEAD", "the road turns").id
+    assert store.node(sid, "main").id == again
+    store.undo(sid)  # the reroll undone: the branch back on the first reply
+    assert store.node(sid, "main").id == reply
+    store.undo(sid)  # the turn undone: the branch back where it was
+    assert store.node(sid, "main").id == nodes[3].id
+    store.redo(sid)
+    assert store.node(sid, "main").id == reply
+    # HEAD elsewhere: a turn played there leaves the branch alone
+    store.checkout(sid, "mark~2")
+    side = say(store, sid, "a side path", "elsewhere")
+    assert store.node(sid, "main").id == reply
+    assert store.node(sid, "HEAD").id == side
+    store.checkout(sid, "main")
+    assert store.session(sid).head_id == reply
+
+
+def test_a_branch_stays_when_an_earlier_message_is_rerolled(store: Store) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "main", "branch")
+    store.add_sibling(sid, nodes[1].id, "another early reply")  # HEAD leaves the branch
+    assert store.node(sid, "main").id == nodes[3].id
+
+
+def test_a_name_follows_its_node_to_the_trash_and_goes_with_a_purge(store: Store) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "camp", "tag", nodes[2].id)
+    refs.name_node(store, sid, "start", "tag", nodes[0].id)
+    store.edit(sid, Prune(node_id=nodes[2].id))
+    (camp,) = [ref for ref in refs.listed(store, sid) if ref.name == "camp"]
+    assert (camp.node_id, camp.place) == (nodes[2].id, "fragment")
+    store.undo(sid)
+    store.edit(sid, Delete(node_id="camp"))
+    assert {ref.name: ref.place for ref in refs.listed(store, sid)} == {
+        "camp": "trash",
+        "start": "tree",
+    }
+    with pytest.raises(InvalidOperationError, match="is in the trash: restore it first"):
+        store.checkout(sid, "camp")
+    store.purge(sid)
+    assert named(store, sid) == {"start": ("tag", nodes[0].id)}
+
+
+def test_the_journal_refuses_names_changed_outside_it(store: Store) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "camp", "tag", nodes[0].id)
+    with store.write() as conn:  # behind the journal's back
+        conn.execute(refs_table.delete())
+    with pytest.raises(InvalidOperationError, match="no longer matches its tags and branches"):
+        store.undo(sid)
