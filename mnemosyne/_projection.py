@@ -38,6 +38,7 @@ __all__ = [
     "last_speaker",
     "messages",
     "page",
+    "path_keys",
     "scenes",
     "stamp",
     "turns",
@@ -92,6 +93,14 @@ def _walk(conn: Connection) -> Walk:
 
 def _path(conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int) -> Path:
     return cache.path(record.memory_key, stamp(record.session), pk, _walk(conn))
+
+
+def path_keys(
+    conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None
+) -> tuple[int, ...]:
+    """The key of every node on the path root -> ``pk``, disabled ones included, root
+    first, from ``cache`` as far as it holds them (empty for ``None``)."""
+    return () if pk is None else _path(conn, cache, record, pk).keys
 
 
 def whole_nodes(conn: Connection, record: q.SessionRecord, pk: int | None) -> list[Node]:

@@ -212,6 +212,20 @@ idempotency_keys = Table(
     Index("ix_idempotency_keys_created_at", "created_at"),
 )
 
+# --- the search index's watermark (migration 0009) ---
+
+#: How far the search index has got (SQLite; see mnemosyne._search): every node whose
+#: key is at or under ``indexed_pk`` is in ``nodes_fts``, the rest are indexed by the
+#: next search. One row; empty and unused on PostgreSQL (its index is kept by the
+#: database).
+search_index = Table(
+    "search_index",
+    metadata,
+    Column("pk", Integer, primary_key=True, autoincrement=False),
+    Column("indexed_pk", Key, nullable=False),
+    CheckConstraint("pk = 1", name="one_row"),
+)
+
 # --- names on nodes: tags and branches (migration 0010) ---
 
 #: Names on nodes (see mnemosyne.refs): a tag names a node for good, a branch names the

@@ -4,11 +4,18 @@ The query is a user's text, never search syntax: it is split on white space into
 words, and a node matches when its content holds every word (case-insensitively).
 
 - SQLite: the FTS5 table ``nodes_fts`` (migration 0008), external content over
-  ``nodes.content`` with the ``trigram`` tokenizer, kept by triggers: each word is
-  quoted as a phrase (``"`` doubled), so ``*``, ``NEAR``, ``-``, ``AND``, quotes are
-  text. A trigram matches substrings (``grep``'s sense), CJK included; a word shorter
-  than three characters has no trigram, so a query holding one is answered by
-  ``LIKE`` over the nodes instead (correct, slower: a scan).
+  ``nodes.content`` with the ``trigram`` tokenizer. It is brought up to date lazily
+  (migration 0009): no trigger indexes an insert; ``search_index.indexed_pk`` says
+  how far it has got (every node with a key at or under it is indexed), and a search
+  first indexes the nodes above it (:func:`catch_up`), in short write transactions
+  of :data:`CATCH_UP_BATCH` nodes, each re-reading the watermark (two processes
+  searching at once index once). Updates and deletes of indexed nodes are kept by
+  triggers. Each word of three characters or more is quoted as a phrase (``"``
+  doubled), so ``*``, ``NEAR``, ``-``, ``AND``, quotes are text. A trigram matches
+  substrings (``grep``'s sense), CJK included, folding case; a shorter word has no
+  trigram: it is matched by ``LIKE`` (ASCII) or on the casefolded content (any other
+  letter: ``LIKE`` folds only ASCII), over the index's hits for the longer words, or
+  over the nodes (a scan) when every word is short.
 - PostgreSQL: ``to_tsvector('simple', content) @@ plainto_tsquery('simple', ...)``
   (the GIN index of migration 0008) finds the nodes holding the words as whole words,
   then ``ILIKE`` keeps those holding each word as typed (punctuation included). A
@@ -16,17 +23,20 @@ words, and a node matches when its content holds every word (case-insensitively)
   punctuation alone, is answered by ``ILIKE`` over the nodes instead (a scan).
 
 Hits are newest first (creation order, ``pk`` descending), not ranked by relevance.
-Trashed sessions and nodes in a trashed subtree are never found; disabled nodes
-and pruned fragments are, marked. Whether a hit is on the session's trunk (the path
-root -> HEAD) is read from the store's path cache.
+Trashed sessions and nodes in a trashed subtree are never found (left out in the
+query); disabled nodes and pruned fragments are, marked. The filters
+(:class:`SearchFilters`): a role, the trunk (the path root -> HEAD of each session),
+the subtree under a node, a time span of creation. Whether a hit is on its
+session's trunk is read from the store's path cache.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import Connection
@@ -37,11 +47,15 @@ from .errors import InvalidOperationError
 from .models import Role
 
 __all__ = [
+    "CATCH_UP_BATCH",
     "MAX_LIMIT",
     "MAX_QUERY_LENGTH",
+    "SearchFilters",
     "SearchHit",
     "SearchQuery",
+    "catch_up",
     "is_search_object",
+    "parse_moment",
     "parse_query",
 ]
 
@@ -54,6 +68,10 @@ SNIPPET_CONTEXT = 60
 _WORDLIKE = re.compile(r"\w")
 #: The shortest word the trigram index can find.
 _TRIGRAM = 3
+#: Nodes indexed per write transaction when a search catches the index up.
+CATCH_UP_BATCH = 2000
+_AGE = re.compile(r"(\d{1,6})([mhdw])")
+_AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 _CJK = re.compile(
     "[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -108,6 +126,31 @@ class SearchQuery:
     has_cjk: bool
     has_short_word: bool
 
+    @property
+    def indexed_words(self) -> tuple[str, ...]:
+        """The words the trigram index can find (three characters or more)."""
+        return tuple(word for word in self.words if len(word) >= _TRIGRAM)
+
+    @property
+    def short_words(self) -> tuple[str, ...]:
+        return tuple(word for word in self.words if len(word) < _TRIGRAM)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Which nodes a search looks at, beyond the words (every one must hold)."""
+
+    session_pk: int | None = None
+    role: str | None = None
+    trunk: bool = False
+    """Only nodes on the path root -> HEAD (of each session searched)."""
+    under_pk: int | None = None
+    """Only this node and the nodes below it (of ``session_pk``)."""
+    since: datetime | None = None
+    """Only nodes created at or after this moment."""
+    until: datetime | None = None
+    """Only nodes created before this moment."""
+
 
 def parse_query(text: str) -> SearchQuery:
     """The words of a user's query.
@@ -140,6 +183,38 @@ def check_limit(limit: int) -> int:
     return limit
 
 
+def parse_moment(text: str, *, end: bool = False, now: datetime | None = None) -> datetime:
+    """A moment a search's ``since`` or ``until`` names: an ISO date (``2026-11-20``:
+    its start, or with ``end`` its end, i.e. the next day's start), an ISO date and
+    time (UTC unless it names a zone), or an age before ``now``: ``30m``, ``12h``,
+    ``2d``, ``1w``.
+
+    Raises:
+        InvalidOperationError: none of those (the message names the text).
+    """
+    if not isinstance(text, str):
+        raise InvalidOperationError(f"a moment is text, not {type(text).__name__}")
+    value = text.strip()
+    age = _AGE.fullmatch(value)
+    if age is not None:
+        moment = (now or datetime.now(UTC)) - timedelta(
+            **{_AGE_UNITS[age.group(2)]: int(age.group(1))}
+        )
+        return moment
+    try:
+        if len(value) == len("2026-11-20"):
+            day = date.fromisoformat(value)
+            moment = datetime.combine(day, time(), tzinfo=UTC)
+            return moment + timedelta(days=1) if end else moment
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidOperationError(
+            f"{text!r} is not a moment: give an ISO date (2026-11-20), a date and time"
+            " (2026-11-20T18:30, UTC unless a zone is named) or an age (30m, 12h, 2d, 1w)"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def _like_pattern(word: str) -> str:
     escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
@@ -149,71 +224,172 @@ def _fts_phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
+def _casefold(text: str | None) -> str | None:
+    return None if text is None else text.casefold()
+
+
+def _short_word_sql(conn: Connection, word: str, p: str) -> tuple[str, str]:
+    """SQLite's condition for a word under three characters, and its parameter:
+    ``LIKE`` (which folds ASCII letters only) for an ASCII word, else the word found
+    in the casefolded content."""
+    if word.isascii():
+        return f"n.content LIKE {p} ESCAPE '\\'", _like_pattern(word)
+    conn.connection.driver_connection.create_function(  # type: ignore[union-attr]
+        "clotho_casefold", 1, _casefold, deterministic=True
+    )
+    return f"instr(clotho_casefold(n.content), {p}) > 0", word.casefold()
+
+
+def _stored_time(conn: Connection, moment: datetime) -> Any:
+    """A moment as the database compares it with ``created_at`` (SQLite: its text)."""
+    if conn.dialect.name == "sqlite":
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return moment
+
+
 _COLUMNS = "n.pk, n.id, s.id, n.role, n.name, n.content, n.enabled, n.created_at, n.session_pk"
+
+# The nodes of trashed subtrees. CROSS JOIN: SQLite then reads the sessions first and
+# each one's detached tops by ix_nodes_children (else it scans every node); the walk
+# down uses that index too.
+_TRASHED = """trashed(session_pk, pk) AS (
+    SELECT n.session_pk, n.pk FROM sessions s CROSS JOIN nodes n
+    WHERE n.session_pk = s.pk AND n.parent_pk IS NULL AND n.detached = 'trash'
+    AND s.trashed_at IS NULL{scope}
+    UNION ALL
+    SELECT c.session_pk, c.pk FROM trashed JOIN nodes c
+    ON c.session_pk = trashed.session_pk AND c.parent_pk = trashed.pk
+)"""
+# The path root -> HEAD of each session searched, walked up from HEAD.
+_TRUNK = """trunk(pk) AS (
+    SELECT s.head_pk FROM sessions s
+    WHERE s.head_pk IS NOT NULL AND s.trashed_at IS NULL{scope}
+    UNION ALL
+    SELECT n.parent_pk FROM trunk JOIN nodes n ON n.pk = trunk.pk WHERE n.parent_pk IS NOT NULL
+)"""
+# A node and every node below it.
+_BELOW = """below(pk) AS (
+    SELECT n.pk FROM nodes n WHERE n.pk = {p}
+    UNION ALL
+    SELECT c.pk FROM below JOIN nodes c ON c.session_pk = {p} AND c.parent_pk = below.pk
+)"""
 
 
 def matching_rows(
-    conn: Connection,
-    query: SearchQuery,
-    *,
-    session_pk: int | None,
-    role: str | None,
-    limit: int,
+    conn: Connection, query: SearchQuery, filters: SearchFilters, *, limit: int
 ) -> list[tuple[Any, ...]]:
     """Rows ``(pk, id, session id, role, name, content, enabled, created_at,
-    session_pk)`` of nodes of live sessions matching ``query``, newest first."""
+    session_pk)`` of nodes of live sessions, out of the trash, matching ``query`` and
+    ``filters``, newest first."""
     p = dialect.param(conn)
     sqlite = conn.dialect.name == "sqlite"
-    params: list[Any] = []
-    if sqlite and not query.has_short_word:
+    scope = f" AND s.pk = {p}" if filters.session_pk is not None else ""
+    scoped = [filters.session_pk] if filters.session_pk is not None else []
+    ctes = [_TRASHED.format(scope=scope)]
+    params: list[Any] = [*scoped]
+    where = ["s.trashed_at IS NULL", "n.pk NOT IN (SELECT pk FROM trashed)"]
+    if filters.trunk:
+        ctes.append(_TRUNK.format(scope=scope))
+        params += scoped
+        where.append("n.pk IN (SELECT pk FROM trunk)")
+    if filters.under_pk is not None:
+        ctes.append(_BELOW.format(p=p))
+        params += [filters.under_pk, filters.session_pk]
+        where.append("n.pk IN (SELECT pk FROM below)")
+    indexed = query.indexed_words
+    if sqlite and indexed:
         source = "nodes_fts f JOIN nodes n ON n.pk = f.rowid"
-        where = [f"nodes_fts MATCH {p}"]
-        params.append(" ".join(_fts_phrase(word) for word in query.words))
+        where.append(f"nodes_fts MATCH {p}")
+        params.append(" ".join(_fts_phrase(word) for word in indexed))
         order = "f.rowid DESC"
     else:
         source = "nodes n"
-        where = []
-        if not sqlite and not query.has_cjk and any(_WORDLIKE.search(w) for w in query.words):
+        order = "n.pk DESC"
+    if sqlite:
+        for word in query.short_words:
+            condition, param = _short_word_sql(conn, word, p)
+            where.append(condition)
+            params.append(param)
+    else:
+        if not query.has_cjk and any(_WORDLIKE.search(w) for w in query.words):
             # the index finds the words; the ILIKEs below keep the query's punctuation
             where.append(f"to_tsvector('simple', n.content) @@ plainto_tsquery('simple', {p})")
             params.append(" ".join(query.words))
-        like = "LIKE" if sqlite else "ILIKE"
-        where.extend(f"n.content {like} {p} ESCAPE '\\'" for _ in query.words)
+        where.extend(f"n.content ILIKE {p} ESCAPE '\\'" for _ in query.words)
         params.extend(_like_pattern(word) for word in query.words)
-        order = "n.pk DESC"
-    where.append("s.trashed_at IS NULL")
-    if session_pk is not None:
+    if filters.session_pk is not None:
         where.append(f"n.session_pk = {p}")
-        params.append(session_pk)
-    if role is not None:
+        params.append(filters.session_pk)
+    if filters.role is not None:
         where.append(f"n.role = {p}")
-        params.append(role)
+        params.append(filters.role)
+    if filters.since is not None:
+        where.append(f"n.created_at >= {p}")
+        params.append(_stored_time(conn, filters.since))
+    if filters.until is not None:
+        where.append(f"n.created_at < {p}")
+        params.append(_stored_time(conn, filters.until))
     sql = (
-        f"SELECT {_COLUMNS} FROM {source} JOIN sessions s ON s.pk = n.session_pk"
+        f"WITH RECURSIVE {', '.join(ctes)}"
+        f" SELECT {_COLUMNS} FROM {source} JOIN sessions s ON s.pk = n.session_pk"
         f" WHERE {' AND '.join(where)} ORDER BY {order} LIMIT {int(limit)}"
     )
     return _fetch(conn, sql, params)
 
 
-# CROSS JOIN: SQLite then reads the sessions first and each one's detached tops by
-# ix_nodes_children (else it scans every node); the walk down uses that index too.
-_TRASHED = """WITH RECURSIVE below(session_pk, pk) AS (
-    SELECT n.session_pk, n.pk FROM sessions s CROSS JOIN nodes n
-    WHERE n.session_pk = s.pk AND n.parent_pk IS NULL AND n.detached = 'trash'
-    AND s.trashed_at IS NULL{scope}
-    UNION ALL
-    SELECT c.session_pk, c.pk FROM below JOIN nodes c
-    ON c.session_pk = below.session_pk AND c.parent_pk = below.pk
-)
-SELECT pk FROM below"""
+# -- the lazy index (SQLite) ---------------------------------------------------------
 
 
-def trashed_keys(conn: Connection, session_pk: int | None) -> set[int]:
-    """The pks of every node in a trashed subtree (of one session, or of all)."""
-    p = dialect.param(conn)
-    scope = f" AND s.pk = {p}" if session_pk is not None else ""
-    rows = _fetch(conn, _TRASHED.format(scope=scope), [] if session_pk is None else [session_pk])
-    return {row[0] for row in rows}
+def _unindexed(conn: Connection) -> bool:
+    [(indexed, largest)] = _fetch(
+        conn, "SELECT (SELECT indexed_pk FROM search_index), (SELECT max(pk) FROM nodes)", []
+    )
+    return indexed is not None and (largest or 0) > indexed
+
+
+def _index_batch(conn: Connection) -> tuple[int, bool]:
+    """In a write transaction: index the next :data:`CATCH_UP_BATCH` nodes above the
+    watermark and move it past them; how many, and whether more wait."""
+    [(indexed, largest)] = _fetch(
+        conn, "SELECT (SELECT indexed_pk FROM search_index), (SELECT max(pk) FROM nodes)", []
+    )
+    if indexed is None or (largest or 0) <= indexed:
+        return 0, False  # another search got here first
+    [(upto, count)] = _fetch(
+        conn,
+        "SELECT max(pk), count(*) FROM (SELECT pk FROM nodes WHERE pk > ? ORDER BY pk LIMIT ?)",
+        [indexed, CATCH_UP_BATCH],
+    )
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(
+            "INSERT INTO nodes_fts(rowid, content)"
+            " SELECT pk, content FROM nodes WHERE pk > ? AND pk <= ?",
+            (indexed, upto),
+        )
+        cursor.execute("UPDATE search_index SET indexed_pk = ?", (upto,))
+    finally:
+        cursor.close()
+    return count, upto < largest
+
+
+def catch_up(
+    read: Callable[[], AbstractContextManager[Connection]],
+    write: Callable[[], AbstractContextManager[Connection]],
+) -> int:
+    """Index the nodes written since the last search (SQLite; nothing to do on
+    PostgreSQL): a read sees whether any wait, then write transactions of
+    :data:`CATCH_UP_BATCH` nodes each (short: writers get in between). How many were
+    indexed (here; another process may have done some)."""
+    with read() as conn:
+        if conn.dialect.name != "sqlite" or not _unindexed(conn):
+            return 0
+    done, more = 0, True
+    while more:
+        with write() as conn:
+            count, more = _index_batch(conn)
+        done += count
+    return done
 
 
 def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -1263,6 +1263,10 @@ class Store:
         *,
         session_id: str | None = None,
         role: str | None = None,
+        trunk: bool = False,
+        under: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
         limit: int = 50,
     ) -> list[SearchHit]:
         """The nodes whose content holds every word of ``query`` (a user's text, never
@@ -1270,31 +1274,58 @@ class Store:
         of ``session_id``), newest first, at most ``limit`` (1 to
         :data:`~mnemosyne._search.MAX_LIMIT`). Disabled nodes and pruned fragments are
         found (marked); trashed sessions and trashed subtrees are not. How each
-        database matches: :mod:`mnemosyne._search`.
+        database matches: :mod:`mnemosyne._search` (on SQLite the search first indexes
+        the nodes written since the last one).
+
+        Args:
+            role: only messages of this role.
+            trunk: only nodes on the path root -> HEAD of their session.
+            under: only this node (a node name of ``session_id``: an id or prefix,
+                ``HEAD~2``...) and the nodes below it.
+            since: only nodes created at or after this moment (aware).
+            until: only nodes created before this moment (aware).
 
         Raises:
-            InvalidOperationError: an empty or too long query, a bad role or limit.
-            UnknownSessionError: no such session.
+            InvalidOperationError: an empty or too long query, a bad role or limit,
+                ``under`` without ``session_id``, a naive or reversed time span.
+            UnknownSessionError, UnknownNodeError: no such session, or node in it.
         """
         parsed = search.parse_query(query)
         search.check_limit(limit)
         if role is not None:
             check_role(role)
+        if under is not None and session_id is None:
+            raise InvalidOperationError("a search under a node is a search of its session")
+        for moment in (since, until):
+            if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+                raise InvalidOperationError(
+                    f"a search's since and until are aware datetimes, not {moment!r}"
+                )
+        if since is not None and until is not None and until <= since:
+            raise InvalidOperationError(
+                f"a search's until ({until.isoformat()}) must be after its since"
+                f" ({since.isoformat()})"
+            )
+        search.catch_up(self.read, self.write)
         with self.read() as conn:
             record = q.session_record(conn, session_id) if session_id is not None else None
-            scope = record.pk if record is not None else None
-            trashed = search.trashed_keys(conn, scope)
-            rows = search.matching_rows(
-                conn, parsed, session_pk=scope, role=role, limit=limit + len(trashed)
+            under_pk = None
+            if record is not None and under is not None:
+                under_pk = q.resolve_node(conn, record, under)[0]
+            filters = search.SearchFilters(
+                session_pk=record.pk if record is not None else None,
+                role=role,
+                trunk=trunk,
+                under_pk=under_pk,
+                since=since,
+                until=until,
             )
-            rows = [row for row in rows if row[0] not in trashed][:limit]
+            rows = search.matching_rows(conn, parsed, filters, limit=limit)
             trunks: dict[int, frozenset[int]] = {}
             for session_pk, sid in {(row[8], row[2]) for row in rows}:
                 found = record if record is not None else q.session_record(conn, sid)
-                trunks[session_pk] = (
-                    frozenset(proj._path(conn, self.paths, found, found.head_pk).keys)
-                    if found.head_pk is not None
-                    else frozenset()
+                trunks[session_pk] = frozenset(
+                    proj.path_keys(conn, self.paths, found, found.head_pk)
                 )
             return [search.hit_from_row(row, parsed.words, trunks[row[8]]) for row in rows]
 

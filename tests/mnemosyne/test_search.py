@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic import command
 from alembic.config import Config
 
-from mnemosyne import InvalidOperationError, NodeRecord, Store, UnknownSessionError
+from mnemosyne import (
+    InvalidOperationError,
+    NodeRecord,
+    Store,
+    UnknownNodeError,
+    UnknownSessionError,
+)
 from mnemosyne._engine import MIGRATIONS, upgrade
-from mnemosyne._search import MAX_QUERY_LENGTH, snippet
+from mnemosyne._search import CATCH_UP_BATCH, MAX_QUERY_LENGTH, catch_up, parse_moment, snippet
 from mnemosyne.edits import Delete, Prune, Rewrite, Toggle
+
+
+def _insert_raw(store: Store, sid: str, content: str) -> None:
+    """A node written by SQL alone (a database at an older revision than the code)."""
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO nodes (id, session_pk, role, content, enabled, created_at, metadata)"
+            " SELECT %s, pk, 'user', %s, true, '2026-11-25 10:00:00.000000', '{}'"
+            " FROM sessions WHERE id = %s"
+            if conn.dialect.name != "sqlite"
+            else "INSERT INTO nodes (id, session_pk, role, content, enabled, created_at, metadata)"
+            " SELECT ?, pk, 'user', ?, 1, '2026-11-25 10:00:00.000000', '{}'"
+            " FROM sessions WHERE id = ?",
+            (uuid.uuid4().hex, content, sid),
+        )
+
+
+def _index_is_whole(store: Store) -> None:
+    """SQLite: the FTS index holds every node, as it now reads (FTS5's own check
+    against the content table); and the watermark is the largest key."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)")
+        indexed, largest = conn.exec_driver_sql(
+            "SELECT (SELECT indexed_pk FROM search_index), (SELECT coalesce(max(pk), 0) FROM nodes)"
+        ).one()
+    assert indexed == largest
 
 
 def _story(store: Store) -> dict[str, str]:
@@ -191,7 +228,7 @@ def test_the_migration_indexes_the_nodes_already_there(
         with engine.connect().execution_options(mnemosyne_write=True) as conn, conn.begin():
             config.attributes["connection"] = conn
             command.downgrade(config, "0007")  # no search index: as before this feature
-        store.append(sid, "user", "A keeper written before the upgrade.")
+        _insert_raw(store, sid, "A keeper written before the upgrade.")
         upgrade(engine)
         assert len(store.search("keeper")) == 2
         assert store.search("lighthouse")[0].node_id == node.id
@@ -201,3 +238,221 @@ def test_snippet_offsets_hold_after_a_letter_that_lowers_longer() -> None:
     shown, matches = snippet("İİİ wyvern here", ["WYVERN"])
     assert [shown[a:b] for a, b in matches] == ["wyvern"]
     assert matches == ((4, 10),)
+
+
+# -- the lazy index (SQLite): what a search indexes, and what writes keep --------------
+
+
+def _unindexed(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return int(
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM nodes WHERE pk > (SELECT indexed_pk FROM search_index)"
+            ).scalar_one()
+        )
+
+
+def test_a_write_is_indexed_by_the_next_search_not_by_the_write(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "The ferry leaves at noon.")
+    if store.engine.dialect.name == "sqlite":
+        assert _unindexed(store) == 1  # no trigger indexed it
+    [hit] = store.search("ferry")
+    assert hit.snippet == "The ferry leaves at noon."
+    _index_is_whole(store)
+    if store.engine.dialect.name == "sqlite":
+        assert _unindexed(store) == 0
+
+
+def test_edits_and_deletes_of_nodes_not_indexed_yet_keep_the_index_whole(store: Store) -> None:
+    ids = _story(store)
+    store.search("keeper")  # the story indexed
+    sid = ids["sid"]
+    late, _ = store.append(sid, "assistant", "A late reply about the harbour.")
+    store.edit(sid, Rewrite(node_id=late.id, content="A late reply about the lighthouse."))
+    gone, _ = store.append(sid, "user", "A question about the harbour.")
+    store.edit(sid, Delete(node_id=gone.id))
+    store.purge(sid)  # the newest node's row deleted before any search saw it
+    store.edit(sid, Rewrite(node_id=ids["tip"], content="I ask about the storm."))
+    assert store.search("harbour") == []
+    assert {h.node_id for h in store.search("lighthouse")} == {ids["root"], late.id}
+    assert [h.node_id for h in store.search("storm")] == [ids["tip"]]
+    assert gone.id not in {h.node_id for h in store.search("question")}
+    _index_is_whole(store)
+
+
+def test_a_key_taken_again_after_the_newest_nodes_are_purged_is_indexed(store: Store) -> None:
+    kept = store.create_session().id
+    store.append(kept, "user", "An old map of the coast.")
+    newest = store.create_session().id
+    for i in range(3):
+        store.append(newest, "user", f"A purged page {i}.")
+    assert len(store.search("page")) == 3  # indexed up to the newest node
+    store.trash_session(newest)
+    store.purge_session(newest)  # the largest keys are free again (SQLite: max + 1)
+    made, _ = store.append(kept, "user", "A new page of the map.")
+    assert [h.node_id for h in store.search("page")] == [made.id]
+    _index_is_whole(store)
+
+
+def test_a_large_import_is_indexed_in_batches_by_one_search(store: Store) -> None:
+    sid = store.create_session().id
+    count = CATCH_UP_BATCH * 2 + 5
+    with store.transaction(sid) as tx:
+        tx.insert_nodes(
+            [
+                NodeRecord(
+                    role="user", content=f"line n{i}n of the ledger", parent=i - 1 if i else None
+                )
+                for i in range(count)
+            ]
+        )
+    assert len(store.search("ledger", limit=500)) == 500
+    [newest] = store.search("ledger", limit=1)
+    assert newest.snippet == f"line n{count - 1}n of the ledger"
+    assert [h.snippet for h in store.search("n17n")] == ["line n17n of the ledger"]
+    _index_is_whole(store)
+
+
+def test_two_processes_searching_at_once_index_once(
+    backend: str, database_url: str, store: Store
+) -> None:
+    sid = store.create_session().id
+    with store.transaction(sid) as tx:
+        tx.insert_nodes([NodeRecord(role="user", content=f"coin {i}") for i in range(3000)])
+    others = [Store.open(database_url) for _ in range(2)]
+    start = threading.Barrier(2)
+    indexed: list[int] = []
+
+    def search(other: Store) -> None:
+        start.wait()
+        indexed.append(catch_up(other.read, other.write))
+
+    try:
+        threads = [threading.Thread(target=search, args=(other,)) for other in others]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for other in others:
+            other.close()
+    assert sum(indexed) == (3000 if backend == "sqlite" else 0)
+    assert len(store.search("coin", limit=500)) == 500
+    _index_is_whole(store)
+
+
+def test_migration_0009_keeps_the_index_0008_built(
+    backend: str, blank_database_url: Callable[[str], str]
+) -> None:
+    url = blank_database_url(backend)
+    with Store.open(url, migrate=True) as store:
+        sid = store.create_session().id
+        store.append(sid, "user", "A keeper of the old lamp.")
+        store.search("keeper")
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with store.engine.connect().execution_options(mnemosyne_write=True) as conn, conn.begin():
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0008")  # back to the index kept by triggers
+        _insert_raw(store, sid, "A keeper indexed by 0008's trigger.")
+        upgrade(store.engine)
+        _insert_raw(store, sid, "A keeper written after the upgrade.")
+        assert len(store.search("keeper")) == 3
+        assert len(store.search("trigger")) == 1
+        _index_is_whole(store)
+        _insert_raw(store, sid, "A keeper not indexed when the database goes back to 0008.")
+        with store.engine.connect().execution_options(mnemosyne_write=True) as conn, conn.begin():
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0008")
+        if backend == "sqlite":
+            with store.engine.begin() as conn:  # 0008's index holds every node again
+                conn.exec_driver_sql(
+                    "INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)"
+                )
+        upgrade(store.engine)
+        assert len(store.search("keeper")) == 4
+
+
+# -- the filters: the trunk, under a node, a time span ----------------------------------
+
+
+def test_the_trunk_filter_keeps_the_path_to_head_of_each_session(store: Store) -> None:
+    ids = _story(store)
+    other = store.create_session().id
+    first, _ = store.append(other, "user", "A wyvern at the gate.")
+    store.add_sibling(other, first.id, "A wyvern on the roof.")  # HEAD moves to it
+    assert {h.node_id for h in store.search("wyvern")} >= {ids["side"], first.id}
+    trunk_hits = store.search("wyvern", trunk=True)
+    assert [h.session_id for h in trunk_hits] == [other]
+    assert all(h.on_trunk for h in trunk_hits)
+    assert [h.node_id for h in store.search("the", trunk=True, session_id=ids["sid"])] == [
+        ids["tip"],
+        ids["trunk"],
+        ids["root"],
+    ]
+
+
+def test_the_under_filter_keeps_a_node_and_its_subtree(store: Store) -> None:
+    ids = _story(store)
+    sid = ids["sid"]
+    below, _ = store.append(sid, "assistant", "The keeper points at the wreck.")
+    found = store.search("keeper", session_id=sid, under=ids["tip"])
+    assert [h.node_id for h in found] == [below.id, ids["tip"]]  # the node itself too
+    assert store.search("wyvern", session_id=sid, under=ids["trunk"]) == []
+    assert [h.node_id for h in store.search("wyvern", session_id=sid, under=ids["side"])] == [
+        ids["side"]
+    ]
+    assert len(store.search("the", session_id=sid, under="HEAD~1")) == 2  # tip and below
+    with pytest.raises(InvalidOperationError, match="session"):
+        store.search("keeper", under=ids["tip"])
+    with pytest.raises(UnknownNodeError):
+        store.search("keeper", session_id=sid, under="ffffffffffff")
+
+
+def test_the_time_span_filter(store: Store) -> None:
+    ids = _story(store)
+    created = {h.node_id: h.created_at for h in store.search("the", session_id=ids["sid"])}
+    middle = created[ids["trunk"]]
+    later = store.search("the", since=middle)
+    assert {h.node_id for h in later} == {n for n, at in created.items() if at >= middle}
+    earlier = store.search("the", until=middle)
+    assert {h.node_id for h in earlier} == {n for n, at in created.items() if at < middle}
+    assert store.search("the", since=datetime.now(UTC) + timedelta(minutes=1)) == []
+    span = store.search("the", since=middle, until=middle + timedelta(microseconds=1))
+    assert [h.node_id for h in span] == [ids["trunk"]]
+    with pytest.raises(InvalidOperationError, match="after"):
+        store.search("the", since=middle, until=middle)
+    with pytest.raises(InvalidOperationError, match="aware"):
+        store.search("the", since=datetime(2026, 1, 1))
+
+
+def test_moments_a_search_takes() -> None:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    assert parse_moment("2026-11-20") == datetime(2026, 11, 20, tzinfo=UTC)
+    assert parse_moment("2026-11-20", end=True) == datetime(2026, 11, 21, tzinfo=UTC)
+    assert parse_moment("2026-11-20T18:30") == datetime(2026, 11, 20, 18, 30, tzinfo=UTC)
+    assert parse_moment("2026-11-20T18:30+02:00") == datetime(2026, 11, 20, 16, 30, tzinfo=UTC)
+    assert parse_moment("2d", now=now) == datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    assert parse_moment("90m", now=now) == datetime(2026, 11, 25, 10, 30, tzinfo=UTC)
+    assert parse_moment("1w", now=now) == datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
+    for bad in ("yesterday", "2d3h", "-2d", "2026-13-01", "", "5y"):
+        with pytest.raises(InvalidOperationError, match="ISO date"):
+            parse_moment(bad)
+
+
+# -- mends ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stored", "query"), [("Öl", "öl"), ("öl", "ÖL"), ("Ωμ", "ωΜ")])
+def test_a_short_word_beyond_ascii_is_found_in_either_case(
+    store: Store, stored: str, query: str
+) -> None:
+    sid = store.create_session().id
+    node, _ = store.append(sid, "user", f"Das {stored} ist teuer.")
+    store.append(sid, "user", "Nothing else here.")
+    assert [h.node_id for h in store.search(query)] == [node.id]
+    assert [h.node_id for h in store.search(f"{query} teuer")] == [node.id]  # with the index
+    [hit] = store.search(query)
+    start, end = hit.matches[0]
+    assert hit.snippet[start:end] == stored
