@@ -11,7 +11,8 @@ The document (``"format": "clotho-tree"``, version 1; see ``docs/cli.md``)::
       "nodes": [{"id", "parent_id", "role", "name", "content", "enabled", "created_at",
                  "metadata", "delta", "active_child_id", "detached"}],
       "traces": {"<node id>": {"parts", "messages_hash", "document"}},
-      "blobs": {"<sha256>": "<text>"}
+      "blobs": {"<sha256>": "<text>"},
+      "refs": [{"name", "kind", "node_id"}]
     }
 
 ``nodes`` lists every node, parents before their children and siblings in order: the
@@ -20,6 +21,8 @@ the top of a fragment or of the trash: ``{"place": "fragment"|"trash", "from": <
 node it hung under, or null>, "at": <time>, "state": <the world state after it where
 it hung>}``. ``traces`` holds each generated node's PromptTrace as it is stored (its
 history as runs of node ids, the rest as blobs); ``blobs`` the texts they name.
+``refs`` are the session's tags and branches (``kind`` ``"tag"`` or ``"branch"``; see
+``docs/tags.md``), by name; a file without it (written before names existed) has none.
 Document ``content`` is the document's JSON text as kept. Times are ISO 8601 with
 their zone (UTC).
 
@@ -70,9 +73,11 @@ from mnemosyne import (
     new_id,
     schema_from_mapping,
 )
+from mnemosyne import refs as names
 from mnemosyne.errors import JsonTextError
 from mnemosyne.jsontext import preview
 from mnemosyne.models import Role
+from mnemosyne.nodenames import MAX_REF_LENGTH, check_ref_name
 from mnemosyne.traces import blob_hash
 from mnemosyne.validation import problem_line
 
@@ -176,6 +181,10 @@ def export_tree(store: Store, session_id: str) -> dict[str, Any]:
             for trace in dump.traces
         },
         "blobs": dump.blobs,
+        "refs": [
+            {"name": ref.name, "kind": ref.kind, "node_id": ref.node_id}
+            for ref in names.listed(store, session_id)
+        ],
     }
 
 
@@ -267,6 +276,14 @@ class TreeTrace(_Strict):
     document: Object
 
 
+class TreeRef(_Strict):
+    """``refs[i]``: a tag or a branch (its name checked as the store checks it)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=MAX_REF_LENGTH)]
+    kind: Literal["tag", "branch"]
+    node_id: Id
+
+
 class TreeFile(_Strict):
     """A tree file's document (checked for ``format`` and ``version`` first)."""
 
@@ -277,6 +294,7 @@ class TreeFile(_Strict):
     nodes: list[TreeNode]
     traces: dict[str, TreeTrace]
     blobs: dict[Annotated[str, Field(pattern=HASH_PATTERN)], Text]
+    refs: list[TreeRef] = []
 
 
 @dataclass(frozen=True)
@@ -295,6 +313,8 @@ class _Plan:
     records: list[NodeRecord]
     traces: list[StoredTrace]
     blobs: dict[str, str]
+    refs: list[tuple[str, str, str]]
+    """(name, kind, node id) of each tag and branch."""
 
 
 class _Fail:
@@ -364,6 +384,7 @@ def _check(document: Any, name: str) -> _Plan:
     records, index = _check_nodes(fail, tree.nodes)
     _check_head(fail, records, index, session.head_id)
     traces = _check_traces(fail, tree, index)
+    refs = _check_refs(fail, tree.refs, index)
     return _Plan(
         session.id,
         session.title,
@@ -377,7 +398,26 @@ def _check(document: Any, name: str) -> _Plan:
         records,
         traces,
         tree.blobs,
+        refs,
     )
+
+
+def _check_refs(
+    fail: _Fail, refs: list[TreeRef], index: dict[str, int]
+) -> list[tuple[str, str, str]]:
+    """Each name valid and once, on a node of the tree."""
+    seen: dict[str, int] = {}
+    for i, ref in enumerate(refs):
+        try:
+            check_ref_name(ref.name)
+        except InvalidOperationError as error:
+            raise fail(f"refs[{i}].name", str(error)) from None
+        if ref.name in seen:
+            raise fail(f"refs[{i}].name", f"{ref.name!r} is refs[{seen[ref.name]}] already")
+        seen[ref.name] = i
+        if ref.node_id not in index:
+            raise fail(f"refs[{i}].node_id", f"unknown node {ref.node_id!r}")
+    return [(ref.name, ref.kind, ref.node_id) for ref in refs]
 
 
 def _check_nodes(fail: _Fail, nodes: list[TreeNode]) -> tuple[list[NodeRecord], dict[str, int]]:
@@ -544,6 +584,7 @@ def _with_new_ids(plan: _Plan) -> _Plan:
         records,
         traces,
         plan.blobs,
+        [(name, kind, fresh[node_id]) for name, kind, node_id in plan.refs],
     )
 
 
@@ -591,6 +632,10 @@ def import_tree(store: Store, data: bytes | str, name: str, *, new_ids: bool = F
             lambda i, error: f"traces.{plan.traces[i].node_id}",
             name,
         )
+        for ref_name, kind, node_id in plan.refs:
+            tx.name_node(ref_name, kind, node_id)
+        if plan.refs:
+            tx.drop_journal()  # an imported session starts with no undo history
 
     try:
         return store.create_session(

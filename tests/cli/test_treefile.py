@@ -19,7 +19,7 @@ from clotho.formats.treefile import (
     import_tree,
     tree_text,
 )
-from mnemosyne import InvalidDeltaError, Store, schema_from_mapping
+from mnemosyne import InvalidDeltaError, Store, refs, schema_from_mapping
 from mnemosyne.edits import Delete, Prune, Restore, Toggle
 from orchestrator import Character, Engine, ModelConfig, TurnSetup
 from orchestrator.loopback import ModelServer
@@ -83,6 +83,9 @@ def a_lived_in_session(store: Store, server: ModelServer) -> str:
     deleted, _ = store.append(sid, "assistant", "It spits.", delta=inc("hp", -1))
     store.edit(sid, Delete(node_id=deleted.id))  # to the trash
     store.checkout(sid, quiet.id)
+    refs.name_node(store, sid, "main", "branch")  # names, one on a node of a fragment
+    refs.name_node(store, sid, "fight", "tag", first.user_node.id)
+    refs.name_node(store, sid, "going-home", "tag", pruned.id)
     return sid
 
 
@@ -107,6 +110,11 @@ def test_import_then_export_gives_the_same_document(
     assert places == ["fragment", "trash"]
     assert len(document["traces"]) == 3 and document["blobs"]
     assert [d["kind"] for d in document["documents"]] == ["lorebook", "card"]
+    assert [(r["name"], r["kind"]) for r in document["refs"]] == [
+        ("fight", "tag"),
+        ("going-home", "tag"),
+        ("main", "branch"),
+    ]
 
     session = import_tree(other_store, text.encode(), "valley.json")
     assert session.id == lived and session.version == 1
@@ -125,6 +133,7 @@ def test_import_then_export_gives_the_same_document(
     assert other_store.trash(lived) == store.trash(lived)
     assert other_store.documents(lived) != []
     assert not other_store.history(lived)  # the undo journal is not exported
+    assert other_store.node(lived, "fight~1").id == store.node(lived, "fight~1").id
     # the imported session works as any other: restore from the trash, then undo
     trashed = store.trash(lived)[0][0].id
     other_store.edit(lived, Restore(node_id=trashed))
@@ -294,6 +303,10 @@ def test_a_broken_document_is_refused_with_its_place_and_stores_nothing(
             broken(document, set_(["documents", 0, "name"], " ")),
             "documents[0].name: non-empty text",
         ),
+        (broken(document, set_(["refs", 0, "name"], "cafe")), "refs[0].name: 'cafe' cannot be"),
+        (broken(document, set_(["refs", 1, "name"], "fight")), "refs[1].name: 'fight' is refs[0]"),
+        (broken(document, set_(["refs", 0, "node_id"], unknown)), "refs[0].node_id: unknown"),
+        (broken(document, set_(["refs", 0, "kind"], "label")), "refs[0].kind: Input should be"),
     ]
     for text, expected in cases:
         with pytest.raises(TreeFileError) as caught:
@@ -302,6 +315,16 @@ def test_a_broken_document_is_refused_with_its_place_and_stores_nothing(
         assert str(caught.value).startswith("valley.json: ")
         assert other_store.sessions() == [] and other_store.node_counts() == {}
     assert import_tree(other_store, json.dumps(document), "valley.json").id == lived
+
+
+def test_a_tree_file_from_before_names_still_imports(
+    store: Store, other_store: Store, lived: str
+) -> None:
+    document = export_tree(store, lived)
+    del document["refs"]
+    session = import_tree(other_store, json.dumps(document), "old.json")
+    assert refs.listed(other_store, session.id) == []
+    assert export_tree(other_store, session.id)["nodes"] == document["nodes"]
 
 
 def test_many_problems_are_one_line_naming_the_first_three(
