@@ -45,8 +45,8 @@ from sqlalchemy import delete, func, insert, select, update
 
 from . import _head
 from . import _queries as q
+from . import _refs as names
 from . import _worldstate as ws
-from . import refs as names
 from ._checks import check_content, check_delta, check_name, check_role, new_id
 from ._schema import journal, nodes, sessions
 from .errors import InvalidDeltaError, InvalidOperationError

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, delete, exc, func, insert, select, up
 from . import _bulk as bulk
 from . import _dialect as dialect
 from . import _documents as docs
-from . import _head, events, refs
+from . import _head, _refs, events
 from . import _idempotency as idem
 from . import _paths as paths
 from . import _projection as proj
@@ -577,7 +577,7 @@ class SessionTransaction:
         session_pk = self._state.record.pk
 
         def change(conn: Connection) -> str:
-            refs.put(conn, session_pk, name, kind, pk, force=force)
+            _refs.put(conn, session_pk, name, kind, pk, force=force)
             return node_id
 
         return self._editor.rename_nodes(kind, change)
@@ -587,7 +587,7 @@ class SessionTransaction:
         record = self._state.record
 
         def change(conn: Connection) -> None:
-            refs.remove(conn, record.pk, record.id, name, kind)
+            _refs.remove(conn, record.pk, record.id, name, kind)
 
         return self._editor.rename_nodes(f"delete {kind or 'name'}", change)
 
@@ -596,14 +596,14 @@ class SessionTransaction:
         record = self._state.record
 
         def change(conn: Connection) -> None:
-            refs.rename(conn, record.pk, record.id, old, new)
+            _refs.rename(conn, record.pk, record.id, old, new)
 
         return self._editor.rename_nodes("rename", change)
 
-    def names(self, kind: str | None = None) -> list[refs.RefView]:
+    def names(self, kind: str | None = None) -> list[_refs.RefView]:
         """The session's tags and branches as the transaction has them."""
         state = self._state
-        return refs.views(state.conn, state.record.pk, state.head_pk, kind)
+        return _refs.views(state.conn, state.record.pk, state.head_pk, kind)
 
 
 class Store:

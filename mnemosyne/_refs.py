@@ -1,0 +1,273 @@
+"""Names on nodes (tags and branches) in the database: the rows of ``refs`` read and
+written on an open connection, inside a session's transaction. What they mean, and the
+way in, is :mod:`mnemosyne.refs`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from . import _queries as q
+from ._schema import nodes, refs
+from .errors import InvalidOperationError, UnknownNodeError
+from .nodenames import check_ref_name
+
+__all__ = [
+    "RefKind",
+    "RefRow",
+    "RefView",
+    "branches_at",
+    "follow_head",
+    "put",
+    "remove",
+    "rename",
+    "restore",
+    "snapshot",
+    "views",
+]
+
+RefKind = Literal["tag", "branch"]
+KINDS: tuple[str, ...] = get_args(RefKind)
+
+#: A name as the journal keeps it: ``[name, kind, node_pk, created_at]`` (time as text).
+RefRow = list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RefView:
+    """A tag or a branch as read: its name, kind, the node it names and where that is."""
+
+    name: str
+    kind: RefKind
+    node_id: str
+    created_at: datetime
+    place: Literal["tree", "fragment", "trash"]
+    """Where the node is: in the tree, in a fragment (pruned), in the trash."""
+    role: str
+    content: str
+    """The node's text (whole: a list shortens it)."""
+    at_head: bool
+    """Whether the node is HEAD."""
+
+    def as_dict(self, *, short: int | None = 80) -> dict[str, Any]:
+        text = " ".join(self.content.split())
+        if short is not None and len(text) > short:
+            text = text[: short - 1] + "…"
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "node_id": self.node_id,
+            "created_at": self.created_at.isoformat(),
+            "place": self.place,
+            "role": self.role,
+            "text": text,
+            "at_head": self.at_head,
+        }
+
+
+def _kind(kind: str) -> RefKind:
+    if kind not in KINDS:
+        raise InvalidOperationError(f"a name is a tag or a branch, not {kind!r}")
+    return kind  # type: ignore[return-value]
+
+
+def _time_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    stamp: datetime = value
+    return stamp.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def _row(conn: Connection, session_pk: int, name: str) -> Any:
+    return conn.execute(
+        select(refs.c.pk, refs.c.kind, refs.c.node_pk).where(
+            refs.c.session_pk == session_pk, refs.c.name == name
+        )
+    ).first()
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def views(
+    conn: Connection, session_pk: int, head_pk: int | None, kind: str | None = None
+) -> list[RefView]:
+    """The session's names (``kind``: only tags or only branches), by name."""
+    query = (
+        select(
+            refs.c.name,
+            refs.c.kind,
+            q.type_coerce_text(refs.c.created_at),
+            nodes.c.pk,
+            nodes.c.id,
+            nodes.c.role,
+            nodes.c.content,
+        )
+        .join(nodes, nodes.c.pk == refs.c.node_pk)
+        .where(refs.c.session_pk == session_pk)
+        .order_by(refs.c.name)
+    )
+    if kind is not None:
+        query = query.where(refs.c.kind == _kind(kind))
+    out = []
+    for row in conn.execute(query).all():
+        detached = q.top_detached(conn, row.pk)
+        out.append(
+            RefView(
+                row.name,
+                row.kind,
+                row.id,
+                q.timestamp(row.created_at),
+                "tree" if detached is None else detached,  # type: ignore[arg-type]
+                row.role,
+                row.content,
+                row.pk == head_pk,
+            )
+        )
+    return out
+
+
+def names_by_node(conn: Connection, session_pk: int) -> dict[str, list[tuple[str, RefKind]]]:
+    """Each named node's id: its names and their kinds, by name (for decorations)."""
+    query = (
+        select(nodes.c.id, refs.c.name, refs.c.kind)
+        .join(nodes, nodes.c.pk == refs.c.node_pk)
+        .where(refs.c.session_pk == session_pk)
+        .order_by(refs.c.name)
+    )
+    out: dict[str, list[tuple[str, RefKind]]] = {}
+    for node_id, name, kind in conn.execute(query):
+        out.setdefault(node_id, []).append((name, kind))
+    return out
+
+
+def snapshot(conn: Connection, session_pk: int) -> list[RefRow]:
+    """The session's names as the journal keeps them, by name."""
+    query = (
+        select(refs.c.name, refs.c.kind, refs.c.node_pk, q.type_coerce_text(refs.c.created_at))
+        .where(refs.c.session_pk == session_pk)
+        .order_by(refs.c.name)
+    )
+    return [[name, kind, pk, _time_text(at)] for name, kind, pk, at in conn.execute(query)]
+
+
+# --- writes (inside a session's write transaction) -------------------------------------
+
+
+def restore(conn: Connection, session_pk: int, rows: list[RefRow]) -> None:
+    """Make the session's names what ``rows`` (a :func:`snapshot`) say."""
+    conn.execute(delete(refs).where(refs.c.session_pk == session_pk))
+    if rows:
+        conn.execute(
+            insert(refs),
+            [
+                {
+                    "session_pk": session_pk,
+                    "name": name,
+                    "kind": kind,
+                    "node_pk": pk,
+                    "created_at": datetime.fromisoformat(at).replace(tzinfo=UTC),
+                }
+                for name, kind, pk, at in rows
+            ],
+        )
+
+
+def put(
+    conn: Connection,
+    session_pk: int,
+    name: str,
+    kind: str,
+    node_pk: int,
+    *,
+    force: bool = False,
+) -> bool:
+    """Name node ``node_pk`` ``name`` (a tag or a branch); ``force``: move the name if
+    the session has it already (of the same kind). Whether anything changed.
+
+    Raises:
+        InvalidOperationError: a bad name, or one taken (without ``force``, or by the
+            other kind).
+    """
+    name, kind = check_ref_name(name), _kind(kind)
+    existing = _row(conn, session_pk, name)
+    if existing is None:
+        conn.execute(
+            insert(refs).values(
+                session_pk=session_pk,
+                name=name,
+                kind=kind,
+                node_pk=node_pk,
+                created_at=datetime.now(UTC),
+            )
+        )
+        return True
+    if existing.kind != kind:
+        raise InvalidOperationError(
+            f"{name!r} is a {existing.kind} already: names are unique in a session"
+        )
+    if not force:
+        flag = "-f" if kind == "branch" else "-f (or delete it first with -d)"
+        raise InvalidOperationError(f"{kind} {name!r} exists already: to move it, give {flag}")
+    if existing.node_pk == node_pk:
+        return False
+    conn.execute(update(refs).where(refs.c.pk == existing.pk).values(node_pk=node_pk))
+    return True
+
+
+def remove(conn: Connection, session_pk: int, session_id: str, name: str, kind: str | None) -> str:
+    """Delete a name (``kind``: it must be of that kind); its kind.
+
+    Raises:
+        UnknownNodeError: the session has no such name.
+    """
+    existing = _row(conn, session_pk, name)
+    if existing is None or (kind is not None and existing.kind != kind):
+        what = "tag or branch" if kind is None else kind
+        raise UnknownNodeError(
+            name, session_id, why=f"session {session_id} has no {what} named {name!r}"
+        )
+    conn.execute(delete(refs).where(refs.c.pk == existing.pk))
+    return str(existing.kind)
+
+
+def rename(conn: Connection, session_pk: int, session_id: str, old: str, new: str) -> str:
+    """Give a name another one (same kind, same node); its kind.
+
+    Raises:
+        UnknownNodeError: no such name. InvalidOperationError: the new one is bad or taken.
+    """
+    new = check_ref_name(new)
+    existing = _row(conn, session_pk, old)
+    if existing is None:
+        raise UnknownNodeError(
+            old, session_id, why=f"session {session_id} has no tag or branch named {old!r}"
+        )
+    if new != old:
+        taken = _row(conn, session_pk, new)
+        if taken is not None:
+            raise InvalidOperationError(
+                f"{new!r} is a {taken.kind} already: names are unique in a session"
+            )
+        conn.execute(update(refs).where(refs.c.pk == existing.pk).values(name=new))
+    return str(existing.kind)
+
+
+def branches_at(conn: Connection, session_pk: int, node_pk: int) -> bool:
+    """Whether a branch of the session has its tip at ``node_pk``."""
+    query = select(refs.c.pk).where(
+        refs.c.session_pk == session_pk, refs.c.node_pk == node_pk, refs.c.kind == "branch"
+    )
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def follow_head(conn: Connection, session_pk: int, from_pk: int, to_pk: int) -> None:
+    """The branches at ``from_pk`` (HEAD before a node was added) move to ``to_pk``."""
+    conn.execute(
+        update(refs)
+        .where(refs.c.session_pk == session_pk, refs.c.node_pk == from_pk, refs.c.kind == "branch")
+        .values(node_pk=to_pk)
+    )
