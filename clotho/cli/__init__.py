@@ -16,6 +16,7 @@ for _module in (
     "state",
     "editor",
     "play",
+    "tracediff",
     "replay",
     "lore",
     "cast",
