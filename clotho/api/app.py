@@ -18,6 +18,7 @@ from mnemosyne import Store
 
 from . import (
     cast,
+    events,
     exchange,
     lorebooks,
     profiles,
@@ -176,6 +177,7 @@ def create_app(
         profiles,
         prompt_preview,
         search,
+        events,
     ):
         api.include_router(module.router)
     app.include_router(api)

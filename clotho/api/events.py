@@ -1,0 +1,266 @@
+"""Watching a session live: ``GET /api/sessions/{session_id}/events``, its changes as
+server-sent events (see docs/events.md).
+
+The database is the log (:mod:`mnemosyne.events`): every committed write of the session
+left one event there, named by the version it made. The stream first sends ``ready``
+(where the session stands), then one ``change`` per write as it commits, whichever
+process wrote it; each event's ``id`` is the session's version after it, so a client that
+reconnects with ``Last-Event-ID`` (or ``?last_event_id=``) misses nothing and sees nothing
+twice. A client further behind than the log keeps gets ``reset``: read the session again.
+
+What wakes a stream: on PostgreSQL, one thread per server process LISTENs to the
+notifications the writing transactions send (delivered at their commit), so every worker
+of every server on the database delivers the same events; the table stays the source of
+truth (and is read again every few seconds in case a notification was missed). On SQLite
+(one machine) each stream reads the session's version twice a second, one indexed read.
+
+A stream ends when the client leaves, and when the server shuts down (so a shutdown does
+not wait for its watchers: they reconnect, to another worker or when it is back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable
+from types import FrameType
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
+
+from mnemosyne import Store, events
+from mnemosyne.events import EventsRead
+
+from ._common import context
+from .deps import SessionDep
+from .turns import LastEventId
+
+__all__ = ["POLL_S", "RECHECK_S", "router"]
+
+router = APIRouter(tags=["reading"])
+
+#: How often a stream reads the session's version on SQLite (seconds).
+POLL_S = 0.5
+#: How often a stream reads the log anyway on PostgreSQL (a notification missed).
+RECHECK_S = 5.0
+
+
+class _Shutdown:
+    """Set when the server process is told to stop (SIGINT, SIGTERM): the streams end, so
+    that the server does not wait for them. The server's own handlers still run."""
+
+    def __init__(self, on_stop: Callable[[], None]) -> None:
+        self.event: asyncio.Event | None = None
+        self.on_stop = on_stop
+
+    def watch(self) -> asyncio.Event:
+        if self.event is not None:
+            return self.event
+        self.event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous = signal.getsignal(sig)
+                if callable(previous):
+                    signal.signal(sig, self._chain(loop, previous))
+        return self.event
+
+    def _chain(
+        self, loop: asyncio.AbstractEventLoop, previous: Callable[[int, FrameType | None], Any]
+    ) -> Callable[[int, FrameType | None], Any]:
+        def handler(signum: int, frame: FrameType | None) -> Any:
+            self.on_stop()
+            if self.event is not None:
+                loop.call_soon_threadsafe(self.event.set)
+            return previous(signum, frame)
+
+        return handler
+
+
+class Hub:
+    """This process's streams, woken by the database's notifications (PostgreSQL)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.listens = store.dialect == "postgresql"
+        self.waiting: dict[str, set[asyncio.Event]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.shutdown = _Shutdown(self.stop.set)
+
+    def subscribe(self, session_id: str) -> asyncio.Event:
+        """An event set whenever the session may have changed."""
+        if self.listens and self.thread is None:
+            self.loop = asyncio.get_running_loop()
+            self.thread = threading.Thread(
+                target=events.listen,
+                args=(self.store.engine, self._notified, self.stop),
+                name="clotho-events",
+                daemon=True,
+            )
+            self.thread.start()
+        woken = asyncio.Event()
+        self.waiting.setdefault(session_id, set()).add(woken)
+        return woken
+
+    def unsubscribe(self, session_id: str, woken: asyncio.Event) -> None:
+        waiting = self.waiting.get(session_id)
+        if waiting is not None:
+            waiting.discard(woken)
+            if not waiting:
+                del self.waiting[session_id]
+
+    def _notified(self, session_id: str, _version: int) -> None:  # the listener's thread
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._wake, session_id)
+
+    def _wake(self, session_id: str) -> None:
+        every = session_id == ""  # (re)connected: anything may have been missed
+        for sid, waiting in self.waiting.items():
+            if every or sid == session_id:
+                for woken in waiting:
+                    woken.set()
+
+
+def _hub(request: Request) -> Hub:
+    found: Hub | None = getattr(request.app.state, "live_events", None)
+    store = context(request).store
+    if found is None or found.store is not store:
+        found = Hub(store)
+        request.app.state.live_events = found
+    return found
+
+
+def _resume_from(
+    header: LastEventId,
+    last_event_id: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            description="The `id` of the last event seen, for a client that cannot send "
+            "the `Last-Event-ID` header (the header wins).",
+        ),
+    ] = None,
+) -> int | None:
+    return header if header is not None else last_event_id
+
+
+ResumeFrom = Annotated[int | None, Depends(_resume_from)]
+
+
+def _event(kind: str, version: int, data: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(event=kind, id=str(version), data=data)
+
+
+def _schema(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": {"const": name},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": {"type": "object", "properties": properties},
+            },
+            "id": {"type": "string", "description": "The session's version after it."},
+        },
+    }
+
+
+_VERSION = {"version": {"type": "integer"}, "session_id": {"type": "string"}}
+_CHANGE = {
+    **_VERSION,
+    "kind": {"type": "string", "enum": list(events.KINDS)},
+    "at": {"type": "string", "format": "date-time"},
+    "action": {"type": ["string", "null"]},
+    "head": {"type": ["string", "null"]},
+    "added": {"type": "array", "items": {"type": "string"}},
+    "added_count": {"type": "integer"},
+    "changed": {"type": "array", "items": {"type": "string"}},
+    "changed_count": {"type": "integer"},
+    "title": {"type": ["string", "null"]},
+}
+EVENTS_STREAM: dict[str, Any] = {
+    "itemSchema": {
+        "oneOf": [
+            _schema("ready", "First: where the session stands (its version, HEAD).", _VERSION),
+            _schema("change", "One committed write of the session.", _CHANGE),
+            _schema(
+                "reset",
+                "The log no longer holds every change after the id resumed from: read "
+                "the session again; the stream goes on from `version`.",
+                _VERSION,
+            ),
+        ]
+    }
+}
+
+
+@router.get(
+    "/sessions/{session_id}/events",
+    summary="Watch a session's changes live",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "The session's events.",
+            "content": {"text/event-stream": EVENTS_STREAM},
+        }
+    },
+)
+async def session_events(
+    session: SessionDep, request: Request, after: ResumeFrom
+) -> AsyncIterator[ServerSentEvent]:
+    """`ready`, then a `change` for every write of the session as it commits (new nodes,
+    HEAD moves, edits, undo and redo, imports, title, trash), made by any client of any
+    server process on the database; `id` is the session's version after it. Resume
+    with `Last-Event-ID` (or `?last_event_id=`): the changes after it come first, or
+    `reset` if the log (its last 500 events) no longer reaches back that far. Comments
+    keep the connection alive; the stream ends when the server stops."""
+    hub = _hub(request)
+    store, sid = hub.store, session.id
+    stop = hub.shutdown.watch()
+    woken = hub.subscribe(sid)
+    try:
+        read: EventsRead = await run_in_threadpool(store.events, sid, after=after)
+        yield _event(
+            "ready",
+            after if after is not None and not read.reset else read.version,
+            {"session_id": sid, "version": read.version, "head": session.head_id},
+        )
+        while True:
+            if read.reset:
+                yield _event("reset", read.version, {"session_id": sid, "version": read.version})
+            for change in read.events:
+                yield _event("change", change.version, change.as_dict())
+            last = read.version
+            if await _wait(woken, stop, request, RECHECK_S if hub.listens else POLL_S):
+                return
+            read = await run_in_threadpool(store.events, sid, after=last)
+    finally:
+        hub.unsubscribe(sid, woken)
+
+
+async def _wait(
+    woken: asyncio.Event, stop: asyncio.Event, request: Request, timeout: float
+) -> bool:
+    """Until the session may have changed or ``timeout``; whether the stream must end
+    (the server stops, or the client has left)."""
+    if stop.is_set():
+        return True
+    waits = [asyncio.ensure_future(woken.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in waits:
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+    woken.clear()
+    return stop.is_set() or await request.is_disconnected()
