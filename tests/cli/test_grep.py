@@ -75,3 +75,39 @@ def test_a_hit_line_bolds_the_words_on_a_terminal(monkeypatch: pytest.MonkeyPatc
     line = hit_line(hit, width=None, with_session=True)
     assert "\x1b[1mwyvern\x1b[0m" in line
     assert "disabled" in line and "assistant" in line and "[cdcdcdcd]" in line
+
+
+def test_grep_filters_by_trunk_subtree_and_time(clotho: InProcess) -> None:
+    ids = _story(clotho)
+    assert clotho.json("grep", "wyvern", "--trunk") == []  # only on a side branch
+    [trunk] = clotho.json("grep", "keeper", "--trunk")
+    assert trunk["node_id"] == ids["trunk"]
+    [side] = clotho.json("grep", "wyvern", "--under", ids["side"][:8])
+    assert side["node_id"] == ids["side"]
+    assert clotho.json("grep", "wyvern", "--under", ids["trunk"]) == []
+    assert len(clotho.json("grep", "the", "--since", "1h")) == 3
+    assert clotho.json("grep", "the", "--until", "1h") == []
+    assert clotho.json("grep", "the", "--since", "2999-01-01") == []
+    assert len(clotho.json("grep", "the", "--until", "2999-01-01")) == 3
+    assert "ISO date" in clotho.fails("grep", "the", "--since", "yesterday")
+    assert "--all-sessions" in clotho.fails("grep", "the", "--all-sessions", "--under", "HEAD")
+    assert "after" in clotho.fails("grep", "the", "--since", "1h", "--until", "2h")
+
+
+def test_a_clipped_hit_line_bolds_the_words_it_keeps_not_the_ellipsis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from datetime import UTC, datetime
+
+    from clotho.cli import style
+    from mnemosyne import SearchHit
+
+    monkeypatch.setattr(style, "COLOR", True)
+    text = "x" * 30 + " wyvern and more"
+    hit = SearchHit("ab" * 16, "cd" * 16, "user", None, text, ((31, 37),), True, True,
+                    datetime.now(UTC))  # fmt: skip
+    lead = len("abababab  user  trunk  ")
+    line = hit_line(hit, width=lead + 37, with_session=False)  # the cut: "wyver…"
+    assert line.endswith("\x1b[1mwyver\x1b[0m…")
+    line = hit_line(hit, width=lead + 34, with_session=False)  # the cut: "wy…"
+    assert line.endswith("\x1b[1mwy\x1b[0m…")
