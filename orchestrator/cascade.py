@@ -179,9 +179,10 @@ def plan_cascade(
     branch to ``leaf`` (default: the active path below ``original``), with the steps
     made already.
 
-    ``fork`` defaulting to HEAD: when HEAD is a reply with no earlier alternative whose
-    player's message has one (``clotho edit`` leaves HEAD on the edit's reply), the
-    fork is that message.
+    ``fork`` defaulting to HEAD: on a node a cascade made (one stopped), that cascade
+    (its fork and original); on a reply with no earlier alternative whose player's
+    message has one (``clotho edit`` leaves HEAD on the edit's reply), the fork is that
+    message.
 
     Raises:
         CascadeError: no earlier alternative, an ``original`` that is not a sibling of
@@ -199,6 +200,13 @@ def plan_cascade(
         place = next(i for i, sibling in enumerate(siblings) if sibling.id == node.id)
         return siblings[place - 1] if place > 0 else None
 
+    mark = fork_node.metadata.get(CASCADE)
+    if fork is None and original is None and isinstance(mark, dict) and mark.get("from") in by_id:
+        # HEAD on a node a cascade made (one stopped): that cascade, its fork above HEAD
+        original_node = by_id[mark["from"]]
+        above = [n for n in tree.path(fork_node.id) if n.parent_id == original_node.parent_id]
+        if above and above[0].id != original_node.id:
+            fork_node, original = above[0], original_node.id
     if original is None:
         before = earlier(fork_node)
         if before is None and fork is None and fork_node.parent_id is not None:

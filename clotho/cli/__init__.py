@@ -18,6 +18,7 @@ for _module in (
     "play",
     "tracediff",
     "replay",
+    "cascade",
     "lore",
     "cast",
     "search",
