@@ -27,6 +27,7 @@ from . import (
     search,
     sessions,
     stories,
+    tracediff,
     turns,
     writes,
 )
@@ -177,6 +178,7 @@ def create_app(
         profiles,
         prompt_preview,
         search,
+        tracediff,
         events,
     ):
         api.include_router(module.router)

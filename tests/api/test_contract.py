@@ -253,7 +253,7 @@ def _example(document: dict[str, Any], schema: dict[str, Any], name: str, node: 
         return schema.get("minimum", 1)
     if kind == "boolean":
         return False
-    if name.endswith("_id"):
+    if name.endswith("_id") or name in ("a", "b"):  # trace-diff names its two nodes a, b
         return node
     return "hp" if name == "path" else "hello"
 
