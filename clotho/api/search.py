@@ -5,19 +5,22 @@
   as ``ETag`` (304 for ``If-None-Match``): its hits change only when it does.
 
 ``q`` is a user's text, never search syntax; each hit says where it is (``on_trunk``:
-on the path root -> HEAD) so that a client can jump to it or check it out.
+on the path root -> HEAD) so that a client can jump to it or check it out. Filters:
+``role``, ``trunk`` (the path root -> HEAD only), ``under`` (a node and its subtree;
+needs the session), ``since`` / ``until`` (an ISO date, date and time, or an age such
+as ``2d``), each refused with a 422 naming it when it cannot be used.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mnemosyne import NotFoundError, SearchHit
-from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH
+from mnemosyne import ForeignNodeError, NotFoundError, SearchHit, Store, UnknownNodeError
+from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH, parse_moment
 
 from .deps import ReadSession, StoreDep
 from .problems import ApiError
@@ -43,7 +46,63 @@ class SessionSearchQuery(BaseModel):
     role: Literal["system", "user", "assistant"] | None = Field(
         default=None, description="Only messages of this role."
     )
+    trunk: bool = Field(
+        default=False, description="Only the path root -> HEAD (of each session searched)."
+    )
+    under: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Only this node and the nodes below it: a node name of the session "
+        "(an id or prefix, `HEAD~2`, a tag); needs the session.",
+    )
+    since: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Only messages written from then on: an ISO date (`2026-11-20`), a date "
+        "and time (`2026-11-20T18:30`, UTC unless a zone is named), or an age (`30m`, `12h`, "
+        "`2d`, `1w`).",
+    )
+    until: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Only messages written before then, as `since` (a bare date counts its "
+        "whole day).",
+    )
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="At most this many.")
+
+    @field_validator("since", "until")
+    @classmethod
+    def _a_moment(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_moment(value)  # refused here (422) when it is not one
+        return value
+
+    def moments(self) -> tuple[datetime | None, datetime | None]:
+        """``since`` and ``until`` as moments (now, for ages)."""
+        now = datetime.now(UTC)
+        since = None if self.since is None else parse_moment(self.since, now=now)
+        until = None if self.until is None else parse_moment(self.until, end=True, now=now)
+        return since, until
+
+    def run(self, store: Store, session_id: str | None) -> SearchOut:
+        """The search these parameters ask for; a ``under`` naming no node of the session
+        is a 422."""
+        since, until = self.moments()
+        try:
+            hits = store.search(
+                self.q,
+                session_id=session_id,
+                role=self.role,
+                trunk=self.trunk,
+                under=self.under,
+                since=since,
+                until=until,
+                limit=self.limit,
+            )
+        except (UnknownNodeError, ForeignNodeError) as error:
+            raise ApiError(422, "invalid_request", f"under: {error}") from error
+        return _out(hits)
 
 
 class SearchQuery(SessionSearchQuery):
@@ -84,11 +143,12 @@ def search_all(store: StoreDep, query: Annotated[SearchQuery, Query()]) -> Any:
     """The messages holding every word of `q`, over every branch of every live session
     (or of `session`), newest first: disabled ones and pruned fragments too (marked);
     sessions and subtrees in the trash are not searched."""
+    if query.under is not None and query.session is None:
+        raise ApiError(422, "invalid_request", "under: a node of a session: name the session")
     try:
-        hits = store.search(query.q, session_id=query.session, role=query.role, limit=query.limit)
-    except NotFoundError as error:
+        return query.run(store, query.session)
+    except NotFoundError as error:  # an unknown session (run answers for the node)
         raise ApiError(422, "invalid_request", f"session: {error}") from error
-    return _out(hits)
 
 
 @router.get("/sessions/{session_id}/search", summary="Search a session", response_model=SearchOut)
@@ -97,4 +157,4 @@ def search_session(
 ) -> Any:
     """The messages of this session holding every word of `q`, over every branch,
     newest first (as `GET /api/search` with `session`)."""
-    return _out(store.search(query.q, session_id=session.id, role=query.role, limit=query.limit))
+    return query.run(store, session.id)

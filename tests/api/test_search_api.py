@@ -84,6 +84,41 @@ def test_the_routes_are_in_the_openapi_document(client: TestClient) -> None:
     for path in ("/api/search", "/api/sessions/{session_id}/search"):
         operation = paths[path]["get"]
         names = {p["name"] for p in operation["parameters"]}
-        assert {"q", "role", "limit"} <= names
+        assert {"q", "role", "limit", "trunk", "under", "since", "until"} <= names
         assert "422" in operation["responses"]
     assert "session" in {p["name"] for p in paths["/api/search"]["get"]["parameters"]}
+
+
+def test_the_filters_trunk_under_and_time(client: TestClient, store: Store) -> None:
+    ids = _story(store)
+    url = f"/api/sessions/{ids['sid']}/search"
+
+    def found(path: str, **params: str) -> list[str]:
+        answer = client.get(path, params=params)
+        assert answer.status_code == 200, answer.text
+        return [h["node_id"] for h in answer.json()["hits"]]
+
+    assert found(url, q="wyvern", trunk="true") == []
+    assert found(url, q="keeper", trunk="true") == [ids["trunk"]]
+    trunks = client.get("/api/search", params={"q": "wyvern", "trunk": "true"}).json()["hits"]
+    assert [h["session_id"] for h in trunks] == [ids["other"]]  # its HEAD; ours is aside
+    assert found(url, q="wyvern", under=ids["side"][:8]) == [ids["side"]]
+    assert found(url, q="wyvern", under=ids["trunk"]) == []
+    assert found("/api/search", q="wyvern", session=ids["sid"], under=ids["side"]) == [ids["side"]]
+    everything = found("/api/search", q="the")
+    assert len(everything) >= 3
+    assert found("/api/search", q="the", since="1h") == everything
+    assert found("/api/search", q="the", until="1h") == []
+    assert found(url, q="the", until="2999-12-31", since="2000-01-01T00:00Z") == found(url, q="the")
+    refused = {
+        "since": {"q": "the", "since": "yesterday"},
+        "until": {"q": "the", "until": "2026-13-40"},
+        "under": {"q": "the", "under": "ffffffffffff"},
+        "after": {"q": "the", "since": "1h", "until": "2h"},
+    }
+    for why, params in refused.items():
+        answer = client.get(url, params=params)
+        assert answer.status_code == 422, (why, answer.text)
+        assert why in answer.text, (why, answer.text)
+    no_session = client.get("/api/search", params={"q": "the", "under": ids["side"]})
+    assert no_session.status_code == 422 and "session" in no_session.text
