@@ -13,6 +13,7 @@ __all__ = ["app", "main"]
 # of ``clotho --help``.
 for _module in (
     "tree",
+    "tags",
     "state",
     "editor",
     "play",

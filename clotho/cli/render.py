@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from clotho.cast import SCENE
 from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
+from mnemosyne.refs import RefView
 
 from .cells import MIN_WIDTH, cell_len, clean, clip, terminal_size, wrap
 from .style import out, paint
@@ -127,7 +128,30 @@ def _speaker(name: str) -> str:
     return " ".join(clean(name).split())
 
 
-def _marks(node: Node, head_id: str | None, alternatives: str) -> list[tuple[str, str]]:
+#: A node's tags and branches, each ``(name, kind)``, by node id (:func:`names_by_node`).
+Names = Mapping[str, Sequence[tuple[str, str]]]
+
+
+def names_by_node(refs: Iterable[RefView]) -> dict[str, list[tuple[str, str]]]:
+    """The session's tags and branches (:func:`mnemosyne.refs.listed`) by node id, for
+    the marks of the log and the tree."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for ref in refs:
+        out.setdefault(ref.node_id, []).append((ref.name, ref.kind))
+    return out
+
+
+def names_mark(names: Sequence[tuple[str, str]]) -> str:
+    """``(main, tag: first-meeting)``: a node's names as git decorates a commit
+    (branches by name, then tags)."""
+    ordered = sorted(names, key=lambda item: (item[1] != "branch", item[0]))
+    shown = [name if kind == "branch" else f"tag: {name}" for name, kind in ordered]
+    return f"({', '.join(shown)})"
+
+
+def _marks(
+    node: Node, head_id: str | None, alternatives: str, names: Names | None = None
+) -> list[tuple[str, str]]:
     """A node's marks, each ``(plain, painted)``."""
     marks: list[tuple[str, str]] = []
     if not node.content.strip():
@@ -138,6 +162,9 @@ def _marks(node: Node, head_id: str | None, alternatives: str) -> list[tuple[str
         marks.append(("(disabled)", paint("(disabled)", "dim")))
     if node.id == head_id:
         marks.append(("(HEAD)", paint("(HEAD)", "bold", "yellow")))
+    if names and node.id in names:
+        mark = names_mark(names[node.id])
+        marks.append((mark, paint(mark, "bold", "green")))
     if alternatives:
         marks.append((alternatives, paint(alternatives, "blue")))
     return marks
@@ -185,11 +212,13 @@ def log_lines(
     *,
     width: int,
     first_number: int = 1,
+    names: Names | None = None,
 ) -> list[str]:
     """The projection, one message after another, each once: a header (its number,
     short id, speaker, marks) then its text word-wrapped to ``width`` cells, paragraphs
     kept, a blank line between messages. ``first_number``: the number of ``turns[0]``
-    (its depth on the path: 1 unless the log starts further down)."""
+    (its depth on the path: 1 unless the log starts further down). ``names``: the
+    tags and branches to mark (:func:`names_by_node`)."""
     if not turns:
         return [paint("(empty session)", "dim")]
     width = max(width, MIN_WIDTH)
@@ -198,7 +227,7 @@ def log_lines(
         node = turn.node
         if lines:
             lines.append("")
-        marks = _marks(node, session.head_id, alternatives(turn))
+        marks = _marks(node, session.head_id, alternatives(turn), names)
         scene = scene_label(node)
         if scene is not None:  # narration: set apart, no speaker
             lead = f"{paint(f'#{number}', 'bold')} {paint(short(node.id), 'dim')} "
@@ -229,6 +258,7 @@ def tree_lines(
     depth: int = 0,
     all: bool = False,
     last: int | None = None,
+    names: Names | None = None,
 ) -> list[str]:
     """The tree as a graph in the manner of ``git log --graph``, root at the top, each
     line at most ``width`` cells.
@@ -242,11 +272,12 @@ def tree_lines(
     everything drawn. Several roots (a first message edited as a fork) are several
     graphs in their order, a blank line between them, the other roots folded as side
     branches are. ``last``: the graph starts that many messages above HEAD (HEAD
-    included), after a line saying how many are above.
+    included), after a line saying how many are above. ``names``: the tags and branches
+    to mark (:func:`names_by_node`).
     """
     if not tree.nodes:
         return [paint("(empty session)", "dim")]
-    return _Graph(tree, width, math.inf if all else depth).lines(last)
+    return _Graph(tree, width, math.inf if all else depth, names).lines(last)
 
 
 def print_tree(tree: Tree) -> None:
@@ -257,7 +288,8 @@ def print_tree(tree: Tree) -> None:
 class _Graph:
     """The drawing of one tree (see :func:`tree_lines`)."""
 
-    def __init__(self, tree: Tree, width: int, unfold: float) -> None:
+    def __init__(self, tree: Tree, width: int, unfold: float, names: Names | None = None) -> None:
+        self.names = names
         self.width = max(width, MIN_WIDTH)
         self.unfold = unfold
         self.head = tree.head_id
@@ -344,7 +376,7 @@ class _Graph:
 
     def _label(self, node: Node, alt: str, width: int) -> str:
         """``#12 1a2b3c4d Seraphina: text… (HEAD) < 2/3 >`` in ``width`` cells."""
-        marks = _marks(node, self.head, alt)
+        marks = _marks(node, self.head, alt, self.names)
         number = self.number[node.id]
         lead = len(f"#{number} ") + SHORT + 1
         scene = scene_label(node, max(width - lead - _cells(marks), 1))

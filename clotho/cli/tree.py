@@ -10,7 +10,7 @@ import typer
 
 from clotho.errors import UsageError
 from clotho.sessions import new_session
-from mnemosyne import Node, Session
+from mnemosyne import Node, Session, refs
 
 from . import pager, render
 from ._app import Cli, app, command, session_app
@@ -179,7 +179,9 @@ def fork(
 @command(app, "checkout")
 def checkout(
     cli: Cli,
-    node: Annotated[str, typer.Argument(help="A node: id or prefix, HEAD (@), HEAD~N.")],
+    node: Annotated[
+        str, typer.Argument(help="A node: id or prefix, a tag or branch, HEAD (@), HEAD~N.")
+    ],
     expect_version: ExpectVersion = None,
 ) -> None:
     """Move HEAD to NODE."""
@@ -226,7 +228,8 @@ LastOption = Annotated[
 def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
     """The linear projection: what the model sees, root to HEAD.
 
-    Each message once, numbered by its place on the path (#1 the root), its text
+    Each message once, numbered by its place on the path (#1 the root), marked with
+    its tags and branches (`(main, tag: first-meeting)`, as git decorates), its text
     wrapped to the terminal's width; disabled messages are shown, marked. A log longer
     than the screen goes through a pager ($CLOTHO_PAGER, $PAGER or less), as in git.
     """
@@ -234,10 +237,11 @@ def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
     # JSON: the projection as the model sees it, no disabled messages
     session, turns, first = render.log_window(cli.store, session_id, last, disabled=not cli.json)
     width = terminal_size().columns
+    names = render.names_by_node(refs.listed(cli.store, session_id))
     cli.emit(
         [t.node.as_dict() for t in turns],
         lambda: pager.page(
-            render.log_lines(session, turns, width=width, first_number=first),
+            render.log_lines(session, turns, width=width, first_number=first, names=names),
             enabled=not no_pager,
         ),
     )
@@ -270,17 +274,22 @@ def tree(
     ] = None,
     no_pager: NoPager = False,
 ) -> None:
-    """The tree as a graph, HEAD marked, numbered as in `clotho log`.
+    """The tree as a graph, HEAD and the tags and branches marked, numbered as in
+    `clotho log`.
 
     The path to HEAD is drawn whole in the left column; each other alternative is
     folded to one line saying what it holds, unless --depth or --all unfold it.
     """
-    whole = cli.store.tree(cli.session_id())
+    session_id = cli.session_id()
+    whole = cli.store.tree(session_id)
+    names = render.names_by_node(refs.listed(cli.store, session_id))
     width = terminal_size().columns
     cli.emit(
-        whole.as_dict(),
+        whole.as_dict(),  # the names: clotho tags --json
         lambda: pager.page(
-            render.tree_lines(whole, width=width, depth=depth, all=all_branches, last=last),
+            render.tree_lines(
+                whole, width=width, depth=depth, all=all_branches, last=last, names=names
+            ),
             enabled=not no_pager,
         ),
     )
