@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from clotho.errors import ClothoError
+from clotho.errors import UsageError
 
 if TYPE_CHECKING:
     from mnemosyne import Store
@@ -93,12 +93,6 @@ class ReplayAsk(BaseModel):
         return value
 
 
-class ReplayAskError(ClothoError, ValueError):
-    """A replay asked for in a way that cannot be (a model and a profile both...)."""
-
-    code = "invalid_replay"
-
-
 def changes_for(
     settings: Settings,
     engine: Engine,
@@ -111,15 +105,15 @@ def changes_for(
     path; default ``request``).
 
     Raises:
-        ReplayAskError: a model and a profile both, or ``api_base`` with no model.
+        UsageError: a model and a profile both, or ``api_base`` with no model.
         UnknownProfileError, ProfilesFileError: the profile cannot be read.
     """
     from orchestrator.replay import ReplayChanges, TemplateChange
 
     if ask.model and ask.profile:
-        raise ReplayAskError("a replay takes another model or a profile, not both")
+        raise UsageError("a replay takes another model or a profile, not both")
     if ask.api_base and not ask.model:
-        raise ReplayAskError("api_base names the server of another model: give the model too")
+        raise UsageError("api_base names the server of another model: give the model too")
     config = None
     if ask.profile:
         from clotho.profiles import ChosenProfile, Profiles

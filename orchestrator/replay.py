@@ -44,7 +44,14 @@ from .setup import TurnSetup
 from .trace import TraceBuilder
 from .turn import Engine, OnEvent, TurnRequest, TurnResult, TurnState, load_anchor
 
-__all__ = ["MAX_REPLAYS", "ReplayChanges", "TemplateChange", "replay"]
+__all__ = [
+    "MAX_REPLAYS",
+    "PreparedReplay",
+    "ReplayChanges",
+    "TemplateChange",
+    "prepare_replay",
+    "replay",
+]
 
 #: The most siblings one replay makes (each is a model call or more).
 MAX_REPLAYS = 8
@@ -101,17 +108,32 @@ async def replay(
     on_event: OnEvent | None = None,
 ) -> list[TurnResult]:
     """Replay node ``ref`` ``n`` times with ``changes``: the
-    :class:`~orchestrator.TurnResult` of each new sibling, in order.
+    :class:`~orchestrator.TurnResult` of each new sibling, in order
+    (:func:`prepare_replay`, then :meth:`PreparedReplay.run`).
 
     Raises:
-        TurnError: refused before anything is sent: a node that is not a generated reply
-            (a player's message, one written or imported with no trace, a continuation),
-            a trace that no longer verifies (for a prompt sent as stored), nothing
-            changed, ``n`` outside 1..:data:`MAX_REPLAYS`, a lore entry the session does
-            not have, a template name unknown.
-        prompts.TemplateError: a replaced template does not compile.
+        TurnError, prompts.TemplateError: refused before anything is sent
+            (:func:`prepare_replay`).
         ModelError: the model failed; the siblings stored before stay (each is its own
             transaction), nothing of the failed one is.
+    """
+    return await prepare_replay(engine, session_id, ref, changes, n=n).run(on_event)
+
+
+def prepare_replay(
+    engine: Engine, session_id: str, ref: str, changes: ReplayChanges, *, n: int = 1
+) -> PreparedReplay:
+    """Everything that can refuse a replay, checked before any model call (it reads the
+    store: blocking).
+
+    Raises:
+        TurnError: a node that is not a generated reply (a player's message, one written
+            or imported with no trace, a continuation), a trace that no longer verifies
+            (for a prompt sent as stored), nothing changed, ``n`` outside
+            1..:data:`MAX_REPLAYS`, a lore entry the session does not have, a template
+            name unknown.
+        prompts.TemplateError: a replaced template does not compile.
+        mnemosyne.MnemosyneError: unknown session or node.
     """
     if not 1 <= n <= MAX_REPLAYS:
         raise TurnError(f"a replay makes 1 to {MAX_REPLAYS} alternatives, not {n}")
@@ -125,13 +147,11 @@ async def replay(
     original, trace = _original(engine, sid, ref)
     old_note = engine.store.state(sid, original.id).author_note
     note_text = str(old_note.get("text", "")) if old_note else ""
-    results: list[TurnResult] = []
     if changes.rebuilds:
         rebuilding = _Rebuilding(engine, original, trace, changes, note_text)
-        request = TurnRequest("reroll", node=original.id, speaker=original.name)
-        for _ in range(n):
-            results.append(await rebuilding.run(sid, request, on_event))
-        return results
+        return PreparedReplay(
+            engine, sid, original, trace, changes, n, rebuilding.record, rebuilding
+        )
     if not trace.verified:
         raise TurnError(
             f"node {original.id}'s stored prompt is no longer what was sent "
@@ -139,9 +159,41 @@ async def replay(
             "template, lore or note builds it again from the tree as it is)"
         )
     record = _record(original, trace, changes, engine.setup, "as stored", note_text)
-    for _ in range(n):
-        results.append(await _as_stored(engine, sid, original, trace, changes, record, on_event))
-    return results
+    return PreparedReplay(engine, sid, original, trace, changes, n, record)
+
+
+@dataclass
+class PreparedReplay:
+    """A replay checked and ready: :meth:`run` (or :meth:`one`, ``n`` times) plays it."""
+
+    engine: Engine
+    session_id: str
+    original: Node
+    trace: Trace
+    changes: ReplayChanges
+    n: int
+    record: dict[str, Any]
+    """The ``replay`` metadata every new sibling carries."""
+    rebuilding: _Rebuilding | None = None
+
+    async def one(self, on_event: OnEvent | None = None) -> TurnResult:
+        """One new sibling, stored (one transaction)."""
+        if self.rebuilding is not None:
+            request = TurnRequest("reroll", node=self.original.id, speaker=self.original.name)
+            return await self.rebuilding.run(self.session_id, request, on_event)
+        return await _as_stored(
+            self.engine,
+            self.session_id,
+            self.original,
+            self.trace,
+            self.changes,
+            self.record,
+            on_event,
+        )
+
+    async def run(self, on_event: OnEvent | None = None) -> list[TurnResult]:
+        """The ``n`` new siblings, one after the other."""
+        return [await self.one(on_event) for _ in range(self.n)]
 
 
 def _original(engine: Engine, sid: str, ref: str) -> tuple[Node, Trace]:
