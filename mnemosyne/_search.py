@@ -32,6 +32,7 @@ session's trunk is read from the store's path cache.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -142,8 +143,9 @@ class SearchFilters:
 
     session_pk: int | None = None
     role: str | None = None
-    trunk: bool = False
-    """Only nodes on the path root -> HEAD (of each session searched)."""
+    trunk_keys: frozenset[int] | None = None
+    """Only these nodes: the paths root -> HEAD of the sessions searched (read from
+    the store's path cache, which is faster than walking them in the query)."""
     under_pk: int | None = None
     """Only this node and the nodes below it (of ``session_pk``)."""
     since: datetime | None = None
@@ -260,13 +262,6 @@ _TRASHED = """trashed(session_pk, pk) AS (
     SELECT c.session_pk, c.pk FROM trashed JOIN nodes c
     ON c.session_pk = trashed.session_pk AND c.parent_pk = trashed.pk
 )"""
-# The path root -> HEAD of each session searched, walked up from HEAD.
-_TRUNK = """trunk(pk) AS (
-    SELECT s.head_pk FROM sessions s
-    WHERE s.head_pk IS NOT NULL AND s.trashed_at IS NULL{scope}
-    UNION ALL
-    SELECT n.parent_pk FROM trunk JOIN nodes n ON n.pk = trunk.pk WHERE n.parent_pk IS NOT NULL
-)"""
 # A node and every node below it.
 _BELOW = """below(pk) AS (
     SELECT n.pk FROM nodes n WHERE n.pk = {p}
@@ -288,10 +283,6 @@ def matching_rows(
     ctes = [_TRASHED.format(scope=scope)]
     params: list[Any] = [*scoped]
     where = ["s.trashed_at IS NULL", "n.pk NOT IN (SELECT pk FROM trashed)"]
-    if filters.trunk:
-        ctes.append(_TRUNK.format(scope=scope))
-        params += scoped
-        where.append("n.pk IN (SELECT pk FROM trunk)")
     if filters.under_pk is not None:
         ctes.append(_BELOW.format(p=p))
         params += [filters.under_pk, filters.session_pk]
@@ -320,6 +311,13 @@ def matching_rows(
     if filters.session_pk is not None:
         where.append(f"n.session_pk = {p}")
         params.append(filters.session_pk)
+    if filters.trunk_keys is not None:
+        if sqlite:
+            where.append(f"n.pk IN (SELECT value FROM json_each({p}))")
+            params.append(json.dumps(list(filters.trunk_keys)))
+        else:
+            where.append(f"n.pk = ANY({p})")
+            params.append(list(filters.trunk_keys))
     if filters.role is not None:
         where.append(f"n.role = {p}")
         params.append(filters.role)

@@ -1312,10 +1312,22 @@ class Store:
             under_pk = None
             if record is not None and under is not None:
                 under_pk = q.resolve_node(conn, record, under)[0]
+            trunk_keys = None
+            if trunk:
+                records = (
+                    [record]
+                    if record is not None
+                    else [q.record_from_row(row) for row in conn.execute(q.sessions_query(False))]
+                )
+                trunk_keys = frozenset(
+                    key
+                    for found in records
+                    for key in proj.path_keys(conn, self.paths, found, found.head_pk)
+                )
             filters = search.SearchFilters(
                 session_pk=record.pk if record is not None else None,
                 role=role,
-                trunk=trunk,
+                trunk_keys=trunk_keys,
                 under_pk=under_pk,
                 since=since,
                 until=until,
