@@ -17,6 +17,7 @@ from clotho.web import mount as mount_page
 from mnemosyne import Store
 
 from . import (
+    cascade,
     cast,
     events,
     exchange,
@@ -172,6 +173,7 @@ def create_app(
         reads,
         writes,
         turns,
+        cascade,
         replay,
         cast,
         exchange,

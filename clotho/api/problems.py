@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 # Every module that defines an error the API can send is imported here, so that walking
 # the hierarchies finds its class (tests/api/test_contract.py checks none is missed).
+import clotho.cast
 import clotho.formats.campaign
 import clotho.formats.kinds
 import clotho.formats.stchat
@@ -40,6 +41,7 @@ import clotho.sessionconfig
 import clotho.stfolder
 import clotho.stories
 import clotho.wiring  # noqa: F401  (NoModelError)
+import orchestrator.cascade  # noqa: F401  (CascadeError)
 from clotho.errors import ClothoError
 from mnemosyne import ConflictError, InvalidDeltaError, MnemosyneError
 from mnemosyne.errors import JsonTextError, describe_operation
