@@ -45,3 +45,41 @@ def test_search_box_finds_a_side_branch_and_selects_it(
     box.fill("kraken")
     box.press("Enter")
     expect(page.locator("#tree-search-hits li.muted")).to_have_text("No message holds these words.")
+
+
+def test_the_filter_row_narrows_the_search(
+    open_page: Callable[..., Any], api: httpx.Client, new_session: Callable[[str], str]
+) -> None:
+    sid = new_session("Lighthouse")
+    add(api, sid, "user", "We climb to the lantern room.")
+    trunk = add(api, sid, "assistant", "The keeper trims the lantern wick.")
+    fork = api.post(
+        f"/api/sessions/{sid}/nodes/{trunk}/fork",
+        json={"content": "A wyvern circles the lantern."},
+    )
+    assert fork.status_code == 201, fork.text
+    side = fork.json()["nodes"][0]["id"]
+    assert api.put(f"/api/sessions/{sid}/head", json={"node_id": trunk}).status_code == 200
+    for phone, viewport in ((False, {"width": 1280, "height": 800}), (True, None)):
+        page = open_page(sid, view="tree", phone=phone, viewport=viewport)
+        expect(page.locator(".tree-legend .item.user")).to_be_visible()
+        box = page.locator("#tree-search-q")
+        box.fill("lantern")
+        box.press("Enter")
+        hits = page.locator("#tree-search-hits button")
+        expect(hits).to_have_count(3)
+        where = page.locator(".search-filters select[name=where]")
+        expect(where).to_be_visible()
+        where.select_option("trunk")  # a change runs the search again
+        expect(hits).to_have_count(2)
+        assert side not in [hits.nth(i).get_attribute("data-node-id") for i in range(2)]
+        page.locator(".search-filters select[name=role]").select_option("user")
+        expect(hits).to_have_count(1)
+        expect(hits.first).to_contain_text("lantern room")
+        screenshot(page, "tree-search-filters-phone" if phone else "tree-search-filters")
+        page.locator(".search-filters select[name=role]").select_option("")
+        where.select_option("under")  # below HEAD (nothing selected): HEAD itself
+        expect(hits).to_have_count(1)
+        assert hits.first.get_attribute("data-node-id") == trunk
+        page.locator(".search-filters select[name=since]").select_option("1h")
+        expect(hits).to_have_count(1)

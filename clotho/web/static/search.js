@@ -1,6 +1,8 @@
 // Search every branch, from the tree view: the box above the canvas asks the session's
 // GET .../search?q= and lists the hits (newest first, the words marked, each saying
-// trunk or branch); choosing one selects it in the tree and brings it into view.
+// trunk or branch); choosing one selects it in the tree and brings it into view. A
+// filter row beside the box narrows it: where (every branch, the path to HEAD, or below
+// the selected message), who (a role), and when (the past hour, day or week).
 
 import { t } from "./i18n.js";
 import { clear, el, short, toast } from "./ui.js";
@@ -18,12 +20,51 @@ function marked(hit) {
   return text;
 }
 
+/** A <select> of `choices` ([value, i18n key]) named `name`. */
+function choice(name, label, choices) {
+  return el(
+    "select",
+    { name, "aria-label": t(label), title: t(label) },
+    choices.map(([value, key]) => el("option", { value, text: t(key) })),
+  );
+}
+
+/** The filter row: where, who, when. */
+function filterRow() {
+  return el(
+    "span.search-filters",
+    { role: "group", "aria-label": t("search.filters") },
+    choice("where", "search.where", [
+      ["", "search.where_all"],
+      ["trunk", "search.where_trunk"],
+      ["under", "search.where_under"],
+    ]),
+    choice("role", "search.who", [
+      ["", "search.who_any"],
+      ["user", "app.role_user"],
+      ["assistant", "app.role_assistant"],
+      ["system", "app.role_system"],
+    ]),
+    choice("since", "search.when", [
+      ["", "search.when_any"],
+      ["1h", "search.when_hour"],
+      ["1d", "search.when_day"],
+      ["1w", "search.when_week"],
+    ]),
+  );
+}
+
 export class TreeSearch {
   constructor(view) {
     this.view = view;
     this.form = document.getElementById("tree-search");
     this.input = document.getElementById("tree-search-q");
     this.list = document.getElementById("tree-search-hits");
+    this.filters = filterRow();
+    this.form.append(this.filters);
+    this.filters.addEventListener("change", () => {
+      if (this.input.value.trim()) this.run();
+    });
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.run();
@@ -44,7 +85,7 @@ export class TreeSearch {
     const app = this.view.app;
     let answer;
     try {
-      answer = await app.api.get(app.path(`/search?q=${encodeURIComponent(text)}`));
+      answer = await app.api.get(app.path(`/search?${this.params(text)}`));
     } catch (error) {
       toast(t("search.failed"), error.message, "error");
       return;
@@ -63,6 +104,19 @@ export class TreeSearch {
       this.list.append(el("li", {}, choose));
     }
     this.list.hidden = false;
+  }
+
+  /** The query string: the words and the filters chosen ("below": the selected
+   * message, else HEAD). */
+  params(text) {
+    const params = new URLSearchParams({ q: text });
+    const form = new FormData(this.form);
+    const where = form.get("where");
+    if (where === "trunk") params.set("trunk", "true");
+    const under = this.view.selected || this.view.data?.head_id;
+    if (where === "under" && under) params.set("under", under);
+    for (const name of ["role", "since"]) if (form.get(name)) params.set(name, form.get(name));
+    return params.toString();
   }
 
   choose(id) {
