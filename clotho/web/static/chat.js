@@ -257,6 +257,7 @@ export class ChatView {
       }),
       el("button.delete", { type: "button", text: t("chat.delete"), title: t("chat.delete_title"), onclick: () => this.deleteFrom(node) }),
       generated ? el("button.trace", { type: "button", text: t("chat.trace"), title: t("chat.trace_title"), onclick: () => this.app.openTrace(node.id) }) : null,
+      generated && node.role === "assistant" && !node.metadata.continues ? el("button.replay", { type: "button", text: t("replay.open"), title: t("replay.open_title"), onclick: () => this.app.replay.open(node) }) : null,
     );
     const meta = [];
     if (node.metadata?.usage) meta.push(formatTokens(node.metadata.usage));

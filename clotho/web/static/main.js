@@ -12,6 +12,7 @@ import { LoreManager } from "./lore.js";
 import { renderTrace } from "./panels.js";
 import { StoryNotes } from "./notes.js";
 import { Connections } from "./connections.js";
+import { ReplayPanel } from "./replay.js";
 import { Stories } from "./sessions.js";
 import { TreeView } from "./tree.js";
 import { ask, el, formatTokens, preview, showError, toast, translate } from "./ui.js";
@@ -32,6 +33,7 @@ class App {
     this.connections = new Connections(this); // the model profiles, and the story's
     this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
     this.cast = new CastPanel(this); // the story's characters (the chat's side panel)
+    this.replay = new ReplayPanel(this); // a message's "Replay with…" (replay.js)
     this.avatars = new Map(); // session id (or a picture's URL) → a promise of its image (a data: URL) or null
   }
 
