@@ -147,6 +147,7 @@ def write_cost(folder: Path, count: int) -> dict[str, float]:
         with Store.open(f"sqlite:///{path}") as store:
             if eager:
                 with store.engine.begin() as conn:
+                    conn.exec_driver_sql("DROP TRIGGER nodes_fts_insert")  # the guarded one
                     conn.exec_driver_sql(EAGER_TRIGGER)
             answer[f"insert_{eager}"] = _insert_s(store, records)
             if not eager:

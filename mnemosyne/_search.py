@@ -9,8 +9,9 @@ words, and a node matches when its content holds every word (case-insensitively)
   how far it has got (every node with a key at or under it is indexed), and a search
   first indexes the nodes above it (:func:`catch_up`), in short write transactions
   of :data:`CATCH_UP_BATCH` nodes, each re-reading the watermark (two processes
-  searching at once index once). Updates and deletes of indexed nodes are kept by
-  triggers. Each word of three characters or more is quoted as a phrase (``"``
+  searching at once index once). Triggers keep the rows at or under the watermark
+  (inserts there, by a redo or a key used again, updates, deletes); above it they do
+  nothing. Each word of three characters or more is quoted as a phrase (``"``
   doubled), so ``*``, ``NEAR``, ``-``, ``AND``, quotes are text. A trigram matches
   substrings (``grep``'s sense), CJK included, folding case; a shorter word has no
   trigram: it is matched by ``LIKE`` (ASCII) or on the casefolded content (any other
@@ -375,10 +376,10 @@ def catch_up(
     read: Callable[[], AbstractContextManager[Connection]],
     write: Callable[[], AbstractContextManager[Connection]],
 ) -> int:
-    """Index the nodes written since the last search (SQLite; nothing to do on
-    PostgreSQL): a read sees whether any wait, then write transactions of
-    :data:`CATCH_UP_BATCH` nodes each (short: writers get in between). How many were
-    indexed (here; another process may have done some)."""
+    """Index the nodes written since the last search (SQLite only): a read sees
+    whether any wait, then write transactions of :data:`CATCH_UP_BATCH` nodes each
+    (short: writers get in between). How many were indexed (here; another process
+    may have done some)."""
     with read() as conn:
         if conn.dialect.name != "sqlite" or not _unindexed(conn):
             return 0

@@ -1306,7 +1306,8 @@ class Store:
                 f"a search's until ({until.isoformat()}) must be after its since"
                 f" ({since.isoformat()})"
             )
-        search.catch_up(self.read, self.write)
+        if self._engine.dialect.name == "sqlite":  # PostgreSQL keeps its index itself
+            search.catch_up(self.read, self.write)
         with self.read() as conn:
             record = q.session_record(conn, session_id) if session_id is not None else None
             under_pk = None

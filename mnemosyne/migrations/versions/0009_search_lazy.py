@@ -1,15 +1,15 @@
 """The search index brought up to date lazily, by the search itself (SQLite).
 
 Migration 0008 indexed every node as it was inserted (a trigger), which made a bulk
-insert eight times slower. From here the insert trigger is gone: ``search_index``
-holds one row, ``indexed_pk``, the key up to which every node is in ``nodes_fts``;
-a search first indexes the nodes above it (``mnemosyne._search.catch_up``). The
-update and delete triggers stay, guarded by that watermark: an FTS5 external-content
-``'delete'`` of a row never inserted would corrupt the index, so they touch only
-rows at or under it. A node's key is ``max(pk) + 1`` on SQLite, so deleting the
-newest nodes would let the next insert take a key at or under the watermark: the
-delete trigger lowers the watermark to the largest key left when it falls under it
-(every node between was indexed, and is gone with its index entry).
+insert eight times slower. From here ``search_index`` holds one row, ``indexed_pk``,
+the key up to which every node is in ``nodes_fts``; a search first indexes the nodes
+above it (``mnemosyne._search.catch_up``). The triggers are kept for the rows at or
+under that watermark only: an insert there (a row put back with its old key, by a
+redo, or a key SQLite hands out again, ``max(pk) + 1``, after the newest nodes were
+deleted) is indexed at once, an update or a delete there keeps the index; above it,
+they do nothing (the WHEN clause reads one row: a bulk insert costs what it did before
+there was an index). An FTS5 external-content ``'delete'`` of a row never inserted
+would corrupt the index: the watermark is what makes the triggers exact.
 
 The index 0008 built holds every node, so the watermark starts at the largest key.
 
@@ -34,16 +34,17 @@ depends_on = None
 Key = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 _WATERMARK = "(SELECT indexed_pk FROM search_index)"
-_LARGEST = "coalesce((SELECT max(pk) FROM nodes), 0)"
 
 _SQLITE_UP = [
     "DROP TRIGGER nodes_fts_insert",
     "DROP TRIGGER nodes_fts_delete",
     "DROP TRIGGER nodes_fts_update",
-    f"INSERT INTO search_index (pk, indexed_pk) VALUES (1, {_LARGEST})",
+    "INSERT INTO search_index (pk, indexed_pk) VALUES (1, coalesce((SELECT max(pk) FROM nodes), 0))",
+    f"CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes WHEN new.pk <= {_WATERMARK} BEGIN"
+    " INSERT INTO nodes_fts(rowid, content) VALUES (new.pk, new.content); END",
     f"CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes WHEN old.pk <= {_WATERMARK} BEGIN"
     " INSERT INTO nodes_fts(nodes_fts, rowid, content) VALUES ('delete', old.pk, old.content);"
-    f" UPDATE search_index SET indexed_pk = {_LARGEST} WHERE indexed_pk > {_LARGEST}; END",
+    " END",
     "CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content ON nodes"
     f" WHEN old.pk <= {_WATERMARK} BEGIN"
     " INSERT INTO nodes_fts(nodes_fts, rowid, content) VALUES ('delete', old.pk, old.content);"
@@ -52,6 +53,7 @@ _SQLITE_UP = [
 
 # Back to 0008: the nodes above the watermark indexed, then 0008's three triggers.
 _SQLITE_DOWN = [
+    "DROP TRIGGER nodes_fts_insert",
     "DROP TRIGGER nodes_fts_delete",
     "DROP TRIGGER nodes_fts_update",
     "INSERT INTO nodes_fts(rowid, content)"
