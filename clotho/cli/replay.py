@@ -26,6 +26,7 @@ from clotho.wiring import session_engine
 
 from . import render
 from ._app import Cli, app, command
+from .playscreen import state_changes
 from .style import out, paint
 
 if TYPE_CHECKING:
@@ -149,10 +150,14 @@ def replay(
         for document in documents:
             made = document["node"]
             record = document["replay"]
+            # what this alternative did to the world state (as a turn's footer says)
+            moved = state_changes(cli.store.diff(session_id, made["parent_id"], made["id"]))
+            state = " · ".join(change.text() for change in moved) or "no state change"
             out(
                 paint(f"{render.short(made['id'])}  replay of {render.short(record['of'])}", "bold")
                 + paint(f"  {record['sent']}: {changed_line(record['changed'])}", "dim"),
                 made["content"],
+                paint(state, "dim"),
                 "",
             )
         out(paint(f"HEAD: {render.short(documents[-1]['node']['id'])}", "dim"))
