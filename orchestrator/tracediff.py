@@ -206,9 +206,8 @@ class TraceDiff:
         parts.append(lore)
         parts += [_setting_phrase(change) for change in self.settings]
         if self.state:
-            parts.append(
-                f"state: {len(self.state)} key{'s' if len(self.state) != 1 else ''} differ"
-            )
+            keys = "key differs" if len(self.state) == 1 else "keys differ"
+            parts.append(f"state: {len(self.state)} {keys}")
         else:
             parts.append("same starting state")
         a, b = self.tokens["a"], self.tokens["b"]

@@ -15,6 +15,7 @@ import { Connections } from "./connections.js";
 import { ReplayPanel } from "./replay.js";
 import { Stories } from "./sessions.js";
 import { TreeView } from "./tree.js";
+import { TraceCompare } from "./tracediff.js";
 import { ask, el, formatTokens, preview, showError, toast, translate } from "./ui.js";
 
 const TOKEN_KEY = "clotho.token";
@@ -34,6 +35,7 @@ class App {
     this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
     this.cast = new CastPanel(this); // the story's characters (the chat's side panel)
     this.replay = new ReplayPanel(this); // a message's "Replay with…" (replay.js)
+    this.compare = new TraceCompare(this); // a trace's "Compare with…" (tracediff.js)
     this.avatars = new Map(); // session id (or a picture's URL) → a promise of its image (a data: URL) or null
   }
 

@@ -170,6 +170,8 @@ export function renderTrace(container, trace) {
   ].filter(([, value]) => value);
   container.append(
     el("h2", { text: t("state.trace.title", { id: short(trace.node_id) }) }),
+    // another generated message beside this one: tracediff.js answers the event
+    el("button.compare-trace", { type: "button", text: t("compare.open"), onclick: () => container.dispatchEvent(new CustomEvent("clotho:compare-trace", { bubbles: true, detail: { nodeId: trace.node_id, container } })) }),
     el("dl.facts", {}, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })])),
   );
   if (trace.scene) container.append(sceneSection(trace.scene));
