@@ -31,6 +31,7 @@ def test_replay_with_other_settings_side_by_side(
     say(page, FIGHT)
     reply = page.locator("article.message.assistant").first
     original = reply.get_attribute("data-node-id")
+    screenshot(page, "replay-button-phone" if phone else "replay-button")
     reply.locator("button.replay").click()
     dialog = page.locator("#replay-dialog")
     expect(dialog).to_be_visible()
