@@ -249,3 +249,42 @@ def test_a_prompt_that_no_longer_verifies_is_not_sent_as_stored(
     [result] = replayed(engine_for(store, server), sid, first.node.id, ReplayChanges(note="Hm."))
     assert story(server)[-1].messages[-1] == {"role": "user", "content": "Goodbye."}
     assert result.node is not None
+
+
+def test_a_reply_of_a_cast_of_several_is_replayed_as_its_speaker(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    import random
+
+    from tests._cast import Voices
+
+    cast = (Character(name="Ann", talkativeness=0.0), Character(name="Bram", talkativeness=0.0))
+    server = serve(Voices())
+
+    def engine() -> Engine:
+        setup = TurnSetup(
+            model=ModelConfig("openai/gm", api_base=server.url, retries=0),
+            character=cast[0],
+            cast=cast,
+            extract=False,
+        )
+        return build_engine(store, setup, rng=random.Random(3))
+
+    sid = store.create_session().id
+    play(engine(), sid, "say", text="Hello, both of you.", speaker="Ann")
+    bram = play(engine(), sid, "reply", speaker="Bram").node
+    play(engine(), sid, "say", text="And now?", speaker="Ann")
+    assert bram is not None and bram.name == "Bram"
+    stored = store.trace(sid, bram.id)
+    assert stored is not None and stored.verified
+    [again] = replayed(engine(), sid, bram.id, ReplayChanges(params={"temperature": 0.1}))
+    [rebuilt] = replayed(engine(), sid, bram.id, ReplayChanges(note="Bram is tired."))
+    for result in (again, rebuilt):
+        assert result.node is not None and result.node.name == "Bram"
+        assert result.node.parent_id == bram.parent_id
+        trace = store.trace(sid, result.node.id)
+        assert trace is not None and trace.verified
+    assert store.trace(sid, again.node.id).messages == stored.messages
+    # the replies before it, sent with their speakers' names, stored by reference again
+    assert any(part.get("named") for part in store.trace(sid, again.node.id).parts)
+    assert "Bram is tired." in json.dumps(store.trace(sid, rebuilt.node.id).messages)
