@@ -204,7 +204,7 @@ class TraceDiff:
         if counts["lore_reasons_changed"]:
             lore += f" ({counts['lore_reasons_changed']} fired for another reason)"
         parts.append(lore)
-        parts += [_setting_phrase(change) for change in self.settings]
+        parts += [_setting_phrase(change) for change in self.settings if change.name not in _QUIET]
         if self.state:
             keys = "key differs" if len(self.state) == 1 else "keys differ"
             parts.append(f"state: {len(self.state)} {keys}")
@@ -218,6 +218,11 @@ class TraceDiff:
         """The comparison as the CLI's ``--json`` and the API give it (the summary and
         counts first)."""
         return {"summary": self.summary(), "counts": self.counts(), **asdict(self)}
+
+
+#: Settings listed, never in the summary: each turn draws its own (the lore's random
+#: seed), so they differ between any two turns.
+_QUIET = frozenset({"lore_seed"})
 
 
 def _usage(usage: TokenUsage) -> str:
@@ -453,6 +458,8 @@ def _state(a: WorldState, b: WorldState) -> list[StateChange]:
 def _nested(path: str, a: Any, b: Any) -> list[StateChange]:
     """A difference of two maps as one change per dotted path that differs (a map
     against nothing: one change per entry of the map)."""
+    if a in (None, {}) and b in (None, {}):  # no timers, and timers of none: the same
+        return []
     if isinstance(a, dict) and a and b is None:
         return [StateChange(f"{path}.{key}", value, None) for key, value in a.items()]
     if isinstance(b, dict) and b and a is None:

@@ -36,7 +36,7 @@ def test_trace_diff_of_an_edit_and_a_later_turn(run: Run, moments: Moments) -> N
     )
     assert lines[1].startswith(
         "  2 messages changed, 3 messages added, 1 message removed, lore: +1 -1, "
-        "state: 4 keys differ, tokens: "
+        "state: 3 keys differ, tokens: "
     )
     text = "\n".join(lines)
     assert "  = 3 messages the same (#1-3 in B)" in text

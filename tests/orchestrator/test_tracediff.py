@@ -4,7 +4,7 @@ committed to SQLite and PostgreSQL, then their traces compared."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -194,3 +194,19 @@ def test_a_word_diff_gives_back_both_texts() -> None:
         ("equal", "goblin"),
     ]
     assert word_diff("same text", "same text") == [WordChange("equal", "same text")]
+
+
+def test_the_lores_seed_is_listed_but_left_out_of_the_summary(
+    store: Store, moments: Moments
+) -> None:
+    first = load_traced(store, moments.session_id, moments.first)
+    document = first.trace.document
+    reseeded = replace(
+        first,
+        trace=replace(
+            first.trace, document={**document, "retrieval": {**document["retrieval"], "seed": 8}}
+        ),
+    )
+    diff = diff_traces(first, reseeded)
+    assert [(c.name, c.a, c.b) for c in diff.settings] == [("lore_seed", 7, 8)]
+    assert "seed" not in diff.summary()
