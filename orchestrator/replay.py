@@ -240,12 +240,14 @@ def _record(
     changed: dict[str, Any] = {}
     config = _config(setup, changes)
     old_model = original.metadata.get("model") or document.get("model")
-    if changes.model is not None and config.model != old_model:
+    # against the original, whatever made it differ (the session's model may have
+    # changed since too)
+    if config.model != old_model:
         changed["model"] = [old_model, config.model]
     if changes.profile is not None:
         changed["profile"] = [None, changes.profile]
-    if changes.model is not None and config.api_base != document.get("api_base"):
-        changed["api_base"] = [document.get("api_base"), config.api_base]
+    if "api_base" in document and config.api_base != document["api_base"]:
+        changed["api_base"] = [document["api_base"], config.api_base]
     old_params = dict(document.get("params") or original.metadata.get("params") or {})
     params = {
         key: [old_params.get(key), value]

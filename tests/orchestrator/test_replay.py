@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -288,3 +289,20 @@ def test_a_reply_of_a_cast_of_several_is_replayed_as_its_speaker(
     # the replies before it, sent with their speakers' names, stored by reference again
     assert any(part.get("named") for part in store.trace(sid, again.node.id).parts)
     assert "Bram is tired." in json.dumps(store.trace(sid, rebuilt.node.id).messages)
+
+
+def test_what_changed_is_against_the_original_whatever_changed_it(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(ByModel())
+    original = play(engine_for(store, server), sid, "say", text="Hello.").node
+    assert original is not None
+    # the session has moved to another model since; the replay asks only for a seed
+    moved = engine_for(store, server)
+    moved.setup = replace(moved.setup, model=replace(moved.setup.model, model="openai/newer"))
+    [result] = replayed(moved, sid, original.id, ReplayChanges(params={"seed": 4}))
+    assert result.node is not None and result.node.content == "newer answers, time 1."
+    assert result.node.metadata["replay"]["changed"] == {
+        "model": ["openai/gm", "openai/newer"],
+        "params": {"seed": [None, 4]},
+    }
