@@ -23,6 +23,7 @@ for _module in (
     "lore",
     "cast",
     "search",
+    "watch",
     "exchange",
     "stfolder",
     "serve",
