@@ -78,6 +78,17 @@ def test_compare_a_reroll_with_its_sibling_and_a_reply_far_away(
     dialog.locator("button.back-to-trace").click()
     expect(dialog.locator("dl.facts")).to_be_visible()
     assert buy_user["content"] == BUY
+    dialog.locator("button", has_text="Close").click()
+
+    # a message selected in the tree is offered apart (the sibling stays the default)
+    page.locator("button", has_text="Tree").first.click()
+    page.locator(f'g.node[data-node-id="{fight_reply}"] circle').click()
+    page.locator("button", has_text="Chat").first.click()
+    dialog = _open_compare(page)
+    chosen = dialog.locator('#compare-with optgroup[label="Selected in the tree"] option')
+    expect(chosen).to_have_count(1)
+    assert chosen.get_attribute("value") == fight_reply
+    assert dialog.locator("#compare-with").input_value() == first_buy
 
     phone = open_page(sid, phone=True)
     expect(phone.locator("article.message.assistant")).to_have_count(2)
