@@ -27,7 +27,7 @@ MAX_TEMPLATE_CHARS = 50_000
 #: The most lore entries a replay switches on or off (each way).
 MAX_LORE_SWITCHES = 50
 
-LoreId = Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^:]+:\d+$")]
+LoreId = Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^.+:\d+$")]
 
 
 class ReplayAsk(BaseModel):
@@ -84,6 +84,21 @@ class ReplayAsk(BaseModel):
         from clotho.profiles import Sampler
 
         return Sampler.model_validate(value).params()
+
+    @field_validator("note")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain NUL characters (\\x00)")
+        return value
+
+    @field_validator("templates")
+    @classmethod
+    def _no_nul_source(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, source in value.items():
+            if "\x00" in source:
+                raise ValueError(f"template {name!r} must not contain NUL characters (\\x00)")
+        return value
 
     @field_validator("api_base")
     @classmethod

@@ -215,9 +215,10 @@ async def _play(
             await run_in_threadpool(_remember, ctx.store, sid, started.key, started.digest, answer)
         send("done", answer)
     except Exception as error:  # every failure ends the stream, named
-        if getattr(error, "code", None) is None:
+        problem = problem_of(error, f"/api/sessions/{sid}/nodes/{prepared.original.id}/replay")
+        if problem["status"] >= 500 and problem.get("code") == "error":  # not one of ours
             log.exception("replay failed in session %s", sid)
-        send("error", problem_of(error, f"/api/sessions/{sid}/nodes/{prepared.original.id}/replay"))
+        send("error", problem)
 
 
 def _sse(name: str, data: dict[str, Any], number: int) -> ServerSentEvent:

@@ -120,6 +120,7 @@ def test_refusals_come_before_the_stream_and_store_nothing(
     assert "no lore entry" in refused(reply, {"lore_on": ["book:1"]})
     assert "body.colour" in refused(reply, {"colour": "red"})
     assert "line 1" in refused(reply, {"templates": {"system": "{% if %}"}})
+    assert "NUL" in refused(reply, {"note": "a\x00b"})
     refused(reply, {"profile": "Nope"}, 404)
     refused(reply, {"seed": 1, "params": {"seed": 2}}, 422)
     refused(reply, {"params": {"seed": 1}}, 412, headers={"If-Match": '"99"'})

@@ -19,6 +19,7 @@ from orchestrator.loopback import ModelServer, Received, Reply
 from orchestrator.replay import MAX_REPLAYS, ReplayChanges, TemplateChange, replay
 from orchestrator.setup import Character, TurnSetup
 from planner.lore import LorePlanner
+from prompts import TemplateError
 
 from .test_lore_turn import BOOK
 from .test_turn import HIT, NOTHING, delta, play
@@ -224,6 +225,13 @@ def test_what_cannot_be_replayed_is_refused_and_nothing_is_stored(
     assert "no lore entry valley:9" in refused(
         first.node.id, ReplayChanges(lore_on=frozenset({"valley:9"}))
     )
+    for source, says in (("{{ 1/0 }}", "division by zero"), ("{{ 'a' * 10**8 }}", "1000000")):
+        bad = ReplayChanges(templates={"system": TemplateChange(source, "bad.j2")})
+        with pytest.raises(TemplateError, match=says):
+            replayed(engine_for(store, server), sid, first.node.id, bad)
+    with pytest.raises(TemplateError, match=r"bad\.j2 \(system\), line 1"):
+        broken = ReplayChanges(templates={"system": TemplateChange("{% if %}", "bad.j2")})
+        replayed(engine_for(store, server), sid, first.node.id, broken)
     with pytest.raises(ModelError):
         replayed(
             engine_for(store, server),
