@@ -8,6 +8,7 @@ import { Api, newKey, sessionPath } from "./api.js";
 import { CastPanel } from "./cast.js";
 import { ChatView } from "./chat.js";
 import { LANGUAGES, language, setLanguage, t } from "./i18n.js";
+import { LiveSession } from "./live.js";
 import { LoreManager } from "./lore.js";
 import { renderTrace } from "./panels.js";
 import { StoryNotes } from "./notes.js";
@@ -34,6 +35,7 @@ class App {
     this.connections = new Connections(this); // the model profiles, and the story's
     this.lore = new LoreManager(this); // the session's lorebooks (the header's Lore)
     this.cast = new CastPanel(this); // the story's characters (the chat's side panel)
+    this.live = new LiveSession(this); // the open session's changes made elsewhere, drawn as they come
     this.replay = new ReplayPanel(this); // a message's "Replay with…" (replay.js)
     this.compare = new TraceCompare(this); // a trace's "Compare with…" (tracediff.js)
     this.avatars = new Map(); // session id (or a picture's URL) → a promise of its image (a data: URL) or null
@@ -275,6 +277,7 @@ class App {
   /** Draw the current view again from the server, and what Undo and Redo can do. */
   async refresh() {
     if (!this.sid) return;
+    this.live.follow(this.sid);
     const view = this.views[this.view];
     document.body.classList.add("loading");
     try {

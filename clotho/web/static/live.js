@@ -1,0 +1,129 @@
+// The open session, watched live (GET .../events, server-sent events; docs/events.md): a
+// change made elsewhere (the command line, another tab, another player) draws the view
+// again without a reload, so the next write is based on the version the server has and
+// meets no 412. The page's own writes are not drawn twice: an event whose version the
+// page has already drawn is skipped. The stream is read with fetch, so that the token
+// goes in the Authorization header as on every other request (EventSource cannot send
+// one, and a token in an address ends up in logs); a dropped stream is opened again after
+// a pause, with Last-Event-ID, so nothing is missed.
+
+import { sessionPath } from "./api.js";
+
+/** Pauses before opening a dropped stream again (ms), the last one repeated. */
+const RETRY_MS = [500, 1000, 2000, 5000];
+/** How long a change waits before the view is drawn again (ms): the answer of the page's
+ * own write usually arrives in that time, and several changes are drawn once. */
+const SETTLE_MS = 200;
+
+export class LiveSession {
+  constructor(app) {
+    this.app = app;
+    this.sid = null;
+    this.controller = null;
+    this.last = null; // the id of the last event seen (the version it made)
+    this.pending = null; // the latest version announced and not yet drawn
+    this.timer = null;
+    this.redraws = 0; // views drawn again for a change made elsewhere (for the tests)
+    this.connected = false;
+  }
+
+  /** Watch session `sid` (the one open); a no-op when it is watched already. */
+  follow(sid) {
+    if (sid === this.sid) return;
+    this.stop();
+    this.sid = sid;
+    this.last = null;
+    if (sid) this.run(sid);
+  }
+
+  stop() {
+    this.controller?.abort();
+    this.controller = null;
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.sid = null;
+    this.connected = false;
+  }
+
+  async run(sid) {
+    for (let attempt = 0; this.sid === sid; attempt += 1) {
+      const controller = new AbortController();
+      this.controller = controller;
+      let refused = false;
+      try {
+        refused = await this.read(sid, controller.signal);
+        attempt = 0;
+      } catch {
+        // dropped (the network, the server stopping): opened again below, unless stopped
+      }
+      this.connected = false;
+      if (refused || this.sid !== sid) return;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]));
+    }
+  }
+
+  /** One connection: events until it ends. Returns true when the server refused it for
+   * good (no such session, no token): it is not opened again. */
+  async read(sid, signal) {
+    const headers = this.app.api.headers({ Accept: "text/event-stream" });
+    if (this.last != null) headers["Last-Event-ID"] = String(this.last);
+    const response = await fetch(sessionPath(sid, "/events"), { headers, signal });
+    if (!response.ok) return response.status === 401 || response.status === 404;
+    this.connected = true;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return false;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        this.dispatch(sid, buffer.slice(0, cut));
+        buffer = buffer.slice(cut + 2);
+      }
+    }
+  }
+
+  dispatch(sid, block) {
+    let kind = "message";
+    let id = null;
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue; // a keep-alive comment
+      if (line.startsWith("event:")) kind = line.slice(6).trim();
+      else if (line.startsWith("id:")) id = Number(line.slice(3).trim());
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (sid !== this.sid || !data.length) return;
+    const payload = JSON.parse(data.join("\n"));
+    if (id != null && Number.isFinite(id)) this.last = id;
+    if (kind === "reset") this.announce(payload.version, true);
+    else if (kind === "ready" || kind === "change") this.announce(payload.version, false);
+  }
+
+  /** The session is at `version` on the server: draw the view again once it settles,
+   * unless the page has drawn that version already (its own write). */
+  announce(version, always) {
+    const shown = this.app.version;
+    if (!always && (shown == null || version <= shown)) return;
+    this.pending = Math.max(this.pending ?? 0, version);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.settle(), SETTLE_MS);
+  }
+
+  settle() {
+    this.timer = null;
+    const chat = this.app.views.chat;
+    // A turn streaming here draws its own result; a dialog open keeps what it shows.
+    if (chat?.busy() || document.body.classList.contains("loading")) {
+      this.timer = setTimeout(() => this.settle(), SETTLE_MS);
+      return;
+    }
+    const version = this.pending;
+    this.pending = null;
+    if (version == null || (this.app.version != null && version <= this.app.version)) return;
+    this.redraws += 1;
+    this.app.refresh();
+  }
+}

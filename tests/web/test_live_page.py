@@ -1,0 +1,87 @@
+"""The page watches the open session live (GET .../events): a turn played in one tab, an
+undo in another, a message added through the API all appear in the other pages without
+a reload, the next write meets no 412, a page's own writes are not drawn twice, and a
+dropped stream is opened again with Last-Event-ID."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import screenshot
+from .test_page import BUY, FIGHT, expect, say
+
+pytestmark = pytest.mark.slow
+
+
+def _live(page: Any) -> None:
+    """Until the page's stream is open."""
+    deadline = time.monotonic() + 20
+    while not page.evaluate("globalThis.clotho?.live?.connected === true"):
+        assert time.monotonic() < deadline, "the page's event stream never opened"
+        page.wait_for_timeout(50)
+
+
+def test_a_turn_and_an_undo_in_one_tab_appear_in_the_other(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("live")
+    one = open_page(sid)
+    other = open_page(sid, viewport={"width": 1280, "height": 800})
+    _live(one)
+    _live(other)
+
+    say(one, FIGHT)  # a turn in the first tab...
+    replies = other.locator("article.message.assistant:not(.pending)")
+    expect(replies).to_have_count(1)  # ...drawn in the second, no reload
+    expect(other.locator("article.message.user")).to_have_count(1)
+    version = api.get(f"/api/sessions/{sid}").json()["version"]
+    expect(other.locator("#version")).to_contain_text(str(version))
+    assert one.evaluate("clotho.live.redraws") == 0  # its own turn: drawn once, by itself
+
+    other.locator("#undo").click()  # the second takes it back: the first follows
+    expect(other.locator("article.message")).to_have_count(0)
+    expect(one.locator("article.message")).to_have_count(0)
+
+    say(one, BUY)  # and the first plays on from the version it was redrawn at: no 412
+    expect(other.locator("article.message.assistant:not(.pending)")).to_have_count(1)
+    expect(one.locator(".toast.error")).to_have_count(0)
+    expect(other.locator(".toast.error")).to_have_count(0)
+    screenshot(other, "live-desktop")
+
+
+def test_a_write_elsewhere_redraws_the_tree_and_a_dropped_stream_resumes(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("live tree")
+    page = open_page(sid, view="tree", phone=True)
+    _live(page)
+    asked: list[str | None] = []
+    page.on(
+        "request",
+        lambda request: (
+            asked.append(request.headers.get("last-event-id"))
+            if request.url.endswith("/events")
+            else None
+        ),
+    )
+
+    def add(text: str) -> int:
+        answer = api.post(f"/api/sessions/{sid}/messages", json={"role": "user", "content": text})
+        assert answer.status_code == 201, answer.text
+        return int(answer.json()["session"]["version"])
+
+    add("A message from the command line.")
+    expect(page.locator("#tree-svg")).to_have_attribute("data-total", "1")
+    seen = page.evaluate("clotho.live.last")
+    page.evaluate("clotho.live.controller.abort()")  # the connection drops...
+    version = add("Another, while the page was away.")
+    expect(page.locator("#tree-svg")).to_have_attribute("data-total", "2")  # ...nothing lost
+    expect(page.locator("#version")).to_contain_text(str(version))
+    assert str(seen) in asked  # it came back saying where it was
+    assert page.evaluate("clotho.live.redraws") >= 2
+    screenshot(page, "live-phone")
