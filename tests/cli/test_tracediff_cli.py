@@ -77,3 +77,13 @@ def test_trace_diff_json_and_refusals(run: Run, moments: Moments) -> None:
     )
     unknown = run.fails("trace-diff", moments.first, "ffffffff")
     assert unknown.startswith("error: ") and "ffffffff" in unknown
+
+
+def test_removed_words_are_red_and_added_green_when_colour_is_on(
+    run: Run, moments: Moments
+) -> None:
+    run.env = {key: value for key, value in run.env.items() if key != "NO_COLOR"}
+    run.env["FORCE_COLOR"] = "1"
+    text = run("trace-diff", moments.first, moments.fork).stdout
+    assert "A \x1b[31;9m[-goblin-]\x1b[0m\x1b[32m{+dragon+}\x1b[0m attacks!" in text
+    assert "\x1b[32m  + \x1b[0mvalley:2 (B only): " in text
