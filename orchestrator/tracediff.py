@@ -250,13 +250,21 @@ def _shown(value: Any) -> str:
 
 # -- the prompts ---------------------------------------------------------------------
 
-_WORDS = re.compile(r"\s+|\S+")
+#: Han, kana: scripts written without spaces, where each character is a word.
+_CJK = (
+    "\u3040-\u30ff\u31f0-\u31ff"  # kana
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
+    "\uff66-\uff9f"  # half-width katakana
+)
+#: A diff's words: white space, a CJK character, a word (letters, digits, ' and -), or
+#: any other character alone (punctuation), so that "cave." -> "cave quietly." adds a word.
+_WORDS = re.compile(rf"\s+|[{_CJK}]|(?:(?![{_CJK}])[\w'’-])+|[^\s]")
 
 
 def word_diff(a: str, b: str) -> list[WordChange]:
-    """The words of ``a`` kept, removed and added to make ``b``, in order (words and
-    the white space between them are compared as they are, so the runs joined give
-    back each text)."""
+    """The words of ``a`` kept, removed and added to make ``b``, in order: a word is a
+    run of letters and digits, a mark of punctuation, or one CJK character; white space
+    is compared as it is, so the runs joined give back each text."""
     old, new = _WORDS.findall(a), _WORDS.findall(b)
     runs: list[WordChange] = []
 

@@ -194,6 +194,19 @@ def test_a_word_diff_gives_back_both_texts() -> None:
         ("equal", "goblin"),
     ]
     assert word_diff("same text", "same text") == [WordChange("equal", "same text")]
+    # punctuation apart from words; in Chinese (no spaces), each character a word
+    assert [(w.op, w.text) for w in word_diff("into the cave.", "into the cave quietly.")] == [
+        ("equal", "into the cave"),
+        ("added", " quietly"),
+        ("equal", "."),
+    ]
+    assert [(w.op, w.text) for w in word_diff("哥布林攻击了你。", "巨龙攻击了你！")] == [
+        ("removed", "哥布林"),
+        ("added", "巨龙"),
+        ("equal", "攻击了你"),
+        ("removed", "。"),
+        ("added", "！"),
+    ]
 
 
 def test_the_lores_seed_is_listed_but_left_out_of_the_summary(
