@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mnemosyne import Store
+from mnemosyne import ForeignNodeError, Store
 from orchestrator import Character, Engine, ModelConfig, TurnSetup, build_engine
 from orchestrator.loopback import ModelServer
 from orchestrator.tracediff import (
@@ -181,6 +181,10 @@ def test_a_node_without_a_trace_is_refused_by_name(store: Store, moments: Moment
     with pytest.raises(NotGeneratedError, match=f"node {written.id} .*no trace") as caught:
         trace_diff(store, moments.session_id, moments.first, written.id[:10])
     assert caught.value.code == "no_trace"
+    elsewhere = store.create_session().id
+    stranger, _ = store.append(elsewhere, "assistant", "Another story.")
+    with pytest.raises(ForeignNodeError, match=stranger.id):
+        trace_diff(store, moments.session_id, moments.first, stranger.id)
 
 
 def test_a_word_diff_gives_back_both_texts() -> None:
