@@ -218,6 +218,7 @@ class Recorder:
         self.before: dict[int, list[Any] | None] = {}
         self.head_before = head_pk
         self.refs_before: list[names.RefRow] | None = None
+        self.keeps_head = False  # an entry that only names nodes: undo leaves HEAD be
 
     def touch_refs(self) -> None:
         """Remember the session's names as they are, before they change."""
@@ -270,6 +271,8 @@ class Recorder:
             refs_after = names.snapshot(conn, self.session_pk)
             if refs_after != self.refs_before:
                 payload["refs"] = [self.refs_before, refs_after]
+        if self.keeps_head:
+            payload["head_kept"] = True
         if snapshot:
             payload["snapshot"] = self._affected_since(last_snapshot, after)
         new_position = position + 1
@@ -691,6 +694,7 @@ class Editor:
         if self._batch is not None:
             self._batch.actions.append(action)
         else:
+            recorder.keeps_head = True
             position = journal_position(state.conn, state.record.pk)
             set_position(
                 state.conn, state.record.pk, recorder.write(action, state.head_pk, position)
@@ -800,7 +804,7 @@ class Editor:
         repair_active_pointers(conn, session_pk, changed)
         if named is not None:
             names.restore(conn, session_pk, named[write])
-        new_head = payload["head"][write]
+        new_head = state.head_pk if payload.get("head_kept") else payload["head"][write]
         state.set_head(new_head)
         if new_head is not None:
             _head.point_path_at(state, new_head)

@@ -29,6 +29,7 @@ from . import (
     search,
     sessions,
     stories,
+    tags,
     tracediff,
     turns,
     writes,
@@ -184,6 +185,7 @@ def create_app(
         search,
         tracediff,
         events,
+        tags,
     ):
         api.include_router(module.router)
     app.include_router(api)

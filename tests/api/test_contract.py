@@ -267,7 +267,7 @@ def _invalid(schema: dict[str, Any]) -> str:
         return "maybe"
     if '"enum"' in text:
         return "no-such-thing"
-    return "x"  # below minLength
+    return "~"  # below minLength, and no node name (a bare "x" may be a tag)
 
 
 class Requests:
