@@ -2,10 +2,15 @@
 (:class:`ReplayAsk`, checked at the edge), made into the engine's
 :class:`orchestrator.replay.ReplayChanges`, and each new alternative as both answer it
 (:func:`replay_document`). The replaying itself is :mod:`orchestrator.replay`'s.
+
+A replaced template is the command line's alone (``clotho replay --template FILE``: a
+local file, trusted as a campaign's own templates are); the API takes none (Jinja sent
+to a server could make it render without end).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,7 +21,7 @@ from clotho.errors import UsageError
 if TYPE_CHECKING:
     from mnemosyne import Store
     from orchestrator import Engine, TurnResult
-    from orchestrator.replay import ReplayChanges
+    from orchestrator.replay import ReplayChanges, TemplateChange
 
     from .settings import Settings
 
@@ -68,15 +73,6 @@ class ReplayAsk(BaseModel):
         max_length=20_000,
         description="Another author's note text (empty: none); the prompt is built again.",
     )
-    templates: dict[
-        Annotated[str, StringConstraints(min_length=1, max_length=40)],
-        Annotated[str, StringConstraints(max_length=MAX_TEMPLATE_CHARS)],
-    ] = Field(
-        default_factory=dict,
-        max_length=14,
-        description="Templates replaced, by name (`system`, `character`...): their Jinja2 "
-        "source; the prompt is built again.",
-    )
 
     @field_validator("params")
     @classmethod
@@ -92,14 +88,6 @@ class ReplayAsk(BaseModel):
             raise ValueError("must not contain NUL characters (\\x00)")
         return value
 
-    @field_validator("templates")
-    @classmethod
-    def _no_nul_source(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, source in value.items():
-            if "\x00" in source:
-                raise ValueError(f"template {name!r} must not contain NUL characters (\\x00)")
-        return value
-
     @field_validator("api_base")
     @classmethod
     def _base(cls, value: str | None) -> str | None:
@@ -112,18 +100,18 @@ def changes_for(
     settings: Settings,
     engine: Engine,
     ask: ReplayAsk,
-    template_origins: dict[str, str] | None = None,
+    templates: Mapping[str, TemplateChange] | None = None,
 ) -> ReplayChanges:
     """The engine's changes for ``ask``: a model on the session's connection (or on
     ``api_base``), or a profile's model with its key (its sampler settings under the
-    ``params`` asked); ``template_origins``: where each template came from (a file's
-    path; default ``request``).
+    ``params`` asked); ``templates``: the templates replaced, by name (the command
+    line's ``--template`` files).
 
     Raises:
         UsageError: a model and a profile both, or ``api_base`` with no model.
         UnknownProfileError, ProfilesFileError: the profile cannot be read.
     """
-    from orchestrator.replay import ReplayChanges, TemplateChange
+    from orchestrator.replay import ReplayChanges
 
     if ask.model and ask.profile:
         raise UsageError("a replay takes another model or a profile, not both")
@@ -145,15 +133,11 @@ def changes_for(
         config = replace(engine.setup.model, model=ask.model)
         if ask.api_base:
             config = replace(config, api_base=ask.api_base)
-    origins = template_origins or {}
     return ReplayChanges(
         model=config,
         profile=ask.profile,
         params=dict(ask.params),
-        templates={
-            name: TemplateChange(source, origins.get(name, "request"))
-            for name, source in ask.templates.items()
-        },
+        templates=dict(templates or {}),
         lore_off=frozenset(ask.lore_off),
         lore_on=frozenset(ask.lore_on),
         note=ask.note,

@@ -31,8 +31,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jinja2
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from mnemosyne import Message, Node
 from mnemosyne.traces import Trace
@@ -69,7 +67,7 @@ class TemplateChange:
 
     source: str
     origin: str
-    """A file's path, or ``request`` (sent in an API call)."""
+    """The file's path (``clotho replay --template FILE``)."""
 
 
 @dataclass(frozen=True)
@@ -288,37 +286,14 @@ class _ReplayTrace(TraceBuilder):
         return {**super().document(put_blob, **parts), "replay": self.record}
 
 
-#: The longest text or list a replayed template may make with ``*`` (and the largest
-#: exponent of ``**``): a template sent with a request must not exhaust the server.
-_MAX_PRODUCT = 1_000_000
-_MAX_EXPONENT = 512
-
-
-class _GuardedEnvironment(ImmutableSandboxedEnvironment):
-    """The templates' sandbox, refusing the operations that could make a huge value."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            for seq, count in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(count, int)
-                if sized and len(seq) * count > _MAX_PRODUCT:
-                    raise SecurityError(f"a text or list over {_MAX_PRODUCT} long")
-        if operator == "**" and isinstance(right, int | float) and abs(right) > _MAX_EXPONENT:
-            raise SecurityError(f"an exponent over {_MAX_EXPONENT}")
-        return super().call_binop(context, operator, left, right)
-
-
 class _Templates(Templates):
-    """A session's templates with some replaced by the replay's sources (compiled in a
-    guarded sandbox; what fails while rendering them is a :class:`TemplateError`)."""
+    """A session's templates with some replaced by the replay's sources (local files,
+    trusted as the campaign's own templates are, compiled in the same sandbox; what fails
+    while rendering them is a :class:`TemplateError` naming the file)."""
 
     def __init__(self, base: Templates, changes: Mapping[str, TemplateChange]) -> None:
         self.__dict__.update(base.__dict__)
         self._cache = dict(base._cache)
-        guarded = object.__new__(_GuardedEnvironment)  # the same settings and loader
-        guarded.__dict__.update(base._env.__dict__)
         self._replaced = set(changes)
         for name, change in changes.items():
             if name not in TEMPLATE_NAMES:
@@ -326,7 +301,7 @@ class _Templates(Templates):
                     f"no template named {name!r} to replace (known: {', '.join(TEMPLATE_NAMES)})"
                 )
             try:
-                template = guarded.from_string(change.source)
+                template = self._env.from_string(change.source)
             except jinja2.TemplateSyntaxError as error:
                 raise TemplateError(
                     f"template {change.origin} ({name}), line {error.lineno}: {error.message}"
@@ -340,7 +315,7 @@ class _Templates(Templates):
             return super().render(name, context)
         except TemplateError:
             raise
-        except Exception as error:  # noqa: BLE001 - a template from a request: anything it raises
+        except Exception as error:  # noqa: BLE001 - a file being tried out: anything it raises
             origin = self.used(name).origin
             raise TemplateError(f"template {origin} ({name}) failed: {error}") from None
 

@@ -5,7 +5,8 @@ each answer a new alternative of the reply, HEAD on the last.
 The body (:class:`ReplayBody`) says what changes; everything that can refuse the replay
 is refused with a status before any model call (422: nothing changed, a player's
 message, a reply with no trace or one that no longer verifies, an unknown lore entry,
-a template that does not compile, sampler settings out of range; 404 an unknown profile;
+sampler settings out of range, a ``templates`` field (a template is replaced from the
+command line only); 404 an unknown profile;
 412 a stale ``If-Match``; 503 no model). Then the answer is a stream of server-sent
 events, as a turn's: ``status`` / ``token`` / ``warning`` ``{"text", "index"}`` (which
 alternative, from 0), ``replay`` (one per alternative stored: :class:`ReplayedOut`),
@@ -244,8 +245,9 @@ async def replay_node(
 ) -> AsyncIterator[ServerSentEvent]:
     """Send a generated reply's prompt again with something changed: another `model`
     (on the session's connection, or `api_base`) or `profile`, other sampler `params`
-    (its exact stored messages are sent), or templates, lore (`lore_off`, `lore_on`) or
-    the author's `note` (the prompt is built again at its parent). Each answer is a new
+    (its exact stored messages are sent), or lore (`lore_off`, `lore_on`) or the
+    author's `note` (the prompt is built again at its parent; a template is replaced
+    from the command line only, `clotho replay --template FILE`). Each answer is a new
     alternative of the reply (never a replacement), its metadata's `replay` naming the
     original and what changed; HEAD moves to each, as a reroll's. `n` alternatives
     (at most 8), each one step of the undo journal."""

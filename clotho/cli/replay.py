@@ -31,6 +31,7 @@ from .style import out, paint
 
 if TYPE_CHECKING:
     from orchestrator import TurnResult
+    from orchestrator.replay import TemplateChange
 
 __all__ = ["changed_line", "replay"]
 
@@ -46,15 +47,21 @@ def _param(text: str) -> tuple[str, Any]:
     return name.strip(), parsed
 
 
-def _template(path: Path) -> tuple[str, str]:
+def _template(path: Path) -> tuple[str, TemplateChange]:
     """A template file's name (its stem: ``system.j2`` replaces ``system``) and source."""
+    from orchestrator.replay import TemplateChange
+
     try:
         if path.stat().st_size > MAX_TEMPLATE_CHARS * 4:
             raise UsageError(f"{path}: a template is at most {MAX_TEMPLATE_CHARS} characters")
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: cannot be read as a template ({error})") from None
-    return path.name.split(".")[0], source
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise UsageError(f"{path}: a template is at most {MAX_TEMPLATE_CHARS} characters")
+    if "\x00" in source:
+        raise UsageError(f"{path}: a template must not contain NUL characters (\\x00)")
+    return path.name.split(".")[0], TemplateChange(source, str(path))
 
 
 def changed_line(changed: dict[str, Any]) -> str:
@@ -123,7 +130,6 @@ def replay(
             lore_off=lore_off or [],
             lore_on=lore_on or [],
             note=note,
-            templates=templates,
         )
     except ValidationError as error:
         problems = "; ".join(
@@ -134,8 +140,7 @@ def replay(
     given = {"database_url": cli.options["db"], "session": cli.options["session"]}
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
     engine = session_engine(settings, cli.store, session_id)
-    origins = {Path(path).name.split(".")[0]: str(path) for path in template or []}
-    changes = changes_for(settings, engine, ask, origins)
+    changes = changes_for(settings, engine, ask, templates)
 
     async def run() -> list[TurnResult]:
         try:

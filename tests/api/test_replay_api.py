@@ -88,13 +88,11 @@ def test_a_profile_and_a_rebuilt_prompt(
     done = events(replay(client, sid, original, {"profile": "Far"}))[-1][1]
     assert done["replays"][0]["node"]["content"] == "far answers at default."
     assert len(far.requests) == 1
-    rebuilt = events(
-        replay(client, sid, original, {"note": "Rain.", "templates": {"system": "Be {{ user }}."}})
-    )[-1][1]["replays"][0]
+    rebuilt = events(replay(client, sid, original, {"note": "Rain."}))[-1][1]["replays"][0]
     assert rebuilt["replay"]["sent"] == "rebuilt"
-    assert rebuilt["replay"]["changed"]["templates"] == {"system": ["package", "request"]}
+    assert rebuilt["replay"]["changed"] == {"note": ["", "Rain."]}
     sent = [r for r in home.requests if "response_format" not in r.json][-1].messages
-    assert sent[0]["content"].startswith("Be ") and {"role": "system", "content": "Rain."} in sent
+    assert {"role": "system", "content": "Rain."} in sent
     assert rebuilt["state"]["author_note"]["text"] == "Rain."
 
 
@@ -119,7 +117,10 @@ def test_refusals_come_before_the_stream_and_store_nothing(
     assert "temperature" in refused(reply, {"params": {"temperature": 9}})
     assert "no lore entry" in refused(reply, {"lore_on": ["book:1"]})
     assert "body.colour" in refused(reply, {"colour": "red"})
-    assert "line 1" in refused(reply, {"templates": {"system": "{% if %}"}})
+    # no template over HTTP: Jinja sent to the server could render without end
+    loop = "{% for i in range(10**6) %}"
+    hostile = {"system": loop * 2 + "{% endfor %}" * 2}
+    assert "body.templates" in refused(reply, {"templates": hostile})
     assert "NUL" in refused(reply, {"note": "a\x00b"})
     refused(reply, {"profile": "Nope"}, 404)
     refused(reply, {"seed": 1, "params": {"seed": 2}}, 422)

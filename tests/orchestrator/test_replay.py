@@ -225,10 +225,9 @@ def test_what_cannot_be_replayed_is_refused_and_nothing_is_stored(
     assert "no lore entry valley:9" in refused(
         first.node.id, ReplayChanges(lore_on=frozenset({"valley:9"}))
     )
-    for source, says in (("{{ 1/0 }}", "division by zero"), ("{{ 'a' * 10**8 }}", "1000000")):
-        bad = ReplayChanges(templates={"system": TemplateChange(source, "bad.j2")})
-        with pytest.raises(TemplateError, match=says):
-            replayed(engine_for(store, server), sid, first.node.id, bad)
+    with pytest.raises(TemplateError, match=r"bad\.j2 \(system\) failed: division by zero"):
+        bad = ReplayChanges(templates={"system": TemplateChange("{{ 1/0 }}", "bad.j2")})
+        replayed(engine_for(store, server), sid, first.node.id, bad)
     with pytest.raises(TemplateError, match=r"bad\.j2 \(system\), line 1"):
         broken = ReplayChanges(templates={"system": TemplateChange("{% if %}", "bad.j2")})
         replayed(engine_for(store, server), sid, first.node.id, broken)
