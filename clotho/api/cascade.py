@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mnemosyne import Node
     from orchestrator.cascade import Cascade, CascadePlan, CascadeStep
 
-__all__ = ["CascadeBody", "CascadeOut", "CascadesOut", "router"]
+__all__ = ["CascadeBody", "CascadeOut", "CascadePlanOut", "CascadesOut", "router"]
 
 router = APIRouter(tags=["playing"])
 log = logging.getLogger("clotho.api")
@@ -325,6 +325,40 @@ async def start_cascade(
     where it stopped; nothing is made twice. The old branch is never changed."""
     async for event in turn.follow(after):
         yield event
+
+
+class CascadePlanOut(BaseModel):
+    """What a cascade would regenerate, and how much of it is made already."""
+
+    session_id: str
+    fork_id: str
+    original_id: str
+    leaf_id: str
+    total: int = Field(description="The steps of the whole cascade (the old branch's nodes).")
+    done: int = Field(description="The steps made already (by an earlier run, or the edit).")
+    tip_id: str = Field(description="The node the next step grows under.")
+
+
+@router.get(
+    "/sessions/{session_id}/cascade",
+    summary="What a cascade would regenerate (nothing runs)",
+    response_model=CascadePlanOut,
+)
+async def cascade_plan(
+    session: SessionDep,
+    ctx: ContextDep,
+    node_id: Annotated[
+        NodeRef | None, Query(description="The fork (as in `POST .../cascade`).")
+    ] = None,
+    from_id: Annotated[NodeRef | None, Query(description="The original it replaces.")] = None,
+    to_id: Annotated[NodeRef | None, Query(description="The old branch's end.")] = None,
+) -> dict[str, Any]:
+    """The plan of the cascade `POST .../cascade` would run with the same fields: the page
+    offers it after an edit as a fork when there is something to regenerate (422
+    `invalid_cascade` when there is not)."""
+    body = CascadeBody(node_id=node_id, from_id=from_id, to_id=to_id)
+    plan = await run_in_threadpool(_plan, ctx, session.id, body)
+    return plan.as_dict()
 
 
 @router.get(

@@ -52,6 +52,10 @@ def test_a_cascade_streams_stops_and_goes_on_when_posted_again(
         old += [node["user_node"]["id"], node["node"]["id"]]
     fork, _ = store.add_sibling(sid, old[0], "I walk around the cave.")
     story.hit, story.hold = 3, True
+    plan = client.get(f"/api/sessions/{sid}/cascade", params={"from_id": old[0][:8]}).json()
+    assert (plan["fork_id"], plan["leaf_id"], plan["total"], plan["done"]) == (
+        fork.id, old[-1], 5, 0,
+    )  # fmt: skip
 
     def stop() -> None:
         story.asked.wait(30)
@@ -112,6 +116,8 @@ def test_what_cannot_be_cascaded_is_refused_before_the_stream(
     events(play(client, sid, {"kind": "reroll"}))
     empty = client.post(f"/api/sessions/{sid}/cascade", json={})
     assert empty.status_code == 422 and "nothing to cascade" in empty.json()["detail"]
+    planned = client.get(f"/api/sessions/{sid}/cascade")
+    assert planned.status_code == 422 and planned.json()["code"] == "invalid_cascade"
     unknown = client.post(f"/api/sessions/{sid}/cascade", json={"to_id": "ffffffff"})
     assert unknown.status_code == 404
     wrong = client.post(f"/api/sessions/{sid}/cascade", json={"leaf": node["node"]["id"]})
