@@ -32,7 +32,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
-from mnemosyne import Store, events
+from mnemosyne import Store, UnknownSessionError, events
 from mnemosyne.events import EventsRead
 
 from ._common import context
@@ -242,7 +242,10 @@ async def session_events(
             last = read.version
             if await _wait(woken, stop, request, RECHECK_S if hub.listens else POLL_S):
                 return
-            read = await run_in_threadpool(store.events, sid, after=last)
+            try:
+                read = await run_in_threadpool(store.events, sid, after=last)
+            except UnknownSessionError:  # purged meanwhile: nothing more will come
+                return
     finally:
         hub.unsubscribe(sid, woken)
 

@@ -208,3 +208,15 @@ def test_two_servers_on_one_postgresql_deliver_each_others_writes(
                     ("change", "3"),
                 ]
                 assert all(data["added_count"] == 1 for _, _, data in got)
+
+
+def test_a_session_trashed_then_purged_ends_its_stream(site: Server) -> None:
+    with site.client() as client:
+        sid = _session(client)
+        with watching(site, sid) as watcher:
+            assert watcher.next()[0] == "ready"
+            assert client.delete(f"/api/sessions/{sid}").status_code == 200
+            kind, ident, data = watcher.next()
+            assert (kind, ident, data["kind"]) == ("change", "1", "trash")
+            assert client.delete(f"/api/trash/sessions/{sid}").status_code in (200, 204)
+            assert watcher.ended.wait(10), "the stream of a purged session went on"

@@ -25,11 +25,13 @@ export class LiveSession {
     this.timer = null;
     this.redraws = 0; // views drawn again for a change made elsewhere (for the tests)
     this.connected = false;
+    this.active = false; // a stream is open or being opened again
   }
 
-  /** Watch session `sid` (the one open); a no-op when it is watched already. */
+  /** Watch session `sid` (the one open); a no-op when it is watched already (a stream
+   * the server refused, say for a token since replaced, is opened again). */
   follow(sid) {
-    if (sid === this.sid) return;
+    if (sid === this.sid && this.active) return;
     this.stop();
     this.sid = sid;
     this.last = null;
@@ -43,9 +45,11 @@ export class LiveSession {
     this.timer = null;
     this.sid = null;
     this.connected = false;
+    this.active = false;
   }
 
   async run(sid) {
+    this.active = true;
     for (let attempt = 0; this.sid === sid; attempt += 1) {
       const controller = new AbortController();
       this.controller = controller;
@@ -57,6 +61,7 @@ export class LiveSession {
         // dropped (the network, the server stopping): opened again below, unless stopped
       }
       this.connected = false;
+      if (refused && this.sid === sid) this.active = false;
       if (refused || this.sid !== sid) return;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]));
     }
