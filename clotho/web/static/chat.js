@@ -321,6 +321,7 @@ export class ChatView {
       const speaker = this.app.cast.chosen() || undefined; // else the order's first
       if (answer.action === "reply") await this.play({ kind: "edit", node_id: node.id, text: answer.content, speaker }, node);
       else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
+      this.app.cascade.offer(node); // the old branch below it, regenerated on request
       return;
     }
     // A reply (or a system message) is edited in place: one undo step takes it back.
@@ -333,7 +334,10 @@ export class ChatView {
     const article = this.list.querySelector(`article.message[data-node-id="${CSS.escape(node.id)}"]`);
     if (article) this.stay(article);
     if (answer.action === "rewrite") await this.app.edit([{ op: "rewrite", node_id: node.id, content: answer.content }], t("chat.saving"));
-    else await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
+    else {
+      await this.app.write("POST", `/nodes/${encodeURIComponent(node.id)}/fork`, { content: answer.content }, t("chat.forking"));
+      this.app.cascade.offer(node); // the old branch below it, regenerated on request
+    }
   }
 
   async send() {

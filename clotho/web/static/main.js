@@ -5,6 +5,7 @@
 // (If-Match); a refused write changes nothing, and the view is drawn again from the server.
 
 import { Api, newKey, sessionPath } from "./api.js";
+import { CascadeBar } from "./cascade.js";
 import { CastPanel } from "./cast.js";
 import { ChatView } from "./chat.js";
 import { LANGUAGES, language, setLanguage, t } from "./i18n.js";
@@ -38,6 +39,7 @@ class App {
     this.live = new LiveSession(this); // the open session's changes made elsewhere, drawn as they come
     this.replay = new ReplayPanel(this); // a message's "Replay with…" (replay.js)
     this.compare = new TraceCompare(this); // a trace's "Compare with…" (tracediff.js)
+    this.cascade = new CascadeBar(this); // after an edit as a fork: regenerate the rest (cascade.js)
     this.avatars = new Map(); // session id (or a picture's URL) → a promise of its image (a data: URL) or null
   }
 
@@ -65,6 +67,7 @@ class App {
     if (!this.sid) await this.stories.create(t("story.first_title"), false);
     this.stories.fillPicker();
     this.showView(this.view, { push: false, node: this.node });
+    this.cascade.rejoin(); // one still running after a reload
   }
 
   /**
@@ -202,6 +205,7 @@ class App {
 
   choose(sid) {
     this.sid = sid;
+    this.cascade.hide();
     this.version = null;
     this.node = null;
     for (const view of Object.values(this.views)) view.reset();
