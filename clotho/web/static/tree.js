@@ -7,9 +7,9 @@
 // fragment onto another node to graft it there (Alt or Ctrl: copy it, Shift: move the
 // node alone); a graft, move or copy is confirmed in a toast with its Undo.
 //
-// Bookmarks: the store keeps none yet. A node whose metadata holds `bookmark` (a label,
-// or true) is starred in the tree, listed in the legend and badged in the panel: that is
-// the hook a bookmark feature fills.
+// Bookmarks and named branches (tags.js, docs/tags.md): a named node is starred, its
+// names in a small label under its text and as badges in the panel (with "Bookmark
+// this…", rename, delete); the panel lists every name, to jump to one.
 //
 // A change of scene (a narration node saying who left or joined, metadata `scene`) is
 // marked: ⇄ before its label (and in the legend), a badge in the panel. When several
@@ -18,6 +18,7 @@
 import { t } from "./i18n.js";
 import { renderDiff, renderState, variableOrder } from "./panels.js";
 import { TreeSearch } from "./search.js";
+import { TreeNames } from "./tags.js";
 import { clear, el, formatTokens, preview, short, toast } from "./ui.js";
 
 const d3 = globalThis.d3;
@@ -118,6 +119,7 @@ export function fitLabel(text, width = LABEL_PX, lines = LABEL_LINES) {
 export class TreeView {
   constructor(app) {
     this.app = app;
+    this.names = new TreeNames(this);
     this.root = document.getElementById("tree-view");
     this.panel = document.getElementById("node-panel");
     this.svg = d3.select("#tree-svg");
@@ -189,6 +191,7 @@ export class TreeView {
       this.readTree(),
       app.api.get(app.path("/fragments")),
       app.api.get(app.path("/trash")),
+      this.names.load(),
     ]);
     if (sid !== app.sid) return;
     app.setVersion(tree.version);
@@ -247,7 +250,7 @@ export class TreeView {
       this.size.set(node.id, size);
     }
     this.labels = new Map(); // node id → its label's lines, fitted when first painted
-    this.bookmarked = data.nodes.some((node) => node.metadata?.bookmark);
+    this.bookmarked = this.names.any();
     this.sceneChanges = data.nodes.some((node) => node.metadata?.scene);
     // Several characters reply: each reply's label begins with its speaker's name.
     this.severalSpeakers = new Set(data.nodes.filter((node) => node.role === "assistant" && node.name).map((node) => node.name)).size > 1;
@@ -310,7 +313,7 @@ export class TreeView {
   labelOf(node) {
     let lines = this.labels.get(node.id);
     if (!lines) {
-      const mark = (node.metadata?.bookmark ? "★ " : "") + (node.metadata?.scene ? "⇄ " : "");
+      const mark = (this.names.has(node.id) ? "★ " : "") + (node.metadata?.scene ? "⇄ " : "");
       const who = this.severalSpeakers && node.role === "assistant" && node.name ? `${node.name}: ` : "";
       lines = fitLabel(`${mark}${who}${node.content}`);
       if (!lines.length) lines = [t("tree.empty_text")];
@@ -367,6 +370,7 @@ export class TreeView {
         const label = g.append("text").attr("class", "label");
         label.append("tspan").attr("class", "l1").attr("x", 12).attr("dy", "0.32em");
         label.append("tspan").attr("class", "l2").attr("x", 12).attr("dy", "0.32em");
+        g.append("text").attr("class", "ref-label").attr("x", 12).attr("y", 21);
         const fold = g.append("g").attr("class", "fold");
         fold.append("rect").attr("x", -54).attr("y", -9).attr("width", 40).attr("height", 18).attr("rx", 9);
         fold.append("text").attr("x", -34).attr("dy", "0.32em").attr("text-anchor", "middle");
@@ -401,7 +405,7 @@ export class TreeView {
         if (this.trunk.has(node.id)) classes.push("trunk");
         if (node.id === head) classes.push("head");
         if (!node.enabled) classes.push("disabled");
-        if (node.metadata?.bookmark) classes.push("bookmarked");
+        if (this.names.has(node.id)) classes.push("bookmarked");
         if (node.metadata?.scene) classes.push("scene");
         if (node.id === this.selected) classes.push("selected");
         if (node.id === this.compare) classes.push("compared");
@@ -413,6 +417,8 @@ export class TreeView {
       const label = d3.select(all[i]).select("text.label");
       label.select("tspan.l1").attr("y", lines.length > 1 ? -6 : 0).text(lines[0] || "");
       label.select("tspan.l2").attr("y", 8).text(lines[1] || "");
+      const named = far || !d.data.node ? "" : this.names.label(d.data.id);
+      d3.select(all[i]).select("text.ref-label").attr("display", named ? null : "none").text(named);
     });
     groups
       .select("g.fold")
@@ -743,7 +749,6 @@ export class TreeView {
       const isHead = node.id === this.data.head_id;
       const button = (action, label, onclick, title = "") => el("button", { type: "button", text: label, title, onclick, dataset: { action } });
       const where = this.among(node.id);
-      const bookmark = node.metadata?.bookmark;
       const speaker = this.speakerOf(node);
       parts.push(
         el("h2", {}, el("span.speaker", { text: speaker }), " ", speaker === roleName(node.role) ? null : el(`span.role-chip.${node.role}`, { text: roleName(node.role) }), " ", el("span.id", { text: short(node.id) })),
@@ -753,7 +758,7 @@ export class TreeView {
           isHead ? el("span.badge.head", { text: t("tree.badge.head") }) : null,
           this.trunk.has(node.id) ? el("span.badge", { text: t("tree.badge.trunk") }) : null,
           node.enabled ? null : el("span.badge.off", { text: t("tree.badge.disabled") }),
-          bookmark ? el("span.badge.bookmark", { text: typeof bookmark === "string" ? `★ ${bookmark}` : "★" }) : null,
+          ...this.names.badges(node.id),
           node.metadata?.scene ? el("span.badge.scene", { text: sceneBadge(node.metadata.scene) }) : null,
         ),
         where
@@ -783,11 +788,13 @@ export class TreeView {
           button("move", t("tree.action.move"), () => this.startPick("move", node.id), t("tree.action.move_title")),
           button("copy", t("tree.action.copy"), () => this.startPick("copy", node.id), t("tree.action.copy_title")),
           node.metadata?.generated ? button("trace", t("tree.action.trace"), () => app.openTrace(node.id), t("tree.action.trace_title")) : null,
+          ...this.names.actions(node),
         ),
       );
       stateBox = el("div.state-box");
       parts.push(stateBox);
     }
+    parts.push(this.names.section());
     parts.push(this.subtreeList(t("tree.fragments", { count: this.fragments.length }), this.fragments, "fragment"), this.subtreeList(t("tree.trash", { count: this.trash.length }), this.trash, "trash"));
     clear(panel).append(...parts.filter(Boolean));
     if (!node) return;
