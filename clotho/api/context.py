@@ -98,6 +98,8 @@ class ApiContext:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.turns = TurnRegistry()
         """The turns this process plays and has played lately."""
+        self.replays = TurnRegistry()
+        """The replays likewise (by Idempotency-Key: :mod:`clotho.api.replay`)."""
 
     async def engine(self, session_id: str) -> Engine:
         """The engine that plays a session (kept while its documents stay the same; one

@@ -14,9 +14,12 @@ last ``done`` (:class:`ReplayDoneOut`: the session after it, every alternative) 
 ``error`` (a problem document: the alternatives stored before it stay, each was its own
 transaction). A client that leaves stops nothing: every alternative is stored.
 
-An ``Idempotency-Key``: a retry of the same request gets the ``done`` event again (200,
-``Idempotent-Replayed: true``) instead of replaying again. The key is stored once every
-alternative is (a server stopped in between forgets it).
+An ``Idempotency-Key``: a retry of the same request replays nothing again (200,
+``Idempotent-Replayed: true``): while the first still plays, it follows its events (the
+replay is kept in :attr:`ApiContext.replays`, a :class:`.turn_registry.TurnRegistry`, as
+turns are); after, it gets the ``done`` event again. The key is also stored with the
+session once every alternative is (for a retry after the process has forgotten the
+replay, or on another worker); a replay that failed may be asked again with its key.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -40,7 +43,8 @@ from .deps import ContextDep, IdempotencyKey, IfMatch
 from .idempotency import REPLAYED_HEADER, request_hash
 from .problems import problem_of
 from .schemas import NodeOut, SessionOut
-from .turns import _accepts_events
+from .turn_registry import Asked, Turn
+from .turns import _accepts_events, _same_key
 
 if TYPE_CHECKING:
     from mnemosyne import Store
@@ -145,11 +149,15 @@ _STREAM = {
 
 @dataclass
 class _Started:
-    prepared: PreparedReplay | None
-    key: str | None = None
-    digest: str = ""
+    turn: Turn | None = None
+    """The replay playing (or played lately): its events."""
     done: dict[str, Any] | None = None
-    """A retry's: the ``done`` document the key stored."""
+    """A retry's once the process has forgotten the replay: the ``done`` the key stored."""
+
+
+def _asked(node_id: str, digest: str) -> Asked:
+    """What a replay was asked (a retry with the same Idempotency-Key asks the same)."""
+    return Asked("replay", digest, node_id, detach=False)
 
 
 async def _start(
@@ -162,25 +170,42 @@ async def _start(
     expected: IfMatch,
     key: IdempotencyKey,
 ) -> _Started:
-    """The replay checked, before its answer streams: every refusal is a status."""
+    """The replay checked and started, before its answer streams: every refusal is a
+    status. A retry with the Idempotency-Key of a replay running or played lately follows
+    that replay (as a turn's does: :func:`clotho.api.turns._same_key`); of one this
+    process has forgotten, gets the ``done`` the key stored."""
     from orchestrator.replay import prepare_replay
 
     await request.app.state.warmup.wait()
     session = await run_in_threadpool(ctx.store.session, session_id)
     digest = request_hash(request, body.model_dump_json())
+    asked = _asked(node_id, digest)
     if key is not None:  # before If-Match: a retry naming its old version gets its answer
-        stored = await run_in_threadpool(ctx.store.remembered, session.id, key, digest)
-        if stored is not None:
+        known = _same_key(ctx.replays, session.id, key, asked)
+        stored = None
+        if known is None:
+            stored = await run_in_threadpool(ctx.store.remembered, session.id, key, digest)
+        if known is not None or stored is not None:
             response.status_code = 200
             response.headers[REPLAYED_HEADER] = "true"
-            return _Started(None, done=json.loads(stored))
+            return _Started(known, None if stored is None else json.loads(stored))
     check_version(session, expected)
     engine = await ctx.engine(session.id)
     changes = await run_in_threadpool(changes_for, ctx.settings, engine, body)
     prepared = await run_in_threadpool(
         lambda: prepare_replay(engine, session.id, node_id, changes, n=body.n)
     )
-    return _Started(prepared, key, digest)
+    if key is not None:  # another request with the key may have started it meanwhile
+        known = _same_key(ctx.replays, session.id, key, asked)
+        if known is not None:
+            response.status_code = 200
+            response.headers[REPLAYED_HEADER] = "true"
+            return _Started(known)
+    turn = ctx.replays.create(session.id, asked, key)
+    task = asyncio.create_task(_play(ctx, turn, prepared))
+    ctx.tasks.add(task)
+    task.add_done_callback(ctx.tasks.discard)
+    return _Started(turn)
 
 
 def _remember(store: Store, session_id: str, key: str, digest: str, done: dict[str, Any]) -> None:
@@ -189,12 +214,9 @@ def _remember(store: Store, session_id: str, key: str, digest: str, done: dict[s
         tx.remember(key, digest, lambda _session: text)
 
 
-async def _play(
-    ctx: ApiContext, started: _Started, send: Callable[[str, dict[str, Any]], None]
-) -> None:
-    """Store each alternative (after the session's turn being played), sending events."""
-    prepared = started.prepared
-    assert prepared is not None
+async def _play(ctx: ApiContext, turn: Turn, prepared: PreparedReplay) -> None:
+    """Store each alternative (after the session's turn being played), its events
+    published to whoever follows the replay."""
     sid = prepared.session_id
     made: list[dict[str, Any]] = []
     try:
@@ -202,24 +224,31 @@ async def _play(
             for index in range(prepared.n):
 
                 def on_event(kind: str, text: str, index: int = index) -> None:
-                    send("status" if kind == "progress" else kind, {"text": text, "index": index})
+                    name = "status" if kind == "progress" else kind
+                    turn.publish(name, {"text": text, "index": index})
 
                 result = await prepared.one(on_event)
                 document = await run_in_threadpool(replay_document, ctx.store, sid, result)
                 checked = ReplayedOut.model_validate(document).model_dump(mode="json")
                 made.append(checked)
-                send("replay", {**checked, "index": index})
+                turn.publish("replay", {**checked, "index": index})
         session = await run_in_threadpool(ctx.store.session, sid)
         done = ReplayDoneOut.model_validate({"session": session.as_dict(), "replays": made})
         answer = done.model_dump(mode="json")
-        if started.key is not None:
-            await run_in_threadpool(_remember, ctx.store, sid, started.key, started.digest, answer)
-        send("done", answer)
+        if turn.idempotency_key is not None:
+            key, digest = turn.idempotency_key, turn.asked.text or ""
+            await run_in_threadpool(_remember, ctx.store, sid, key, digest, answer)
+        turn.end("done", "done", answer, version=session.version, head_id=session.head_id)
     except Exception as error:  # every failure ends the stream, named
         problem = problem_of(error, f"/api/sessions/{sid}/nodes/{prepared.original.id}/replay")
         if problem["status"] >= 500 and problem.get("code") == "error":  # not one of ours
             log.exception("replay failed in session %s", sid)
-        send("error", problem)
+        turn.end("failed", "error", problem, problem=problem)
+    finally:
+        if not turn.ended:  # its followers wait for a last event, whatever happened
+            gone = problem_of(RuntimeError("the replay stopped unexpectedly"))
+            turn.end("failed", "error", gone, problem=gone)
+        ctx.replays.ended(turn)
 
 
 def _sse(name: str, data: dict[str, Any], number: int) -> ServerSentEvent:
@@ -241,7 +270,7 @@ def _sse(name: str, data: dict[str, Any], number: int) -> ServerSentEvent:
     },
 )
 async def replay_node(
-    started: Annotated[_Started, Depends(_start)], ctx: ContextDep
+    started: Annotated[_Started, Depends(_start)],
 ) -> AsyncIterator[ServerSentEvent]:
     """Send a generated reply's prompt again with something changed: another `model`
     (on the session's connection, or `api_base`) or `profile`, other sampler `params`
@@ -251,19 +280,9 @@ async def replay_node(
     alternative of the reply (never a replacement), its metadata's `replay` naming the
     original and what changed; HEAD moves to each, as a reroll's. `n` alternatives
     (at most 8), each one step of the undo journal."""
-    if started.done is not None:
+    if started.turn is None:
+        assert started.done is not None
         yield _sse("done", started.done, 0)
         return
-    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-    task = asyncio.create_task(
-        _play(ctx, started, lambda name, data: queue.put_nowait((name, data)))
-    )
-    ctx.tasks.add(task)
-    task.add_done_callback(ctx.tasks.discard)
-    number = 0
-    while True:
-        name, data = await queue.get()
-        yield _sse(name, data, number)
-        number += 1
-        if name in ("done", "error"):
-            return
+    async for event in started.turn.follow():
+        yield event

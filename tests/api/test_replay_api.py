@@ -5,7 +5,9 @@ profile's)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +146,45 @@ def test_a_retry_with_its_idempotency_key_is_not_replayed_twice(
     asked = len(server.requests)
     again = replay(client, sid, original, body, headers=key)
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
-    assert events(again)[-1] == ("done", first, "0")
+    assert events(again)[-1][:2] == ("done", first)
+    # a process that never played it (another worker, a restart): the key stored with it
+    elsewhere = replay(make_client(server), sid, original, body, headers=key)
+    assert elsewhere.status_code == 200 and elsewhere.headers["Idempotent-Replayed"] == "true"
+    assert events(elsewhere) == [("done", first, "0")]
     assert len(server.requests) == asked
     other = replay(client, sid, original, {"params": {"temperature": 0.6}}, headers=key)
     assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+
+
+def test_a_retry_while_the_replay_still_runs_follows_it_and_replays_nothing(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    def slow(request: dict[str, Any]) -> Reply | str:
+        if "response_format" in request or request["model"] != "slow":
+            return answers(request)
+        return Reply("The slow model answers at last.", delay=1.0)
+
+    server = serve(slow)
+    client = make_client(server)
+    sid = session(client)
+    original = said(client, sid)["node"]["id"]
+    body, key = {"model": "openai/slow"}, {"Idempotency-Key": "slow-1"}
+    asked = len(story_calls(server))
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(replay, client, sid, original, body, headers=key)
+        deadline = time.monotonic() + 10
+        while len(story_calls(server)) == asked and time.monotonic() < deadline:
+            time.sleep(0.02)
+        again = replay(client, sid, original, body, headers=key)  # the first still runs
+        answer = first.result(timeout=30)
+    assert answer.status_code == 201, answer.text
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert events(again)[-1][:2] == events(answer)[-1][:2]
+    assert events(again)[-1][0] == "done"
+    assert len(story_calls(server)) == asked + 1  # one replay, followed twice
+    shown = client.get(f"/api/sessions/{sid}/nodes/{original}").json()
+    assert len(shown["siblings"]) == 2
+
+
+def story_calls(server: ModelServer) -> list[Any]:
+    return [r for r in server.requests if "response_format" not in r.json]
