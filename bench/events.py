@@ -12,8 +12,9 @@ Run from the repository root::
 - **delivery**: a real ``clotho serve`` on the database; a client follows
   ``GET .../events`` while another posts ``--messages`` messages, 100 ms apart; each
   delivery timed from the write's answer to the ``change`` event's arrival (negative:
-  the event came first). On SQLite a stream reads the version every 0.5 s; on
-  PostgreSQL it is woken by NOTIFY.
+  the event came first). The writes go through the same server, which wakes its streams
+  at their commit (another process's writes: NOTIFY on PostgreSQL, a 0.5 s poll on
+  SQLite).
 
 Last line: ``event_write_ms=<with - without, per append> delivery_p50_ms=<ms>
 delivery_max_ms=<ms> on <database>``.

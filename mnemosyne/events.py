@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, exc, func, insert, select
+from sqlalchemy import Connection, Engine, delete, event, exc, func, insert, select
 
+from ._engine import WRITE_OPTION
 from ._schema import nodes, session_events
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "PendingEvent",
     "SessionEvent",
     "listen",
+    "on_write_commit",
 ]
 
 #: How many events are kept per session (older ones are pruned by the writes).
@@ -270,3 +272,28 @@ def listen(
             stop.wait(every)
         finally:
             driver.close()
+
+
+def on_write_commit(engine: Engine, callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback()`` (in the writing thread) after every write transaction this
+    process has committed through ``engine`` (once its connection is back in the pool,
+    so the commit is done): a reader in the same process need not wait for its next
+    poll (SQLite). Returns what removes it."""
+    key = "mnemosyne_committed_write"
+
+    def committed(conn: Connection) -> None:
+        if conn.get_execution_options().get(WRITE_OPTION, False):
+            conn.info[key] = True
+
+    def checked_in(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None and record.info.pop(key, False):
+            callback()
+
+    event.listen(engine, "commit", committed)
+    event.listen(engine, "checkin", checked_in)
+
+    def remove() -> None:
+        event.remove(engine, "commit", committed)
+        event.remove(engine, "checkin", checked_in)
+
+    return remove

@@ -13,6 +13,8 @@ notifications the writing transactions send (delivered at their commit), so ever
 of every server on the database delivers the same events; the table stays the source of
 truth (and is read again every few seconds in case a notification was missed). On SQLite
 (one machine) each stream reads the session's version twice a second, one indexed read.
+On both, a write this process commits wakes its streams as soon as it is committed
+(:func:`mnemosyne.events.on_write_commit`).
 
 A stream ends when the client leaves, and when the server shuts down (so a shutdown does
 not wait for its watchers: they reconnect, to another worker or when it is back).
@@ -95,8 +97,10 @@ class Hub:
 
     def subscribe(self, session_id: str) -> asyncio.Event:
         """An event set whenever the session may have changed."""
-        if self.listens and self.thread is None:
+        if self.loop is None:  # this process's own writes wake the streams at once
             self.loop = asyncio.get_running_loop()
+            events.on_write_commit(self.store.engine, lambda: self._notified("", 0))
+        if self.listens and self.thread is None:
             self.thread = threading.Thread(
                 target=events.listen,
                 args=(self.store.engine, self._notified, self.stop),
@@ -115,9 +119,10 @@ class Hub:
             if not waiting:
                 del self.waiting[session_id]
 
-    def _notified(self, session_id: str, _version: int) -> None:  # the listener's thread
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._wake, session_id)
+    def _notified(self, session_id: str, _version: int) -> None:  # another thread
+        if self.loop is not None and not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self.loop.call_soon_threadsafe(self._wake, session_id)
 
     def _wake(self, session_id: str) -> None:
         every = session_id == ""  # (re)connected: anything may have been missed

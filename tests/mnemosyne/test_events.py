@@ -138,3 +138,24 @@ def test_postgresql_notifies_listeners_at_the_commit_only(store: Store) -> None:
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_write_committed_in_this_process_is_announced_after_its_commit(store: Store) -> None:
+    sid = store.create_session().id
+    seen: list[int] = []
+
+    def committed() -> None:  # the commit is done: another connection reads it
+        seen.append(store.session(sid).version)
+
+    remove = events.on_write_commit(store.engine, committed)
+    try:
+        store.append(sid, "user", "hello")
+        store.projection(sid)  # a read announces nothing
+        with pytest.raises(RuntimeError), store.transaction(sid) as tx:
+            tx.append("user", "rolled back")
+            raise RuntimeError("no commit")
+        store.append(sid, "user", "again")
+    finally:
+        remove()
+    store.append(sid, "user", "after")
+    assert seen == [1, 2]
