@@ -39,11 +39,12 @@ RenameOption = Annotated[
 ]
 
 
-def _line(ref: RefView, width: int | None) -> str:
-    """``main  branch  1a2b3c4d  Seraphina: text…`` (``(HEAD)``, ``in the trash``)."""
+def _line(ref: RefView, width: int | None, pad: int) -> str:
+    """``main  branch  1a2b3c4d  text…`` (``(HEAD)``, ``in the trash``); the name padded
+    to ``pad`` characters."""
     where = "" if ref.place == "tree" else f"  in the {ref.place}"
     head = "  (HEAD)" if ref.at_head else ""
-    lead = f"{ref.name}  {ref.kind:<6}  {render.short(ref.node_id)}  "
+    lead = f"{ref.name:<{pad}}  {ref.kind:<6}  {render.short(ref.node_id)}  "
     text = " ".join(ref.content.split()) or "(empty)"
     room = None if width is None else max(20, width - len(lead) - len(where) - len(head))
     shown = text if room is None else clip(text, room)
@@ -64,8 +65,9 @@ def _list(cli: Cli, session_id: str, kind: str | None) -> None:
     def show() -> None:
         if not listed:
             out(paint(f"(no {what})", "dim"))
+        pad = max((len(ref.name) for ref in listed), default=0)
         for ref in listed:
-            out(_line(ref, width))
+            out(_line(ref, width, pad))
 
     cli.emit([ref.as_dict() for ref in listed], show)
 
