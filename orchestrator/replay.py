@@ -128,7 +128,8 @@ def prepare_replay(
 
     Raises:
         TurnError: a node that is not a generated reply (a player's message, one written
-            or imported with no trace, a continuation), a trace that no longer verifies
+            or imported with no trace, a continuation), one in the trash or in a pruned
+            fragment, a trace that no longer verifies
             (for a prompt sent as stored), nothing changed, ``n`` outside
             1..:data:`MAX_REPLAYS`, a lore entry the session does not have, a template
             name unknown.
@@ -216,7 +217,22 @@ def _original(engine: Engine, sid: str, ref: str) -> tuple[Node, Trace]:
             f"node {node.id} continues another reply: replay the reply it continues, "
             f"{node.metadata['continues']}"
         )
+    _require_attached(engine, sid, node)
     return node, trace
+
+
+def _require_attached(engine: Engine, sid: str, node: Node) -> None:
+    """Refuse a node out of the tree (in the trash, or in a pruned fragment): its
+    replies would be siblings of a node no story reaches."""
+    store = engine.store
+    for where, subtrees, hint in (
+        ("the trash", store.trash, "restore it first"),  # type: ignore[attr-defined]
+        ("a pruned fragment", store.fragments, "graft it first"),  # type: ignore[attr-defined]
+    ):
+        if any(held.id == node.id for subtree in subtrees(sid) for held in subtree):
+            raise TurnError(
+                f"node {node.id} is in {where}, out of the story's tree: {hint} to replay it"
+            )
 
 
 def _config(setup: TurnSetup, changes: ReplayChanges) -> ModelConfig:

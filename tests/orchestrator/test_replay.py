@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mnemosyne import Store, schema_from_mapping
-from mnemosyne.edits import Rewrite
+from mnemosyne.edits import Delete, Prune, Rewrite
 from orchestrator import Engine, ModelConfig, ModelError, TurnError, TurnResult, build_engine
 from orchestrator.loopback import ModelServer, Received, Reply
 from orchestrator.replay import MAX_REPLAYS, ReplayChanges, TemplateChange, replay
@@ -313,3 +313,21 @@ def test_what_changed_is_against_the_original_whatever_changed_it(
         "model": ["openai/gm", "openai/newer"],
         "params": {"seed": [None, 4]},
     }
+
+
+def test_a_node_out_of_the_tree_is_refused_before_any_call(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(ByModel())
+    trashed = play(engine_for(store, server), sid, "say", text="Hello.")
+    pruned = play(engine_for(store, server), sid, "reroll")
+    assert trashed.node is not None and pruned.node is not None
+    store.edit(sid, Delete(node_id=trashed.node.id))
+    store.edit(sid, Prune(node_id=pruned.node.id))
+    calls, version = len(server.requests), store.session(sid).version
+    for node, says in ((trashed.node.id, "the trash"), (pruned.node.id, "a pruned fragment")):
+        for changes in (ReplayChanges(params={"seed": 1}), ReplayChanges(note="Rain.")):
+            with pytest.raises(TurnError, match=f"node {node} is in {says}"):
+                replayed(engine_for(store, server), sid, node, changes)
+    assert len(server.requests) == calls  # neither the model nor the extraction asked
+    assert store.session(sid).version == version

@@ -90,3 +90,30 @@ def test_the_word_difference_marks_words_signs_and_characters(
         {"op": "same", "text": "了"},
     ]
     assert runs[2] == [{"op": "added", "text": "new"}]
+
+
+def test_a_replay_whose_original_is_in_the_trash_is_its_own_original(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("replay, original trashed")
+    say(page := open_page(sid, viewport={"width": 1280, "height": 800}), FIGHT)
+    original = page.locator("article.message.assistant").first.get_attribute("data-node-id")
+    made = api.post(
+        f"/api/sessions/{sid}/nodes/{original}/replay",
+        json={"params": {"temperature": 1.2}},
+        headers={"Accept": "text/event-stream"},
+    )
+    assert made.status_code == 201, made.text
+    session = api.get(f"/api/sessions/{sid}").json()
+    head = session["head_id"]
+    deleted = api.post(
+        f"/api/sessions/{sid}/edits",
+        json={"operations": [{"op": "delete", "node_id": original}]},
+        headers={"If-Match": f'"{session["version"]}"'},
+    )
+    assert deleted.status_code in (200, 201), deleted.text
+    page.reload()
+    page.locator(f'article.message.assistant[data-node-id="{head}"] button.replay').click()
+    columns = page.locator("#replay-dialog .replay-column")
+    expect(columns).to_have_count(1)  # the replay stands for its original, now gone
+    expect(columns.first).to_have_attribute("data-node-id", head)

@@ -125,12 +125,22 @@ export class ReplayPanel {
     return this.dialog;
   }
 
-  /** The message replayed (a replay's original, if `node` is one) and its replays
-   * among its alternatives. */
+  /** The message replayed and its replays among its alternatives. Opened from a
+   * replay, its original, if that is still one of its alternatives (not trashed, pruned
+   * or moved since); else the message itself. */
   async family(node) {
     const api = this.app.api;
-    const originalId = node.metadata?.replay?.of || node.id;
-    const original = originalId === node.id ? await api.get(this.app.path(`/nodes/${encodeURIComponent(node.id)}`)) : await api.get(this.app.path(`/nodes/${encodeURIComponent(originalId)}`));
+    const get = (id) => api.get(this.app.path(`/nodes/${encodeURIComponent(id)}`));
+    const of = node.metadata?.replay?.of;
+    let original = null;
+    if (of && of !== node.id) {
+      try {
+        original = await get(of);
+      } catch (error) {
+        if (error.status !== 404) throw error; // deleted for good: the message itself
+      }
+    }
+    if (!original || !original.siblings.includes(node.id)) original = await get(node.id);
     const others = original.siblings.filter((id) => id !== original.id).slice(0, MAX_SIBLINGS);
     const siblings = await Promise.all(others.map((id) => api.get(this.app.path(`/nodes/${encodeURIComponent(id)}`))));
     return { original, replays: siblings.filter((each) => each.metadata?.replay?.of === original.id) };
