@@ -35,6 +35,7 @@ import jinja2
 from mnemosyne import Message, Node
 from mnemosyne.traces import Trace
 from planner import LoreHit, Retrieval
+from postprocess import describe_failure
 from prompts import TEMPLATE_NAMES, TemplateError, Templates, UsedTemplate
 
 from .config import ModelConfig
@@ -463,6 +464,8 @@ async def _as_stored(
     warnings = []
     if completion.incomplete:
         warnings.append(f"the reply is incomplete ({completion.stopped_by})")
+    if extraction is not None and not extraction.ok:  # as a turn's commit says it
+        warnings.append(describe_failure(extraction))
     history = anchor.scope.path if anchor.scope is not None else anchor.history
     sources = _sources(trace, history)
     with store.transaction(sid) as tx, tx.journaled("reroll"):

@@ -6,7 +6,8 @@ connection; ``--api-base`` names another server) or ``--profile P``, ``--param k
 (sampler settings, JSON values), ``--n K``; ``--lore-off ID``, ``--lore-on ID``,
 ``--note TEXT``, ``--template FILE`` (its name is the file's, ``system.j2``) build the
 prompt again. Each new alternative is printed with what changed; ``--json``: a list of
-them (:func:`clotho.replays.replay_document`).
+them (:func:`clotho.replays.replay_document`). A warning (the reply incomplete, the world
+state not updated) is printed under its alternative.
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ def replay(
                 + paint(f"  {record['sent']}: {changed_line(record['changed'])}", "dim"),
                 made["content"],
                 paint(state, "dim"),
+                *(paint(f"warning: {text}", "yellow") for text in document["warnings"]),
                 "",
             )
         out(paint(f"HEAD: {render.short(documents[-1]['node']['id'])}", "dim"))

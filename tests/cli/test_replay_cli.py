@@ -127,3 +127,19 @@ def test_replay_refusals_are_one_line_and_store_nothing(clotho: InProcess) -> No
     assert "missing" in clotho.fails("replay", reply, "--model", "openai/missing")
     with Store.open(clotho.env["CLOTHO_DATABASE_URL"]) as store:
         assert store.session(said["session"]["id"]).version == version
+
+
+def test_replay_prints_its_warnings(tmp_path: Path, serve: Callable[..., ModelServer]) -> None:
+    def unreadable(request: dict[str, Any]) -> Reply | str:
+        return "not json" if "response_format" in request else answers(request)
+
+    server = serve(unreadable)
+    clotho = InProcess(tmp_path)
+    clotho.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": server.url})
+    clotho.env.update({"CLOTHO_API_KEY": "x", "CLOTHO_CONFIG_DIR": str(tmp_path / "config")})
+    clotho("session", "new", "--title", "Warnings")
+    original = clotho.json("say", "Hello there.")["node"]["id"]
+    shown = clotho("replay", original[:8], "--param", "seed=3").stdout
+    assert "gm answers at default.\nno state change\nwarning: the world state was not updated" in (
+        shown
+    )

@@ -331,3 +331,16 @@ def test_a_node_out_of_the_tree_is_refused_before_any_call(
                 replayed(engine_for(store, server), sid, node, changes)
     assert len(server.requests) == calls  # neither the model nor the extraction asked
     assert store.session(sid).version == version
+
+
+def test_an_extraction_that_fails_is_a_warning_as_a_turns_is(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    server = serve(ByModel([NOTHING, "not json", "not json either"]))
+    first = play(engine_for(store, server), sid, "say", text="Hello.")
+    assert first.node is not None
+    [result] = replayed(
+        engine_for(store, server), sid, first.node.id, ReplayChanges(params={"seed": 2})
+    )
+    assert result.node is not None and not result.node.delta
+    assert [w for w in result.warnings if w.startswith("the world state was not updated")]
