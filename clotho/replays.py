@@ -119,16 +119,18 @@ def changes_for(
         raise UsageError("api_base names the server of another model: give the model too")
     config = None
     if ask.profile:
-        from clotho.profiles import ChosenProfile, Profiles
+        from clotho.profiles import chosen_profile
 
-        profiles = Profiles(settings.config_dir)
-        profile = profiles.get(ask.profile)
-        key = profiles.key(ask.profile)
-        if key:
-            source = f"{profiles.secrets_path} (profile {ask.profile!r})"
-            config = ChosenProfile(ask.profile, profile, key, source).config()
-        else:
-            config = ChosenProfile(ask.profile, profile, settings.api_key).config()
+        # the profile named, with its kept key (else the environment's), as a session's is
+        chosen = chosen_profile(
+            settings.config_dir,
+            ask.profile,
+            explicit_model=False,
+            campaign_model=False,
+            environment_key=settings.api_key,
+        )
+        assert chosen is not None  # a profile named is one, or UnknownProfileError
+        config = chosen.config()
     elif ask.model:
         config = replace(engine.setup.model, model=ask.model)
         if ask.api_base:
