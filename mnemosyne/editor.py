@@ -436,6 +436,9 @@ class Editor:
         self._batch: _Batch | None = None
         self._growth: _Growth | None = None
         self._grows_from: tuple[int | None, int | None] = (None, None)
+        # Inside a growth: HEAD as the growth has it (where it began, then each new
+        # node): a turn's commit may move HEAD back to where it grows the tree first.
+        self._follow: int | None = None
 
     @property
     def conn(self) -> Connection:
@@ -647,11 +650,13 @@ class Editor:
             raise InvalidOperationError("journaled growth does not nest, nor go in a batch")
         state = self._state
         self._growth = _Growth(Recorder(state.conn, state.record.pk, state.head_pk), [])
+        self._follow = state.head_pk
         try:
             yield
             growth = self._growth
         finally:
             self._growth = None
+            self._follow = None
         if growth.created:
             self._write_growth(action, growth)
 
@@ -667,12 +672,14 @@ class Editor:
 
     def grown(self, pk: int) -> None:
         """A node was added (inside :meth:`growth`, it is part of the entry). A branch
-        whose tip was HEAD follows it when the node goes under the tip or beside it (a
-        reroll of the tip): :mod:`mnemosyne.refs`."""
-        if self._growth is not None:
-            self._growth.created.append(pk)
+        whose tip was HEAD (inside a growth: where the growth began, then its last new
+        node) follows it when the node goes under the tip or beside it (a reroll of the
+        tip): :mod:`mnemosyne.refs`."""
         head_before, parent_pk = self._grows_from
         self._grows_from = (None, None)
+        if self._growth is not None:
+            self._growth.created.append(pk)
+            head_before, self._follow = self._follow, pk
         conn, session_pk = self._state.conn, self._state.record.pk
         if head_before is None or not names.branches_at(conn, session_pk, head_before):
             return

@@ -4,9 +4,15 @@ wherever the API takes a node; bad input refused with a problem naming it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store
+from orchestrator.loopback import ModelServer
+from tests.orchestrator.test_turn import Scripted
+
+from .test_turns_api import events, play, session
 
 
 def _story(store: Store) -> tuple[str, list[str]]:
@@ -105,3 +111,28 @@ def test_bad_names_are_refused_and_store_nothing(client: TestClient, store: Stor
     assert client.patch(f"{base}/camp", json={}).status_code == 200  # nothing to change
     assert store.session(sid).version == version
     assert _names(client, sid) == {"camp": ("tag", store.node(sid, "HEAD~1").id)}
+
+
+def test_a_branch_follows_the_turns_played_from_its_tip(
+    make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    """Through the engine's own commit (the loopback model): a say, a reroll, undo, an
+    edit above the tip."""
+    client = make_client(serve(Scripted(["Welcome.", "A goblin!", "A wolf!", "Hello again."], [])))
+    sid = session(client)
+    base = f"/api/sessions/{sid}"
+    said = events(play(client, sid, {"kind": "say", "text": "Hi."}))[-1][1]
+    first, hi = said["node"]["id"], said["user_node"]["id"]
+    assert client.post(f"{base}/refs", json={"name": "main", "kind": "branch"}).status_code == 201
+    assert client.post(f"{base}/refs", json={"name": "hello", "kind": "tag"}).status_code == 201
+    second = events(play(client, sid, {"kind": "say", "text": "I look."}))[-1][1]["node"]["id"]
+    assert _names(client, sid) == {"main": ("branch", second), "hello": ("tag", first)}
+    rerolled = events(play(client, sid, {"kind": "reroll"}))[-1][1]["node"]["id"]
+    assert _names(client, sid)["main"] == ("branch", rerolled)
+    client.post(f"{base}/undo")  # the reroll
+    client.post(f"{base}/undo")  # the second say: the branch back on the first reply
+    assert _names(client, sid) == {"main": ("branch", first), "hello": ("tag", first)}
+    # an edit of the player's message above the tip forks: the branch stays
+    edited = events(play(client, sid, {"kind": "edit", "node_id": hi, "text": "Hello."}))
+    assert client.get(base).json()["head_id"] == edited[-1][1]["node"]["id"]
+    assert _names(client, sid)["main"] == ("branch", first)
