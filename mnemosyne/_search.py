@@ -56,6 +56,7 @@ __all__ = [
     "SearchHit",
     "SearchQuery",
     "catch_up",
+    "is_age",
     "is_search_object",
     "parse_moment",
     "parse_query",
@@ -184,6 +185,12 @@ def check_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidOperationError(f"a search limit is from 1 to {MAX_LIMIT}, not {limit!r}")
     return limit
+
+
+def is_age(text: str) -> bool:
+    """Whether a moment's text is an age (``2d``: relative to now, so a search with it
+    changes as time passes, not only with the session)."""
+    return _AGE.fullmatch(text.strip()) is not None
 
 
 def parse_moment(text: str, *, end: bool = False, now: datetime | None = None) -> datetime:

@@ -16,13 +16,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mnemosyne import ForeignNodeError, NotFoundError, SearchHit, Store, UnknownNodeError
-from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH, parse_moment
+from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH, is_age, parse_moment
 
-from .deps import ReadSession, StoreDep
+from .deps import SessionDep, StoreDep, read_session
 from .problems import ApiError
 
 __all__ = ["SearchHitOut", "SearchOut", "SearchQuery", "SessionSearchQuery", "router"]
@@ -153,8 +153,16 @@ def search_all(store: StoreDep, query: Annotated[SearchQuery, Query()]) -> Any:
 
 @router.get("/sessions/{session_id}/search", summary="Search a session", response_model=SearchOut)
 def search_session(
-    session: ReadSession, store: StoreDep, query: Annotated[SessionSearchQuery, Query()]
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    store: StoreDep,
+    query: Annotated[SessionSearchQuery, Query()],
 ) -> Any:
     """The messages of this session holding every word of `q`, over every branch,
-    newest first (as `GET /api/search` with `session`)."""
+    newest first (as `GET /api/search` with `session`). Tagged with the session's
+    version (`ETag`, 304 for `If-None-Match`) unless `since` or `until` is an age,
+    whose answer changes as time passes."""
+    if not any(value is not None and is_age(value) for value in (query.since, query.until)):
+        read_session(request, response, session)
     return query.run(store, session.id)

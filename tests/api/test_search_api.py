@@ -122,3 +122,16 @@ def test_the_filters_trunk_under_and_time(client: TestClient, store: Store) -> N
         assert why in answer.text, (why, answer.text)
     no_session = client.get("/api/search", params={"q": "the", "under": ids["side"]})
     assert no_session.status_code == 422 and "session" in no_session.text
+
+
+def test_a_search_by_age_is_not_tagged_with_the_version(client: TestClient, store: Store) -> None:
+    ids = _story(store)
+    url = f"/api/sessions/{ids['sid']}/search"
+    tagged = client.get(url, params={"q": "keeper", "since": "2026-01-01"})
+    assert tagged.status_code == 200 and "etag" in tagged.headers
+    headers = {"If-None-Match": tagged.headers["etag"]}
+    again = client.get(url, params={"q": "keeper", "since": "2026-01-01"}, headers=headers)
+    assert again.status_code == 304
+    aged = client.get(url, params={"q": "keeper", "since": "1h"}, headers=headers)
+    assert aged.status_code == 200 and "etag" not in aged.headers  # "1h" moves with the clock
+    assert [h["node_id"] for h in aged.json()["hits"]] == [ids["trunk"]]
