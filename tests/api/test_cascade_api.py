@@ -27,6 +27,7 @@ class Story:
         self.hit = 10
         self.count = 0
         self.hold = False
+        self.release = threading.Event()
         self.asked = threading.Event()
 
     def __call__(self, request: dict[str, Any]) -> Reply | str:
@@ -35,7 +36,8 @@ class Story:
         self.count += 1
         if self.hold and request["messages"][-1]["content"] == "I light a torch.":
             self.asked.set()
-            return Reply(f"Reply {self.count}.", delay=5)
+            self.release.wait(60)  # until the test has stopped the cascade
+            return Reply(f"Reply {self.count}.")
         return f"Reply {self.count}."
 
 
@@ -88,6 +90,7 @@ def test_a_cascade_streams_stops_and_goes_on_when_posted_again(
     status = client.get(response.headers["location"]).json()
     assert status["status"] == "cancelled" and status["outcome"] == outcome
 
+    story.release.set()
     story.hold = False
     again = client.post(f"/api/sessions/{sid}/cascade", json={"node_id": fork.id[:8]})
     assert again.status_code == 201, again.text

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +36,12 @@ max = 100
 
 class Story:
     """The old branch's replies hit for 10, the new ones for 3; once ``hold`` is set,
-    the reply to the torch waits (long enough for a Ctrl+C to come first)."""
+    the reply to the torch waits until ``release`` (a Ctrl+C comes first)."""
 
     def __init__(self) -> None:
         self.hit = 10
         self.hold = False
+        self.release = threading.Event()
         self.count = 0
 
     def __call__(self, request: dict[str, Any]) -> Reply | str:
@@ -47,7 +49,8 @@ class Story:
             return json.dumps({"operations": [{"op": "inc", "path": "hp", "value": -self.hit}]})
         self.count += 1
         if self.hold and request["messages"][-1]["content"] == "I light a torch.":
-            return Reply(f"Reply {self.count}.", delay=5)
+            self.release.wait(60)  # until the test has stopped the cascade
+            return Reply(f"Reply {self.count}.")
         return f"Reply {self.count}."
 
 
@@ -99,6 +102,7 @@ def test_cascade_stops_on_ctrl_c_and_goes_on_when_run_again(play: Run, story: St
     assert "stopped at step 2 of 5" in rest
     assert "every step made is kept" in err and "goes on from there" in err
 
+    story.release.set()
     story.hold = False
     outcome = play.json("cascade")
     assert [step["step"] for step in outcome["made"]] == [3, 4, 5]
