@@ -135,6 +135,7 @@ def _resume_hint(plan: CascadePlan) -> str:
 NodeArg = Annotated[
     str | None,
     typer.Argument(
+        metavar="NODE",
         help="The edited message, the fork (default: HEAD; on the reply of `clotho edit`: "
         "its message).",
         show_default=False,

@@ -129,3 +129,5 @@ def test_what_cannot_be_cascaded_is_one_line(play: Run) -> None:
     assert "has no earlier alternative" in play.fails("cascade")
     play("reroll")
     assert "nothing to cascade" in play.fails("cascade")
+    assert "is not another alternative" in play.fails("cascade", "HEAD", "--from", "HEAD~1")
+    assert "is not on the old branch" in play.fails("cascade", "--to", "HEAD~1")
