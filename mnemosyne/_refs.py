@@ -130,20 +130,6 @@ def views(
     return out
 
 
-def names_by_node(conn: Connection, session_pk: int) -> dict[str, list[tuple[str, RefKind]]]:
-    """Each named node's id: its names and their kinds, by name (for decorations)."""
-    query = (
-        select(nodes.c.id, refs.c.name, refs.c.kind)
-        .join(nodes, nodes.c.pk == refs.c.node_pk)
-        .where(refs.c.session_pk == session_pk)
-        .order_by(refs.c.name)
-    )
-    out: dict[str, list[tuple[str, RefKind]]] = {}
-    for node_id, name, kind in conn.execute(query):
-        out.setdefault(node_id, []).append((name, kind))
-    return out
-
-
 def snapshot(conn: Connection, session_pk: int) -> list[RefRow]:
     """The session's names as the journal keeps them, by name."""
     query = (

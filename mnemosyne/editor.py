@@ -700,6 +700,8 @@ class Editor:
         node_id = change(state.conn)
         if self._batch is not None:
             self._batch.actions.append(action)
+        elif names.snapshot(state.conn, state.record.pk) == recorder.refs_before:
+            return EditResult(action, node_id, state.head_id)  # nothing changed: no step
         else:
             recorder.keeps_head = True
             position = journal_position(state.conn, state.record.pk)

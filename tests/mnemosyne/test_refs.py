@@ -88,6 +88,10 @@ def test_names_are_unique_per_session_and_refusals_write_nothing(store: Store) -
     assert named(store, sid) == {"camp": ("tag", nodes[0].id)}
     refs.name_node(store, sid, "camp", "tag", nodes[2].id, force=True)
     assert named(store, sid) == {"camp": ("tag", nodes[2].id)}
+    version, steps = store.session(sid).version, len(store.history(sid))
+    refs.name_node(store, sid, "camp", "tag", nodes[2].id, force=True)  # where it is
+    refs.rename_name(store, sid, "camp", "camp")
+    assert (store.session(sid).version, len(store.history(sid))) == (version, steps)
 
 
 def test_every_change_is_one_undo_step(store: Store) -> None:
