@@ -6,12 +6,12 @@ The body (:class:`ReplayBody`) says what changes; everything that can refuse the
 is refused with a status before any model call (422: nothing changed, a player's
 message, a reply with no trace or one that no longer verifies, an unknown lore entry,
 sampler settings out of range, a ``templates`` field (a template is replaced from the
-command line only); 404 an unknown profile;
-412 a stale ``If-Match``; 503 no model). Then the answer is a stream of server-sent
-events, as a turn's: ``status`` / ``token`` / ``warning`` ``{"text", "index"}`` (which
-alternative, from 0), ``replay`` (one per alternative stored: :class:`ReplayedOut`),
-last ``done`` (:class:`ReplayDoneOut`: the session after it, every alternative) or
-``error`` (a problem document: the alternatives stored before it stay, each was its own
+command line only); 404 an unknown profile; 412 a stale ``If-Match``; 503 no model).
+Then the answer is a stream of server-sent events, as a turn's: ``status`` / ``token``
+/ ``warning`` ``{"text", "index"}`` (which alternative, from 0), ``replay`` (one per
+alternative stored: :class:`ReplayEventOut`, with its ``index``), last ``done``
+(:class:`ReplayDoneOut`: the session after it, every alternative) or ``error`` (a
+problem document: the alternatives stored before it stay, each was its own
 transaction). A client that leaves stops nothing: every alternative is stored.
 
 An ``Idempotency-Key``: a retry of the same request replays nothing again (200,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from mnemosyne import Store
     from orchestrator.replay import PreparedReplay
 
-__all__ = ["ReplayBody", "ReplayDoneOut", "ReplayedOut", "router"]
+__all__ = ["ReplayBody", "ReplayDoneOut", "ReplayEventOut", "ReplayedOut", "router"]
 
 router = APIRouter(tags=["playing"])
 log = logging.getLogger("clotho.api")
@@ -82,6 +82,12 @@ class ReplayedOut(BaseModel):
     incomplete: bool
     warnings: list[str]
     usage: dict[str, Any]
+
+
+class ReplayEventOut(ReplayedOut):
+    """The ``replay`` event: one alternative stored, and which."""
+
+    index: int = Field(ge=0, description="Which alternative, from 0.")
 
 
 class ReplayDoneOut(BaseModel):
@@ -137,7 +143,7 @@ _EVENTS = [
     _event("reasoning", "The model's reasoning, as it is written.", _TEXT),
     _event("token", "An alternative's text, as it is written.", _TEXT),
     _event("warning", "Something the player should know.", _TEXT),
-    _event("replay", "An alternative stored.", _inline(ReplayedOut)),
+    _event("replay", "An alternative stored.", _inline(ReplayEventOut)),
     _event("done", "Last: every alternative stored.", _inline(ReplayDoneOut)),
     _event("error", "Last: the replay failed (those stored before stay).", {"type": "object"}),
 ]
@@ -229,9 +235,9 @@ async def _play(ctx: ApiContext, turn: Turn, prepared: PreparedReplay) -> None:
 
                 result = await prepared.one(on_event)
                 document = await run_in_threadpool(replay_document, ctx.store, sid, result)
-                checked = ReplayedOut.model_validate(document).model_dump(mode="json")
-                made.append(checked)
-                turn.publish("replay", {**checked, "index": index})
+                event = ReplayEventOut.model_validate({**document, "index": index})
+                made.append(event.model_dump(mode="json", exclude={"index"}))
+                turn.publish("replay", event.model_dump(mode="json"))
         session = await run_in_threadpool(ctx.store.session, sid)
         done = ReplayDoneOut.model_validate({"session": session.as_dict(), "replays": made})
         answer = done.model_dump(mode="json")

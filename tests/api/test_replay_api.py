@@ -188,3 +188,13 @@ def test_a_retry_while_the_replay_still_runs_follows_it_and_replays_nothing(
 
 def story_calls(server: ModelServer) -> list[Any]:
     return [r for r in server.requests if "response_format" not in r.json]
+
+
+def test_the_replay_event_declares_its_index(make_client: Callable[..., TestClient]) -> None:
+    spec = make_client().get("/openapi.json").json()
+    stream = spec["paths"]["/api/sessions/{session_id}/nodes/{node_id}/replay"]["post"]
+    kinds = stream["responses"]["201"]["content"]["text/event-stream"]["schema"]["oneOf"]
+    [event] = [kind for kind in kinds if kind["properties"]["event"]["const"] == "replay"]
+    data = event["properties"]["data"]["contentSchema"]
+    assert "index" in data["required"] and data["properties"]["index"]["type"] == "integer"
+    assert {"node", "replay", "state", "warnings"} <= set(data["required"])
