@@ -79,7 +79,8 @@ NodeRef = Annotated[
         min_length=1,
         max_length=nodenames.MAX_NAME_LENGTH,
         description="A node: its id or a unique prefix of at least 6 hex characters, "
-        "HEAD (or @), and steps up the path: HEAD~2, HEAD^, 3f2a9c~1.",
+        "HEAD (or @), a tag or branch, and steps up the path: HEAD~2, HEAD^, 3f2a9c~1, "
+        "first-meeting~2.",
         examples=["3f2a9c", "HEAD~1"],
         json_schema_extra={"pattern": nodenames.NODE_NAME_PATTERN},
     ),
