@@ -405,26 +405,26 @@ def _lore_entries(engine: Engine, changes: ReplayChanges) -> list[LoreHit]:
     named = changes.lore_on | changes.lore_off
     if not named:
         return []
-    from planner.lore import entry_placement
+    from planner.lore import LorePlanner, entry_placement
 
-    books = getattr(engine.planner, "books", [])
-    entries = {
-        f"{book.name}:{entry.uid}": (book, entry) for book in books for entry in book.entries
-    }
-    unknown = sorted(named - entries.keys())
+    lore = engine.planner if isinstance(engine.planner, LorePlanner) else None
+    unknown = sorted(entry_id for entry_id in named if lore is None or not lore.entry(entry_id))
     if unknown:
-        known = ", ".join(sorted(entries)[:20]) or "none: the session has no lorebook"
+        known = ", ".join(sorted(lore.entry_ids)[:20]) if lore is not None else ""
+        known = known or "none: the session has no lorebook"
         raise TurnError(f"no lore entry {', '.join(unknown)} in this session (entries: {known})")
+    assert lore is not None
     hits = []
     for entry_id in sorted(changes.lore_on):
-        book, entry = entries[entry_id]
+        entry = lore.entry(entry_id)
+        assert entry is not None
         hits.append(
             LoreHit(
                 id=entry_id,
                 content=entry.content,
                 reason="switched on by a replay",
                 via="replay",
-                book=book.name,
+                book=entry_id.rsplit(":", 1)[0],
                 uid=entry.uid,
                 comment=entry.comment,
                 **entry_placement(entry),

@@ -142,6 +142,15 @@ class LorePlanner:
         self._scanning = threading.Lock()
         """One scan at a time: :class:`WorldInfo`'s caches are not locked."""
 
+    @property
+    def entry_ids(self) -> list[str]:
+        """Every entry's id (``book:uid``), book by book."""
+        return list(self._entries)
+
+    def entry(self, entry_id: str) -> Entry | None:
+        """The entry whose id is ``entry_id`` (``book:uid``), if a book has it."""
+        return self._entries.get(entry_id)
+
     async def plan(self, context: PlanContext) -> Plan:
         depth = self.settings.scan_depth
         entries = sum(1 for entry in self._entries.values() if not entry.disable)
