@@ -1,21 +1,62 @@
 """The cascade on the page: after the player's first message is edited as a fork, the bar
 offers to regenerate the rest of the branch; started, it shows its progress and Stop,
-then how the world state differs from the old branch's (desktop 1280x800 and phone)."""
+then how the world state differs from the old branch's (desktop 1280x800 and phone).
+Stopped from the page while a reply is awaited, it goes on with Go on. The model is one
+of this module's that can hold a reply until the test releases it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import screenshot
+from orchestrator.loopback import ModelServer
+from tests.api._server import Server, running_with_model
+
+from .conftest import CAMPAIGN, screenshot
 from .test_page import add, expect
 
 pytestmark = pytest.mark.slow
 
 HIT = [{"op": "inc", "path": "hp", "value": -10}]
+
+
+class Held:
+    """A model answering at once with an empty delta; with ``hold`` set, the reply to
+    "I look around." waits until ``release`` (``asked`` is set when it has come)."""
+
+    def __init__(self) -> None:
+        self.hold = False
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        if "response_format" in request:
+            return json.dumps({"operations": []})
+        if self.hold and request["messages"][-1]["content"] == "I look around.":
+            self.asked.set()
+            self.release.wait(60)
+        return "The cave is quiet; nothing moves."
+
+
+MODEL = Held()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`clotho serve` with this module's model, and the cave campaign."""
+    folder = tmp_path_factory.mktemp("web-cascade")
+    campaign = folder / "campaign"
+    campaign.mkdir()
+    (campaign / "campaign.toml").write_text(CAMPAIGN)
+    with running_with_model(ModelServer(MODEL), folder) as up:
+        up.campaign = campaign  # type: ignore[attr-defined]
+        yield up
+        MODEL.release.set()
 
 
 def old_branch(api: httpx.Client, sid: str) -> list[str]:
@@ -76,3 +117,35 @@ def test_an_edit_as_a_fork_offers_the_cascade_and_shows_how_the_states_diverged(
         api.get(f"/api/sessions/{sid}/state", params={"node_id": old[-1]}).json()["variables"]["hp"]
         == 80
     )
+
+
+def test_a_cascade_is_stopped_from_the_page_and_goes_on(
+    open_page: Callable[..., Any], api: httpx.Client, new_session: Callable[[str], str]
+) -> None:
+    sid = new_session("Cascade stopped")
+    old_branch(api, sid)
+    page = open_page(sid, viewport={"width": 1280, "height": 800})
+    first = page.locator("article.message.user").first
+    expect(first.locator(".content")).to_have_text("I attack the goblin.")
+    first.locator("button.edit").click()
+    page.fill("#ask textarea[name=content]", "I wait in the dark.")
+    page.locator("#ask button", has_text="Fork only").click()
+    bar = page.locator("#cascade-bar")
+    MODEL.hold = True
+    try:
+        bar.locator("button", has_text="Regenerate the rest of this branch").click()
+        assert MODEL.asked.wait(30)  # step 3: the reply to "I look around." is awaited
+        expect(bar.locator("progress")).to_have_attribute("value", "2")
+        expect(bar.locator(".cascade-step")).to_contain_text("Step 3 of 5: regenerating")
+        # the chat drawn again as each step is stored: the fork, its reply, the message
+        expect(page.locator("article.message .content")).to_have_count(3)
+        screenshot(page, "cascade-running")
+        bar.locator("button", has_text="Stop").click()
+        expect(bar).to_contain_text("Stopped at step 2 of 5: every step made is kept.")
+    finally:
+        MODEL.hold = False
+        MODEL.release.set()
+    expect(page.locator("article.message .content")).to_have_count(3)
+    bar.locator("button", has_text="Go on").click()
+    expect(bar).to_contain_text("Done: the 5 messages of the old branch were played again")
+    expect(page.locator("article.message .content")).to_have_count(6)
