@@ -474,3 +474,72 @@ def test_a_short_word_beyond_ascii_is_found_in_either_case(
     [hit] = store.search(query)
     start, end = hit.matches[0]
     assert hit.snippet[start:end] == stored
+
+
+def _live_nodes(store: Store, sid: str) -> dict[str, str]:
+    """Every node of the session out of the trash (fragments too): id -> content."""
+    trashed = {n.id for subtree in store.trash(sid) for n in subtree}
+    found = {n.id: n.content for n in store.tree(sid).nodes}
+    found.update({n.id: n.content for subtree in store.fragments(sid) for n in subtree})
+    return {node_id: text for node_id, text in found.items() if node_id not in trashed}
+
+
+SEED, STEPS = 25, 150
+
+
+def test_random_writes_and_searches_keep_the_index_whole(store: Store) -> None:
+    """Seeded random appends, rewrites, injects, undos and redos, deletions, purges,
+    sessions purged, each followed now and then by a search checked against the
+    nodes themselves (and, on SQLite, FTS5's own check of the index)."""
+    import random
+
+    rng = random.Random(SEED)
+    words = ["amber", "basalt", "cobalt", "damask"]
+    sessions = [store.create_session().id for _ in range(2)]
+    for step in range(STEPS):
+        sid = rng.choice(sessions)
+        on_tree = {n.id for n in store.tree(sid).nodes}
+        nodes = sorted(set(_live_nodes(store, sid)) & on_tree)
+        action = rng.random()
+        try:
+            if action < 0.3 or not nodes:
+                store.append(sid, "user", f"{rng.choice(words)} {step}")
+            elif action < 0.4:
+                node = rng.choice(nodes)
+                store.edit(sid, Rewrite(node_id=node, content=f"{rng.choice(words)} r{step}"))
+            elif action < 0.55:
+                store.edit(
+                    sid,
+                    Inject(
+                        parent_id=rng.choice(nodes),
+                        role="assistant",
+                        content=f"{rng.choice(words)} i",
+                    ),
+                )
+            elif action < 0.7:
+                store.undo(sid)
+            elif action < 0.82:
+                store.redo(sid)
+            elif action < 0.88:
+                store.edit(sid, Delete(node_id=rng.choice(nodes)))
+                if rng.random() < 0.5:
+                    store.purge(sid)
+            elif action < 0.92:
+                store.trash_session(sid)
+                store.purge_session(sid)
+                sessions[sessions.index(sid)] = store.create_session().id
+        except InvalidOperationError:
+            continue  # nothing to undo or redo...
+        if rng.random() < 0.5:
+            word = rng.choice(words)
+            found = {h.node_id for h in store.search(word, limit=500)}
+            expected = {
+                node_id
+                for s in sessions
+                for node_id, text in _live_nodes(store, s).items()
+                if word in text
+            }
+            assert found == expected, (step, word)
+            _index_is_whole(store)
+    store.search("amber")
+    _index_is_whole(store)
