@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import screenshot
+from .conftest import guide_screenshot
 from .test_page import add, expect
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def test_names_in_the_tree_made_renamed_and_deleted_from_the_panel(
     page.locator('#ask button[value="branch"]').click()
     expect(page.locator(f'g.node[data-node-id="{head}"] text.ref-label')).to_have_text("⎇ main")
     assert _names(api, sid) == {"first-meeting": ("tag", meeting), "main": ("branch", head)}
-    screenshot(page, "tree-names")
+    guide_screenshot(page, "web-tree-names")
 
     # rename, then delete, from the panel
     page.locator('#node-panel button[data-action="rename-name"]').click()
@@ -82,4 +82,4 @@ def test_names_in_the_tree_made_renamed_and_deleted_from_the_panel(
     expect(phone.locator("#node-panel .node-content")).to_be_in_viewport(ratio=1)
     phone.locator(".names-section").scroll_into_view_if_needed()
     expect(phone.locator(".names-section button.jump").first).to_be_in_viewport(ratio=1)
-    screenshot(phone, "tree-names-phone")
+    guide_screenshot(phone, "web-tree-names-phone")
