@@ -147,8 +147,10 @@ def prepare_replay(
         )
     sid = engine.store.session(session_id).id
     original, trace = _original(engine, sid, ref)
-    old_note = engine.store.state(sid, original.id).author_note
-    note_text = str(old_note.get("text", "")) if old_note else ""
+    note_text = ""  # the original's note: recorded only when the replay changes it
+    if changes.note is not None:
+        old_note = engine.store.state(sid, original.id).author_note
+        note_text = str(old_note.get("text", "")) if old_note else ""
     if changes.rebuilds:
         rebuilding = _Rebuilding(engine, original, trace, changes, note_text)
         return PreparedReplay(

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from clotho.replays import ReplayAsk, changes_for, replay_document
+from orchestrator.replay import MAX_REPLAYS
 
 from .context import ApiContext, check_version
 from .deps import ContextDep, IdempotencyKey, IfMatch
@@ -59,7 +60,9 @@ log = logging.getLogger("clotho.api")
 class ReplayBody(ReplayAsk):
     """What the replay changes (at least one thing), and how many alternatives."""
 
-    n: int = Field(1, ge=1, le=8, description="How many alternatives (each a model call).")
+    n: int = Field(
+        1, ge=1, le=MAX_REPLAYS, description="How many alternatives (each a model call)."
+    )
 
 
 class ReplayRecordOut(BaseModel):
@@ -285,7 +288,7 @@ async def replay_node(
     from the command line only, `clotho replay --template FILE`). Each answer is a new
     alternative of the reply (never a replacement), its metadata's `replay` naming the
     original and what changed; HEAD moves to each, as a reroll's. `n` alternatives
-    (at most 8), each one step of the undo journal."""
+    (at most the schema's maximum), each one step of the undo journal."""
     if started.turn is None:
         assert started.done is not None
         yield _sse("done", started.done, 0)
