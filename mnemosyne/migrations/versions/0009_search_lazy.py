@@ -7,8 +7,8 @@ above it (``mnemosyne._search.catch_up``). The triggers are kept for the rows at
 under that watermark only: an insert there (a row put back with its old key, by a
 redo, or a key SQLite hands out again, ``max(pk) + 1``, after the newest nodes were
 deleted) is indexed at once, an update or a delete there keeps the index; above it,
-they do nothing (the WHEN clause reads one row: a bulk insert costs what it did before
-there was an index). An FTS5 external-content ``'delete'`` of a row never inserted
+they do nothing (the WHEN clause reads one row: a bulk insert costs nearly what it
+did before there was an index). An FTS5 external-content ``'delete'`` of a row never inserted
 would corrupt the index: the watermark is what makes the triggers exact.
 
 The index 0008 built holds every node, so the watermark starts at the largest key.
