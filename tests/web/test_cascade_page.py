@@ -131,6 +131,8 @@ def test_a_cascade_is_stopped_from_the_page_and_goes_on(
     page.fill("#ask textarea[name=content]", "I wait in the dark.")
     page.locator("#ask button", has_text="Fork only").click()
     bar = page.locator("#cascade-bar")
+    MODEL.asked.clear()
+    MODEL.release.clear()
     MODEL.hold = True
     try:
         bar.locator("button", has_text="Regenerate the rest of this branch").click()
@@ -149,3 +151,29 @@ def test_a_cascade_is_stopped_from_the_page_and_goes_on(
     bar.locator("button", has_text="Go on").click()
     expect(bar).to_contain_text("Done: the 5 messages of the old branch were played again")
     expect(page.locator("article.message .content")).to_have_count(6)
+
+
+def test_a_cascade_running_is_followed_again_after_a_reload(
+    open_page: Callable[..., Any], api: httpx.Client, new_session: Callable[[str], str]
+) -> None:
+    sid = new_session("Cascade reloaded")
+    old_branch(api, sid)
+    page = open_page(sid, viewport={"width": 1280, "height": 800})
+    first = page.locator("article.message.user").first
+    expect(first.locator(".content")).to_have_text("I attack the goblin.")
+    first.locator("button.edit").click()
+    page.fill("#ask textarea[name=content]", "I wait in the dark.")
+    page.locator("#ask button", has_text="Fork only").click()
+    MODEL.asked.clear()
+    MODEL.release.clear()
+    MODEL.hold = True
+    try:
+        page.locator("#cascade-bar button", has_text="Regenerate the rest").click()
+        assert MODEL.asked.wait(30)
+        page.reload()
+        bar = page.locator("#cascade-bar")
+        expect(bar.locator(".cascade-step")).to_contain_text("Step 3 of 5: regenerating")
+    finally:
+        MODEL.hold = False
+        MODEL.release.set()
+    expect(bar).to_contain_text("Done: the 5 messages of the old branch were played again")
