@@ -230,3 +230,23 @@ def test_what_cannot_be_cascaded_is_said(store: Store, serve: Callable[..., Mode
     with pytest.raises(CascadeError, match="not on the old branch"):
         plan_cascade(store, sid, fork.id, leaf=old[1])
     assert plan_cascade(store, sid, fork.id, leaf=old[3]).total == 1
+
+
+def test_hidden_replies_and_the_players_deltas_are_copied(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    engine = engine_for(store, serve(Story()), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    first, _ = store.append(sid, "user", "I enter.")
+    store.append(sid, "assistant", "An old reply, hidden.", enabled=False)
+    drink = [{"op": "set", "path": "hp", "value": 50}]
+    store.append(sid, "user", "I drink.", delta=drink)
+    store.append(sid, "assistant", "You feel odd.")
+    store.add_sibling(sid, first.id, "I run in.")
+    outcome = cascade(engine, store, plan_cascade(store, sid))
+    assert [step.generated for step in outcome.made] == [False, False, True]
+    hidden, player, reply = (step.new for step in outcome.made)
+    assert (hidden.enabled, hidden.content) == (False, "An old reply, hidden.")
+    assert player.delta == drink and reply.parent_id == player.id
+    assert store.state(sid, reply.id).variables["hp"] == 50
+    assert outcome.divergence == {}
