@@ -165,6 +165,11 @@ def _known(ctx: ApiContext, session_id: str, cascade_id: str) -> Turn:
     return turn
 
 
+def _known_cascade(session: SessionDep, turn_id: str, ctx: ContextDep) -> Turn:
+    """The cascade a path names (a dependency: an unknown one is a 404 before any event)."""
+    return _known(ctx, session.id, turn_id)
+
+
 def _plan(ctx: ApiContext, session_id: str, body: CascadeBody) -> CascadePlan:
     from orchestrator.cascade import plan_cascade
 
@@ -397,10 +402,9 @@ async def cascade_status(session: SessionDep, turn_id: str, ctx: ContextDep) -> 
     responses={200: {**_EVENTS_RESPONSE, "headers": {}}},
 )
 async def cascade_events(
-    session: SessionDep, turn_id: str, ctx: ContextDep, after: LastEventId
+    turn: Annotated[Turn, Depends(_known_cascade)], after: LastEventId
 ) -> AsyncIterator[ServerSentEvent]:
     """From the start (or after `Last-Event-ID`) while it runs; once ended, its last event."""
-    turn = _known(ctx, session.id, turn_id)
     async for event in turn.follow(after):
         yield event
 

@@ -127,3 +127,5 @@ def test_what_cannot_be_cascaded_is_refused_before_the_stream(
     assert wrong.status_code == 422 and wrong.json()["code"] == "invalid_request"
     gone = client.delete(f"/api/sessions/{sid}/cascades/0123456789abcdef")
     assert gone.status_code == 404
+    unknown_events = client.get(f"/api/sessions/{sid}/cascades/0123456789abcdef/events")
+    assert unknown_events.status_code == 404 and unknown_events.json()["code"] == "unknown_turn"
