@@ -193,36 +193,41 @@ def is_age(text: str) -> bool:
     return _AGE.fullmatch(text.strip()) is not None
 
 
-def parse_moment(text: str, *, end: bool = False, now: datetime | None = None) -> datetime:
+def parse_moment(
+    text: str, *, end: bool = False, now: datetime | None = None, what: str | None = None
+) -> datetime:
     """A moment a search's ``since`` or ``until`` names: an ISO date (``2026-11-20``:
     its start, or with ``end`` its end, i.e. the next day's start), an ISO date and
     time (UTC unless it names a zone), or an age before ``now``: ``30m``, ``12h``,
     ``2d``, ``1w``.
 
     Raises:
-        InvalidOperationError: none of those (the message names the text).
+        InvalidOperationError: none of those, or one outside the years 1 to 9999 (in
+            UTC); the message names the text, after ``what`` (the parameter) if given.
     """
+    lead = "" if what is None else f"{what}: "
     if not isinstance(text, str):
-        raise InvalidOperationError(f"a moment is text, not {type(text).__name__}")
+        raise InvalidOperationError(f"{lead}a moment is text, not {type(text).__name__}")
     value = text.strip()
-    age = _AGE.fullmatch(value)
-    if age is not None:
-        moment = (now or datetime.now(UTC)) - timedelta(
-            **{_AGE_UNITS[age.group(2)]: int(age.group(1))}
-        )
-        return moment
     try:
+        age = _AGE.fullmatch(value)
+        if age is not None:
+            unit = {_AGE_UNITS[age.group(2)]: int(age.group(1))}
+            return (now or datetime.now(UTC)) - timedelta(**unit)
         if len(value) == len("2026-11-20"):
-            day = date.fromisoformat(value)
-            moment = datetime.combine(day, time(), tzinfo=UTC)
+            moment = datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)
             return moment + timedelta(days=1) if end else moment
         moment = datetime.fromisoformat(value)
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise InvalidOperationError(
-            f"{text!r} is not a moment: give an ISO date (2026-11-20), a date and time"
+            f"{lead}{text!r} is not a moment: give an ISO date (2026-11-20), a date and time"
             " (2026-11-20T18:30, UTC unless a zone is named) or an age (30m, 12h, 2d, 1w)"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        raise InvalidOperationError(
+            f"{lead}{text!r} is out of range: a moment is between the years 1 and 9999 (UTC)"
+        ) from None
 
 
 def _like_pattern(word: str) -> str:
@@ -252,8 +257,8 @@ def _short_word_sql(conn: Connection, word: str, p: str) -> tuple[str, str]:
 
 def _stored_time(conn: Connection, moment: datetime) -> Any:
     """A moment as the database compares it with ``created_at`` (SQLite: its text)."""
-    if conn.dialect.name == "sqlite":
-        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if conn.dialect.name == "sqlite":  # the year in four digits, as stored (not strftime's)
+        return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
     return moment
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mnemosyne import ForeignNodeError, NotFoundError, SearchHit, Store, UnknownNodeError
 from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH, is_age, parse_moment
@@ -73,9 +73,9 @@ class SessionSearchQuery(BaseModel):
 
     @field_validator("since", "until")
     @classmethod
-    def _a_moment(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_moment(value)  # refused here (422) when it is not one
+    def _a_moment(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:  # refused here (422) when it is not one, or out of range
+            parse_moment(value, end=info.field_name == "until", what=info.field_name)
         return value
 
     def moments(self) -> tuple[datetime | None, datetime | None]:

@@ -115,8 +115,8 @@ def grep(
         role=role,
         trunk=trunk,
         under=under,
-        since=None if since is None else parse_moment(since),
-        until=None if until is None else parse_moment(until, end=True),
+        since=None if since is None else parse_moment(since, what="--since"),
+        until=None if until is None else parse_moment(until, end=True, what="--until"),
         limit=limit,
     )
     width = terminal_width()

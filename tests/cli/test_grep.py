@@ -94,6 +94,18 @@ def test_grep_filters_by_trunk_subtree_and_time(clotho: InProcess) -> None:
     assert "after" in clotho.fails("grep", "the", "--since", "1h", "--until", "2h")
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--since", "999999w"), ("--until", "9999-12-31"), ("--since", "0001-01-01T00:00+05:00")],
+)
+def test_grep_refuses_a_moment_out_of_range_by_name(
+    clotho: InProcess, option: str, value: str
+) -> None:
+    _story(clotho)
+    line = clotho.fails("grep", "the", option, value)
+    assert option in line and "out of range" in line
+
+
 def test_a_clipped_hit_line_bolds_the_words_it_keeps_not_the_ellipsis(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

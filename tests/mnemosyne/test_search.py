@@ -459,6 +459,23 @@ def test_moments_a_search_takes() -> None:
             parse_moment(bad)
 
 
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [("999999w", False), ("9999-12-31", True), ("0001-01-01T00:00+05:00", False),
+     ("9999-12-31T23:59-05:00", False)],
+)  # fmt: skip
+def test_a_moment_out_of_range_is_refused_by_name(text: str, end: bool) -> None:
+    with pytest.raises(InvalidOperationError, match=r"^until: .* out of range"):
+        parse_moment(text, end=end, what="until")
+
+
+def test_an_early_year_compares_as_a_year(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "The lamp is lit.")
+    assert len(store.search("lamp", since=datetime(999, 1, 1, tzinfo=UTC))) == 1
+    assert store.search("lamp", until=datetime(999, 1, 1, tzinfo=UTC)) == []
+
+
 # -- mends ------------------------------------------------------------------------------
 
 
