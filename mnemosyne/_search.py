@@ -127,7 +127,6 @@ class SearchQuery:
     text: str
     words: tuple[str, ...]
     has_cjk: bool
-    has_short_word: bool
 
     @property
     def indexed_words(self) -> tuple[str, ...]:
@@ -160,7 +159,8 @@ def parse_query(text: str) -> SearchQuery:
     """The words of a user's query.
 
     Raises:
-        InvalidOperationError: no words, or longer than :data:`MAX_QUERY_LENGTH`.
+        InvalidOperationError: no words, longer than :data:`MAX_QUERY_LENGTH`, a NUL
+            character, or text that is not UTF-8 (a lone surrogate).
     """
     if not isinstance(text, str):
         raise InvalidOperationError(f"a search query is text, not {type(text).__name__}")
@@ -170,15 +170,16 @@ def parse_query(text: str) -> SearchQuery:
         )
     if "\x00" in text:
         raise InvalidOperationError("a search query holds no NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate: a byte argv could not decode
+        raise InvalidOperationError(
+            f"a search query is UTF-8 text: {text[error.start : error.end]!r} is not"
+        ) from None
     words = tuple(dict.fromkeys(text.split()))
     if not words:
         raise InvalidOperationError("a search query needs at least one word")
-    return SearchQuery(
-        text,
-        words,
-        has_cjk=bool(_CJK.search(text)),
-        has_short_word=any(len(word) < _TRIGRAM for word in words),
-    )
+    return SearchQuery(text, words, has_cjk=bool(_CJK.search(text)))
 
 
 def check_limit(limit: int) -> int:

@@ -92,6 +92,7 @@ def test_grep_filters_by_trunk_subtree_and_time(clotho: InProcess) -> None:
     assert "ISO date" in clotho.fails("grep", "the", "--since", "yesterday")
     assert "--all-sessions" in clotho.fails("grep", "the", "--all-sessions", "--under", "HEAD")
     assert "after" in clotho.fails("grep", "the", "--since", "1h", "--until", "2h")
+    assert "UTF-8" in clotho.fails("grep", "\udcff")  # clotho grep $'\\xff'
 
 
 @pytest.mark.parametrize(

@@ -189,6 +189,10 @@ def test_bad_queries_are_refused_clearly(store: Store) -> None:
         store.search("x", limit=0)
     with pytest.raises(InvalidOperationError, match="role"):
         store.search("x", role="narrator")
+    with pytest.raises(InvalidOperationError, match="NUL"):
+        store.search("a\x00b")
+    with pytest.raises(InvalidOperationError, match="UTF-8"):
+        store.search("caf\udcff")  # a lone surrogate: a byte not UTF-8, as argv decodes it
 
 
 def test_snippets_are_cut_around_the_first_match() -> None:
