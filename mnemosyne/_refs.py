@@ -20,10 +20,10 @@ __all__ = [
     "RefRow",
     "RefView",
     "branches_at",
+    "change",
     "follow_head",
     "put",
     "remove",
-    "rename",
     "restore",
     "snapshot",
     "views",
@@ -204,11 +204,13 @@ def put(
     return True
 
 
-def remove(conn: Connection, session_pk: int, session_id: str, name: str, kind: str | None) -> str:
-    """Delete a name (``kind``: it must be of that kind); its kind.
+def _existing(
+    conn: Connection, session_pk: int, session_id: str, name: str, kind: str | None
+) -> Any:
+    """The row of name ``name`` (``kind``: it must be of that kind).
 
     Raises:
-        UnknownNodeError: the session has no such name.
+        UnknownNodeError: the session has no such name (of that kind).
     """
     existing = _row(conn, session_pk, name)
     if existing is None or (kind is not None and existing.kind != kind):
@@ -216,29 +218,51 @@ def remove(conn: Connection, session_pk: int, session_id: str, name: str, kind: 
         raise UnknownNodeError(
             name, session_id, why=f"session {session_id} has no {what} named {name!r}"
         )
+    return existing
+
+
+def remove(conn: Connection, session_pk: int, session_id: str, name: str, kind: str | None) -> str:
+    """Delete a name (``kind``: it must be of that kind); its kind.
+
+    Raises:
+        UnknownNodeError: the session has no such name (of that kind).
+    """
+    existing = _existing(conn, session_pk, session_id, name, kind)
     conn.execute(delete(refs).where(refs.c.pk == existing.pk))
     return str(existing.kind)
 
 
-def rename(conn: Connection, session_pk: int, session_id: str, old: str, new: str) -> str:
-    """Give a name another one (same kind, same node); its kind.
+def change(
+    conn: Connection,
+    session_pk: int,
+    session_id: str,
+    name: str,
+    *,
+    new: str | None = None,
+    node_pk: int | None = None,
+    kind: str | None = None,
+) -> str:
+    """Move a name to node ``node_pk`` and/or rename it ``new`` (same kind; ``kind``: it
+    must be of that kind); its kind. Giving it the name or node it has changes nothing.
 
     Raises:
-        UnknownNodeError: no such name. InvalidOperationError: the new one is bad or taken.
+        UnknownNodeError: no such name (of that kind). InvalidOperationError: the new
+            name is bad or taken.
     """
-    new = check_ref_name(new)
-    existing = _row(conn, session_pk, old)
-    if existing is None:
-        raise UnknownNodeError(
-            old, session_id, why=f"session {session_id} has no tag or branch named {old!r}"
-        )
-    if new != old:
+    new = None if new is None else check_ref_name(new)
+    existing = _existing(conn, session_pk, session_id, name, kind)
+    values: dict[str, Any] = {}
+    if new is not None and new != name:
         taken = _row(conn, session_pk, new)
         if taken is not None:
             raise InvalidOperationError(
                 f"{new!r} is a {taken.kind} already: names are unique in a session"
             )
-        conn.execute(update(refs).where(refs.c.pk == existing.pk).values(name=new))
+        values["name"] = new
+    if node_pk is not None and node_pk != existing.node_pk:
+        values["node_pk"] = node_pk
+    if values:
+        conn.execute(update(refs).where(refs.c.pk == existing.pk).values(**values))
     return str(existing.kind)
 
 

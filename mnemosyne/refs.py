@@ -75,9 +75,15 @@ def unname(
 
 
 def rename_name(
-    store: Store, session_id: str, old: str, new: str, *, expected_version: int | None = None
+    store: Store,
+    session_id: str,
+    old: str,
+    new: str,
+    kind: str | None = None,
+    *,
+    expected_version: int | None = None,
 ) -> tuple[EditResult, Session]:
-    """Rename a tag or branch in one transaction, one undo step."""
+    """Rename a tag or branch (``kind``: it must be one) in one transaction, one undo step."""
     with store.transaction(session_id, expected_version=expected_version) as tx:
-        result = tx.rename_name(old, new)
+        result = tx.rename_name(old, new, kind)
     return result, tx.session

@@ -591,14 +591,29 @@ class SessionTransaction:
 
         return self._editor.rename_nodes(f"delete {kind or 'name'}", change)
 
-    def rename_name(self, old: str, new: str) -> EditResult:
-        """Rename a tag or branch, one undo step."""
+    def rename_name(self, old: str, new: str, kind: str | None = None) -> EditResult:
+        """Rename a tag or branch (``kind``: it must be one), one undo step."""
+        return self.change_name(old, new=new, kind=kind)
+
+    def change_name(
+        self,
+        name: str,
+        *,
+        new: str | None = None,
+        ref: str | None = None,
+        kind: str | None = None,
+    ) -> EditResult:
+        """Move a tag or branch to node ``ref`` and/or rename it ``new`` (``kind``: it
+        must be one): one undo step, which leaves HEAD be; a change that changes nothing
+        is no step. ``ref`` is read before the rename (it may be the name itself)."""
         record = self._state.record
+        pk, node_id = (None, None) if ref is None else self._editor.resolve(ref)
 
-        def change(conn: Connection) -> None:
-            _refs.rename(conn, record.pk, record.id, old, new)
+        def change(conn: Connection) -> str | None:
+            _refs.change(conn, record.pk, record.id, name, new=new, node_pk=pk, kind=kind)
+            return node_id
 
-        return self._editor.rename_nodes("rename", change)
+        return self._editor.rename_nodes("rename" if new is not None else "move", change)
 
     def names(self, kind: str | None = None) -> list[_refs.RefView]:
         """The session's tags and branches as the transaction has them."""

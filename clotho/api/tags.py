@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemosyne import SessionTransaction, UnknownNodeError, refs
+from mnemosyne import SessionTransaction, refs
 from mnemosyne.edits import NodeRef
 from mnemosyne.nodenames import MAX_REF_LENGTH, REF_NAME_PATTERN
 
@@ -144,20 +144,8 @@ def patch_ref(session_id: str, name: RefNameInPath, body: RefPatch, write: Write
     of the undo journal. `nodes`: the node it names."""
 
     def act(tx: SessionTransaction) -> Outcome:
-        kinds = {ref.name: ref.kind for ref in tx.names()}
-        if name not in kinds:
-            sid = tx.session.id
-            raise UnknownNodeError(
-                name, sid, why=f"session {sid} has no tag or branch named {name!r}"
-            )
-        done = []
-        with tx.batch():
-            if body.node_id is not None:
-                node = tx.node(body.node_id)  # before a rename, which may take the name
-                done.append(tx.name_node(name, kinds[name], node.id, force=True))
-            if body.name is not None:
-                done.append(tx.rename_name(name, body.name))
-        return Outcome(_results(*done), [tx.node(body.name or name)])
+        done = tx.change_name(name, new=body.name, ref=body.node_id)
+        return Outcome(_results(done), [tx.node(body.name or name)])
 
     return write(session_id, act, body)
 

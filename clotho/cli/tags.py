@@ -99,7 +99,7 @@ def _change(
     elif rename is not None:
         old, new = rename
         result, session = refs.rename_name(
-            store, session_id, old, new, expected_version=expect_version
+            store, session_id, old, new, kind, expected_version=expect_version
         )
         _report(cli, result, session, f"Renamed {old} to {paint(new, 'bold')}")
     else:

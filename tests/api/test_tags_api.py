@@ -84,8 +84,11 @@ def test_names_made_changed_and_taken_back(client: TestClient, store: Store) -> 
     assert client.delete(f"{base}/main").status_code == 200
     assert _names(client, sid) == {"meeting": ("tag", ids[2])}
     client.post(f"/api/sessions/{sid}/undo")
+    client.put(f"/api/sessions/{sid}/head", json={"node_id": ids[0]})
     client.post(f"/api/sessions/{sid}/undo")  # the rename and move: one step
     assert _names(client, sid) == {"first-meeting": ("tag", ids[1]), "main": ("branch", ids[3])}
+    assert store.session(sid).head_id == ids[0]  # undoing a name change leaves HEAD be
+    assert [e.action for e in store.history(sid)][-3:] == ["branch", "rename", "delete name"]
 
 
 def test_bad_names_are_refused_and_store_nothing(client: TestClient, store: Store) -> None:
@@ -109,6 +112,10 @@ def test_bad_names_are_refused_and_store_nothing(client: TestClient, store: Stor
     assert client.delete(f"{base}/nowhere").status_code == 404
     assert client.patch(f"{base}/nowhere", json={"name": "x-y"}).status_code == 404
     assert client.patch(f"{base}/camp", json={}).status_code == 200  # nothing to change
+    # to the name and the node it has: nothing changes, no undo step
+    same = client.patch(f"{base}/camp", json={"name": "camp", "node_id": "HEAD~1"})
+    assert same.status_code == 200, same.text
+    assert store.history(sid)[-1].action == "tag"
     assert store.session(sid).version == version
     assert _names(client, sid) == {"camp": ("tag", store.node(sid, "HEAD~1").id)}
 

@@ -55,6 +55,8 @@ def test_tags_and_branches_from_the_command_line(run: Run) -> None:
     assert "'cafe' cannot be a tag or branch name: it is all hex" in run.fails("tag", "@", "cafe")
     assert "tag 'first-meeting' exists already" in run.fails("tag", "@", "first-meeting")
     assert "no branch named 'first-meeting'" in run.fails("branch", "-d", "first-meeting")
+    assert "no branch named 'first-meeting'" in run.fails("branch", "-m", "first-meeting", "x")
+    assert "no tag named 'main'" in run.fails("tag", "-m", "main", "trunk")
     assert "has no tag or branch named 'nowhere'" in run.fails("checkout", "nowhere")
     assert "give the node and the tag's name" in run.fails("tag", "HEAD")
     assert run.json("session", "list")[0]["version"] == version
