@@ -162,6 +162,15 @@ class PathCache:
                 self._entries.popitem(last=False)
         return path
 
+    def kept(self, key: tuple[int, str], stamp: Stamp, pk: int) -> Path | None:
+        """The path root -> ``pk`` of session ``key`` if it is kept for ``stamp``, else
+        ``None``; a look that changes nothing (not the order of what is kept, not the
+        counts): for a reader of many sessions at once, which must not push out of the
+        cache the few sessions being played."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry.tips.get(pk) if entry is not None and entry.stamp == stamp else None
+
     def _size(self) -> int:
         """The messages kept, about: each session's longest path (its paths share
         most of their messages)."""

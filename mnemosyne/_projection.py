@@ -39,6 +39,7 @@ __all__ = [
     "messages",
     "page",
     "path_keys",
+    "path_keys_unkept",
     "scenes",
     "stamp",
     "turns",
@@ -101,6 +102,20 @@ def path_keys(
     """The key of every node on the path root -> ``pk``, disabled ones included, root
     first, from ``cache`` as far as it holds them (empty for ``None``)."""
     return () if pk is None else _path(conn, cache, record, pk).keys
+
+
+def path_keys_unkept(
+    conn: Connection, cache: PathCache, record: q.SessionRecord, pk: int | None
+) -> tuple[int, ...]:
+    """As :func:`path_keys`, but what is not in ``cache`` is walked (keys only) and not
+    stored there: for a reader of many sessions (a search of them all), whose paths
+    would push out of the cache the paths of the sessions being played."""
+    if pk is None:
+        return ()
+    found = cache.kept(record.memory_key, stamp(record.session), pk)
+    if found is not None:
+        return found.keys
+    return tuple(row[1] for row in q.walk_up(conn, pk, "n.pk"))
 
 
 def whole_nodes(conn: Connection, record: q.SessionRecord, pk: int | None) -> list[Node]:

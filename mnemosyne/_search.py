@@ -28,7 +28,8 @@ Trashed sessions and nodes in a trashed subtree are never found (left out in the
 query); disabled nodes and pruned fragments are, marked. The filters
 (:class:`SearchFilters`): a role, the trunk (the path root -> HEAD of each session),
 the subtree under a node, a time span of creation. Whether a hit is on its
-session's trunk is read from the store's path cache.
+session's trunk is read from the store's path cache (a search of every session only
+looks there: a path it walks is not kept, and pushes out none being played).
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ class SearchFilters:
     session_pk: int | None = None
     role: str | None = None
     trunk_keys: frozenset[int] | None = None
-    """Only these nodes: the paths root -> HEAD of the sessions searched (read from
-    the store's path cache, which is faster than walking them in the query)."""
+    """Only these nodes: the paths root -> HEAD of the sessions searched (read by the
+    store, from its path cache as far as it holds them: faster than walking them in
+    the query)."""
     under_pk: int | None = None
     """Only this node and the nodes below it (of ``session_pk``)."""
     since: datetime | None = None

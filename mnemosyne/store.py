@@ -1328,17 +1328,19 @@ class Store:
             under_pk = None
             if record is not None and under is not None:
                 under_pk = q.resolve_node(conn, record, under)[0]
+            # one session's path comes from (and stays in) the cache: its player reads
+            # it too; a search of every session reads theirs without keeping them
+            keys = proj.path_keys if record is not None else proj.path_keys_unkept
+            records: dict[int, q.SessionRecord] = {} if record is None else {record.pk: record}
             trunk_keys = None
             if trunk:
-                records = (
-                    [record]
-                    if record is not None
-                    else [q.record_from_row(row) for row in conn.execute(q.sessions_query(False))]
-                )
+                if record is None:
+                    live = conn.execute(q.sessions_query(False))
+                    records = {found.pk: found for found in map(q.record_from_row, live)}
                 trunk_keys = frozenset(
                     key
-                    for found in records
-                    for key in proj.path_keys(conn, self.paths, found, found.head_pk)
+                    for found in records.values()
+                    for key in keys(conn, self.paths, found, found.head_pk)
                 )
             filters = search.SearchFilters(
                 session_pk=record.pk if record is not None else None,
@@ -1349,12 +1351,12 @@ class Store:
                 until=until,
             )
             rows = search.matching_rows(conn, parsed, filters, limit=limit)
+            if trunk_keys is not None:  # every hit is on it: no second walk
+                return [search.hit_from_row(row, parsed.words, trunk_keys) for row in rows]
             trunks: dict[int, frozenset[int]] = {}
             for session_pk, sid in {(row[8], row[2]) for row in rows}:
-                found = record if record is not None else q.session_record(conn, sid)
-                trunks[session_pk] = frozenset(
-                    proj.path_keys(conn, self.paths, found, found.head_pk)
-                )
+                found = records.get(session_pk) or q.session_record(conn, sid)
+                trunks[session_pk] = frozenset(keys(conn, self.paths, found, found.head_pk))
             return [search.hit_from_row(row, parsed.words, trunks[row[8]]) for row in rows]
 
     # -- one-operation writes -------------------------------------------------------------

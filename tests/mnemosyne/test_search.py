@@ -564,3 +564,32 @@ def test_random_writes_and_searches_keep_the_index_whole(store: Store) -> None:
             _index_is_whole(store)
     store.search("amber")
     _index_is_whole(store)
+
+
+def test_a_search_across_sessions_leaves_the_path_cache_as_it_was(store: Store) -> None:
+    """More sessions than the cache keeps, each with a hit: searching them all (on the
+    trunk or not) stores none of their paths, so the one a player reads stays kept."""
+    sessions = []
+    for i in range(store.paths.max_sessions + 4):
+        sid = store.create_session().id
+        store.append(sid, "user", f"The lamp {i} is lit.")
+        side, _ = store.append(sid, "assistant", f"The lamp {i} flickers.")
+        store.add_sibling(sid, side.id, "A moth.")
+        sessions.append(sid)
+    played = sessions[0]
+    store.messages(played)  # the session a player is in: its path kept
+    kept = list(store.paths._entries)
+    misses = store.paths.misses
+    for _ in range(2):
+        on_trunk = store.search("lamp", trunk=True, limit=500)
+        assert len(on_trunk) == len(sessions) and all(h.on_trunk for h in on_trunk)
+        every = store.search("lamp", limit=500)
+        assert len(every) == 2 * len(sessions)
+        assert {h.node_id for h in every if h.on_trunk} == {h.node_id for h in on_trunk}
+    assert list(store.paths._entries) == kept
+    assert store.paths.misses == misses
+    hits = store.paths.hits
+    store.messages(played)
+    assert store.paths.hits == hits + 1
+    [aside] = store.search("flickers", session_id=played)  # HEAD moved to the moth
+    assert not aside.on_trunk
