@@ -19,6 +19,7 @@ __all__ = [
     "RefKind",
     "RefRow",
     "RefView",
+    "any_branch",
     "branches_at",
     "change",
     "follow_head",
@@ -264,6 +265,12 @@ def change(
     if values:
         conn.execute(update(refs).where(refs.c.pk == existing.pk).values(**values))
     return str(existing.kind)
+
+
+def any_branch(conn: Connection, session_pk: int) -> bool:
+    """Whether the session has a branch at all."""
+    query = select(refs.c.pk).where(refs.c.session_pk == session_pk, refs.c.kind == "branch")
+    return conn.execute(query.limit(1)).first() is not None
 
 
 def branches_at(conn: Connection, session_pk: int, node_pk: int) -> bool:

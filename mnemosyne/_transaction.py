@@ -55,6 +55,10 @@ class TransactionState:
     """The session's metadata to commit in place of what it has (``None``: unchanged)."""
     event: events.PendingEvent = field(default_factory=events.PendingEvent)
     """What the write noted for its event (:mod:`mnemosyne.events`), stored at the commit."""
+    has_branches: bool | None = None
+    """Whether the session has a branch (``None``: not read yet, or names changed since):
+    read once by the first node added, so that a session without branches pays no
+    lookup per node (see :meth:`mnemosyne.editor.Editor.grown`)."""
 
     @classmethod
     def open(cls, conn: Connection, record: q.SessionRecord, every: int) -> TransactionState:

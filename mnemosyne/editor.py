@@ -680,8 +680,13 @@ class Editor:
         if self._growth is not None:
             self._growth.created.append(pk)
             head_before, self._follow = self._follow, pk
-        conn, session_pk = self._state.conn, self._state.record.pk
-        if head_before is None or not names.branches_at(conn, session_pk, head_before):
+        state = self._state
+        conn, session_pk = state.conn, state.record.pk
+        if head_before is None:
+            return
+        if state.has_branches is None:
+            state.has_branches = names.any_branch(conn, session_pk)
+        if not state.has_branches or not names.branches_at(conn, session_pk, head_before):
             return
         if parent_pk != head_before and parent_pk != self.row(head_before).parent_pk:
             return
@@ -698,6 +703,7 @@ class Editor:
         recorder = self.begin()
         recorder.touch_refs()
         node_id = change(state.conn)
+        state.has_branches = None  # read again by the next node added
         if self._batch is not None:
             self._batch.actions.append(action)
         elif names.snapshot(state.conn, state.record.pk) == recorder.refs_before:
@@ -813,6 +819,7 @@ class Editor:
         repair_active_pointers(conn, session_pk, changed)
         if named is not None:
             names.restore(conn, session_pk, named[write])
+            state.has_branches = None
         new_head = state.head_pk if payload.get("head_kept") else payload["head"][write]
         state.set_head(new_head)
         if new_head is not None:

@@ -183,3 +183,22 @@ def test_the_journal_refuses_names_changed_outside_it(store: Store) -> None:
         conn.execute(refs_table.delete())
     with pytest.raises(InvalidOperationError, match="no longer matches its tags and branches"):
         store.undo(sid)
+
+
+def test_a_branch_made_or_brought_back_inside_a_transaction_is_followed(store: Store) -> None:
+    """The session's "has it a branch" is read once per transaction, and again after its
+    names change (a new branch, an undo bringing one back) within the same one."""
+    sid, _ = story(store, 2)
+    with store.transaction(sid) as tx:
+        tx.append("user", "no branch yet")  # reads: none
+        tx.name_node("main", "branch")
+        tip = tx.append("assistant", "the branch follows").id
+    assert named(store, sid) == {"main": ("branch", tip)}
+    refs.unname(store, sid, "main")
+    with store.transaction(sid) as tx:
+        with tx.journaled("say"):
+            tx.append("user", "no branch now")  # reads: none
+        tx.undo()  # the say
+        tx.undo()  # the branch deleted: back at its tip
+        after = tx.append("user", "it follows again").id
+    assert named(store, sid) == {"main": ("branch", after)}
