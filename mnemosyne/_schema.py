@@ -253,8 +253,6 @@ refs = Table(
 
 # --- a session's events (migration 0011) ---
 
-# --- a session's events (migration 0011) ---
-
 #: A session's changes as a log (see mnemosyne.events): one row per committed write,
 #: written in the write's own transaction, named by the version it left the session at
 #: (the event's id); the last few hundred kept per session.
