@@ -145,7 +145,8 @@ def record(
     """Append the event of a write (in its transaction), prune the old ones, and on
     PostgreSQL notify the listeners (at the commit)."""
     kind = pending.kind or ("grow" if pending.added_count else "head" if head_moved else "change")
-    changed = _ids(conn, pending.changed)
+    added = set(pending.added)
+    changed = [node_id for node_id in _ids(conn, pending.changed) if node_id not in added]
     payload = {
         "action": pending.action,
         "head": head_id,

@@ -53,6 +53,7 @@ def test_every_write_appends_one_event_named_by_its_version(store: Store) -> Non
     assert log[3].payload["changed"] == [user.id]  # the node edited; no text in the event
     assert "hello there" not in str(log[3].as_dict())
     assert log[6].payload["added_count"] == 2 and log[6].payload["added"][0] == said.id
+    assert log[6].payload["changed"] == [user.id]  # where the turn hung; not the new nodes
     assert log[7].payload["title"] == "renamed"
     # resumable from any version kept
     assert [e.version for e in store.events(sid, after=7).events] == [8, 9, 10]
