@@ -17,9 +17,11 @@ words, and a node matches when its content holds every word (case-insensitively)
   trigram: it is matched by ``LIKE`` (ASCII) or on the casefolded content (any other
   letter: ``LIKE`` folds only ASCII), over the index's hits for the longer words, or
   over the nodes (a scan) when every word is short.
-- PostgreSQL: ``to_tsvector('simple', content) @@ plainto_tsquery('simple', ...)``
-  (the GIN index of migration 0008) finds the nodes holding the words as whole words,
-  then ``ILIKE`` keeps those holding each word as typed (punctuation included). A
+- PostgreSQL: ``to_tsvector('simple', content) @@`` the words' lexemes (the GIN index
+  of migration 0008) finds the nodes holding the words as whole words, then ``ILIKE``
+  keeps those holding each word as typed (punctuation included). The lexemes are the
+  ``simple`` parser's (``ts_debug``), of a hyphenated word its parts only: ``foo-bar``
+  as a whole is not a lexeme of ``foo-bar-baz`` (:func:`_tsquery`). A
   query with CJK text (which the ``simple`` parser does not split into words), or of
   punctuation alone, is answered by ``ILIKE`` over the nodes instead (a scan).
 
@@ -258,6 +260,30 @@ def _short_word_sql(conn: Connection, word: str, p: str) -> tuple[str, str]:
     return f"instr(clotho_casefold(n.content), {p}) > 0", word.casefold()
 
 
+#: The PostgreSQL parser's tokens for a hyphenated word as a whole (``foo-bar``), which
+#: a longer one (``foo-bar-baz``) does not hold; their parts are tokens too.
+_COMPOUNDS = ("asciihword", "hword", "numhword")
+
+
+def _tsquery(conn: Connection, words: Sequence[str]) -> str | None:
+    """PostgreSQL: the tsquery (as text) that every node holding ``words`` as whole
+    words matches, for the GIN index to narrow the search: the lexemes of the words
+    as the ``simple`` configuration parses them, but of a hyphenated word its parts
+    only (``foo-bar`` is in ``foo-bar-baz`` as ``foo`` and ``bar``, not as itself).
+    ``None`` when they have no lexeme (punctuation alone)."""
+    if not any(_WORDLIKE.search(word) for word in words):
+        return None
+    p = dialect.param(conn)
+    rows = _fetch(conn, f"SELECT alias, lexemes FROM ts_debug('simple', {p})", [" ".join(words)])
+    lexemes = dict.fromkeys(
+        lexeme for alias, found in rows if alias not in _COMPOUNDS for lexeme in found or ()
+    )
+    if not lexemes:
+        return None
+    quoted = ("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+    return " & ".join(quoted)
+
+
 def _stored_time(conn: Connection, moment: datetime) -> Any:
     """A moment as the database compares it with ``created_at`` (SQLite: its text)."""
     if conn.dialect.name == "sqlite":  # the year in four digits, as stored (not strftime's)
@@ -318,10 +344,11 @@ def matching_rows(
             where.append(condition)
             params.append(param)
     else:
-        if not query.has_cjk and any(_WORDLIKE.search(w) for w in query.words):
+        terms = None if query.has_cjk else _tsquery(conn, query.words)
+        if terms is not None:
             # the index finds the words; the ILIKEs below keep the query's punctuation
-            where.append(f"to_tsvector('simple', n.content) @@ plainto_tsquery('simple', {p})")
-            params.append(" ".join(query.words))
+            where.append(f"to_tsvector('simple', n.content) @@ CAST({p} AS tsquery)")
+            params.append(terms)
         where.extend(f"n.content ILIKE {p} ESCAPE '\\'" for _ in query.words)
         params.extend(_like_pattern(word) for word in query.words)
     if filters.session_pk is not None:

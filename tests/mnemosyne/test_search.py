@@ -146,8 +146,9 @@ def test_role_and_session_filters(store: Store) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['"', 'say "hi', "lamp*", "NEAR(a b)", "-lamp", "a OR b", "col:umn", "(", "^x", "AND"],
-)
+    ['"', 'say "hi', "lamp*", "NEAR(a b)", "-lamp", "a OR b", "col:umn", "(", "^x", "AND",
+     "l'eau", "c:\\dir\\x", "a&b", "!x|y", "foo:*", "it's-a\\'b"],
+)  # fmt: skip
 def test_search_syntax_is_text_never_an_error(store: Store, query: str) -> None:
     sid = store.create_session().id
     node, _ = store.append(sid, "user", f"She wrote {query} on the wall.")
@@ -593,3 +594,28 @@ def test_a_search_across_sessions_leaves_the_path_cache_as_it_was(store: Store) 
     assert store.paths.hits == hits + 1
     [aside] = store.search("flickers", session_id=played)  # HEAD moved to the moth
     assert not aside.on_trunk
+
+
+@pytest.mark.parametrize(
+    ("content", "query"),
+    [("foo-bar-baz here", "foo-bar"), ("foo-bar-baz here", "bar-baz"),
+     ("foo-bar-baz here", "Foo-Bar-Baz"), ("foo-bar-baz here", "baz here"),
+     ("Öl-Preis-Bremse", "öl-preis"), ("pages 3-4-5", "3-4"), ("see v1.2.3 now", "v1.2.3"),
+     ("at example.com/path", "example.com/path")],
+)  # fmt: skip
+def test_a_hyphenated_word_is_found_inside_a_longer_one(
+    store: Store, content: str, query: str
+) -> None:
+    """PostgreSQL's parser makes ``foo-bar`` a compound the longer ``foo-bar-baz``
+    does not hold: the index is asked for its parts, the punctuation checked after;
+    a token it keeps whole (a version, a host, a path) is asked for whole."""
+    sid = store.create_session().id
+    node, _ = store.append(sid, "user", content)
+    assert [h.node_id for h in store.search(query)] == [node.id]
+
+
+@pytest.mark.parametrize("query", ["foo-baz", "bar--baz", "foo bar-here", "baz-foo"])
+def test_a_hyphenated_word_keeps_its_punctuation(store: Store, query: str) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "foo-bar-baz here")
+    assert store.search(query) == []
