@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+import regex
 
 from mnemosyne import Node, Store, Trace, WorldState
 from mnemosyne.state import diff_states
@@ -89,7 +90,8 @@ class MessagePair:
 
     ``a_index``/``b_index``: the message's place in each prompt (``None``: not in that
     one); ``a``/``b``: its text in each; ``words``: for a changed message, the word-level
-    diff from A's text to B's.
+    diff from A's text to B's; ``whole``: the two texts were too long to compare word by
+    word (:data:`WORD_CELLS`), so ``words`` is A's text removed and B's added, whole.
     """
 
     status: MessageStatus
@@ -99,6 +101,7 @@ class MessagePair:
     a: str | None
     b: str | None
     words: list[WordChange] = field(default_factory=list)
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -251,40 +254,107 @@ def _shown(value: Any) -> str:
 # -- the prompts ---------------------------------------------------------------------
 
 #: Han, kana: scripts written without spaces, where each character is a word.
-_CJK = (
-    "\u3040-\u30ff\u31f0-\u31ff"  # kana
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"  # Han
-    "\uff66-\uff9f"  # half-width katakana
+_CJK = r"\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}"
+#: A diff's words, the page's rule (``WORDS`` of clotho/web/static/replay.js): white
+#: space, a CJK character, a word (letters, digits, the marks that combine with them,
+#: ' _ and -: ``नमस्ते`` is one word), or any other character alone (punctuation), so
+#: that "cave." -> "cave quietly." adds a word.
+_WORDS = regex.compile(
+    rf"\s+|[{_CJK}]|(?:(?![{_CJK}])[\p{{L}}\p{{N}}\p{{M}}'’_-])+|[^\s\p{{L}}\p{{N}}\p{{M}}'’_-]"
 )
-#: A diff's words: white space, a CJK character, a word (letters, digits, ' and -), or
-#: any other character alone (punctuation), so that "cave." -> "cave quietly." adds a word.
-_WORDS = re.compile(rf"\s+|[{_CJK}]|(?:(?![{_CJK}])[\w'’-])+|[^\s]")
+#: The most words compared word by word (A's words times B's, white space not counted);
+#: a larger pair of texts is shown whole, A's removed and B's added
+#: (:attr:`MessagePair.whole`).
+WORD_CELLS = 4_000_000
+
+
+def _words_and_gaps(text: str) -> tuple[list[str], list[str]]:
+    """A text's words, and the white space before each (one more: the white space after
+    the last)."""
+    words: list[str] = []
+    gaps = [""]
+    for piece in _WORDS.findall(text):
+        if piece.isspace():
+            gaps[-1] += piece
+        else:
+            words.append(piece)
+            gaps.append("")
+    return words, gaps
 
 
 def word_diff(a: str, b: str) -> list[WordChange]:
     """The words of ``a`` kept, removed and added to make ``b``, in order: a word is a
-    run of letters and digits, a mark of punctuation, or one CJK character; white space
-    is compared as it is, so the runs joined give back each text."""
-    old, new = _WORDS.findall(a), _WORDS.findall(b)
+    run of letters and digits (with their combining marks), a mark of punctuation, or
+    one CJK character. Only the words are matched (white space, half the pieces of a
+    text, would make every space a match to try); the white space between two words
+    kept is kept if it is the same in both, and otherwise goes with the words around it,
+    so the runs joined give back each text. Over :data:`WORD_CELLS`, ``a`` is removed
+    and ``b`` added whole."""
+    old, old_gaps = _words_and_gaps(a)
+    new, new_gaps = _words_and_gaps(b)
+    if len(old) * len(new) > WORD_CELLS:
+        return _whole(a, b)
     runs: list[WordChange] = []
 
-    def add(op: WordOp, words: Sequence[str]) -> None:
-        if not words:
+    def add(op: WordOp, text: str) -> None:
+        if not text:
             return
-        text = "".join(words)
         if runs and runs[-1].op == op:
             runs[-1] = WordChange(op, runs[-1].text + text)
         else:
             runs.append(WordChange(op, text))
 
+    skip = False  # the white space before the next word kept went with the block before
+
+    def gap(i: int, j: int) -> None:
+        nonlocal skip
+        if skip:
+            skip = False
+        elif old_gaps[i] == new_gaps[j]:
+            add("equal", old_gaps[i])
+        else:
+            add("removed", old_gaps[i])
+            add("added", new_gaps[j])
+
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            add("equal", old[i1:i2])
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                gap(i, j)
+                add("equal", old[i])
+        elif old_gaps[i1] == new_gaps[j1]:  # "a b" -> "a old b": the space before stays
+            add("equal", old_gaps[i1])
+            removed, added = _between(old, old_gaps, i1, i2), _between(new, new_gaps, j1, j2)
+            if i1 == i2:  # only added: the white space after it goes with it
+                added, skip = added + new_gaps[j2], True
+            elif j1 == j2:
+                removed, skip = removed + old_gaps[i2], True
+            add("removed", removed)
+            add("added", added)
         else:
-            add("removed", old[i1:i2])
-            add("added", new[j1:j2])
+            add("removed", "".join(old_gaps[i] + old[i] for i in range(i1, i2)))
+            add("added", "".join(new_gaps[j] + new[j] for j in range(j1, j2)))
+    gap(len(old), len(new))
     return runs
+
+
+def _between(words: list[str], gaps: list[str], start: int, end: int) -> str:
+    """Words ``start`` to ``end`` with the white space between them (none before, none
+    after)."""
+    return "".join(words[k] + (gaps[k + 1] if k + 1 < end else "") for k in range(start, end))
+
+
+def _whole(a: str, b: str) -> list[WordChange]:
+    whole = [WordChange("removed", a), WordChange("added", b)]
+    return [change for change in whole if change.text]
+
+
+def _too_long(a: str, b: str) -> bool:
+    return len(_words_of(a)) * len(_words_of(b)) > WORD_CELLS
+
+
+def _words_of(text: str) -> list[str]:
+    return _words_and_gaps(text)[0]
 
 
 def _identity(message: Mapping[str, Any]) -> tuple[str, str]:
@@ -327,7 +397,11 @@ def _replaced(
         if i is not None and j is not None:
             role, before = keys_a[i]
             after = keys_b[j][1]
-            yield MessagePair("changed", role, i, j, before, after, word_diff(before, after))
+            if _too_long(before, after):
+                words, whole = _whole(before, after), True
+            else:
+                words, whole = word_diff(before, after), False
+            yield MessagePair("changed", role, i, j, before, after, words, whole)
         elif i is not None:
             yield MessagePair("removed", keys_a[i][0], i, None, keys_a[i][1], None)
         elif j is not None:
@@ -336,12 +410,13 @@ def _replaced(
 
 def _likeness(a: tuple[str, str], b: tuple[str, str]) -> float:
     """How well two messages pair as one changed: 0 for another role; else a little
-    for the role alone, more the more of their words they share (counted as bags of
-    words, :meth:`difflib.SequenceMatcher.quick_ratio`: cheap, where the order of the
-    words would cost a diff per pair)."""
+    for the role alone, more the more of their words they share (the words of
+    :func:`word_diff`, so a CJK character is a word; counted as bags of words,
+    :meth:`difflib.SequenceMatcher.quick_ratio`: cheap, where the order of the words
+    would cost a diff per pair)."""
     if a[0] != b[0]:
         return 0.0
-    return 0.1 + difflib.SequenceMatcher(None, a[1].split(), b[1].split()).quick_ratio()
+    return 0.1 + difflib.SequenceMatcher(None, _words_of(a[1]), _words_of(b[1])).quick_ratio()
 
 
 def _pairing(

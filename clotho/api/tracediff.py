@@ -51,6 +51,10 @@ class MessagePairOut(BaseModel):
     words: list[WordChangeOut] = Field(
         description="A changed message: the word-level diff from A's text to B's."
     )
+    whole: bool = Field(
+        description="A changed message too long to compare word by word: `words` is A's "
+        "text removed and B's added, whole."
+    )
 
 
 class LoreChangeOut(BaseModel):

@@ -71,10 +71,15 @@ def _painted(lines: list[str]) -> list[str]:
     return painted
 
 
-def _text_lines(text: str, width: int | None, lead: str) -> list[str]:
+def _text_lines(text: str, width: int | None, *, marked: bool = False) -> list[str]:
+    """A message's text, indented, wrapped to ``width`` (``None``: its lines whole);
+    ``marked``: a word diff whose marks are painted."""
+    lead = "    "
     if width is None:
-        return _painted([lead + line for line in text.split("\n")])
-    return _painted([lead + line for line in wrap(clean(text), max(width - len(lead), 20))])
+        lines = [lead + line for line in text.split("\n")]
+    else:
+        lines = [lead + line for line in wrap(clean(text), max(width - len(lead), 20))]
+    return _painted(lines) if marked else lines
 
 
 def _section(title: str) -> str:
@@ -110,21 +115,17 @@ def _message_lines(pairs: list[dict[str, Any]], width: int | None) -> list[str]:
         if pair["status"] == "changed":
             where = f"#{pair['a_index'] + 1} -> #{pair['b_index'] + 1}"
             lines.append(f"  {paint('~', 'yellow')} {role} changed ({where})")
-            lines += _text_lines(_words(pair["words"], width), width, "    ")
+            if pair["whole"]:
+                lines.append(paint("    too long to compare word by word: shown whole", "dim"))
+            lines += _text_lines(_words(pair["words"], width), width, marked=True)
         elif pair["status"] == "added":
             lines.append(f"  {paint('+', 'green')} {role} added (#{pair['b_index'] + 1} in B)")
-            lines += [paint(line, "green") for line in _plain(pair["b"], width)]
+            lines += [paint(line, "green") for line in _text_lines(pair["b"], width)]
         else:
             lines.append(f"  {paint('-', 'red')} {role} removed (#{pair['a_index'] + 1} in A)")
-            lines += [paint(line, "red") for line in _plain(pair["a"], width)]
+            lines += [paint(line, "red") for line in _text_lines(pair["a"], width)]
     flush()
     return lines
-
-
-def _plain(text: str, width: int | None) -> list[str]:
-    if width is None:
-        return ["    " + line for line in text.split("\n")]
-    return ["    " + line for line in wrap(clean(text), max(width - 4, 20))]
 
 
 def _lore_lines(lore: list[dict[str, Any]], width: int | None) -> list[str]:

@@ -87,3 +87,23 @@ def test_removed_words_are_red_and_added_green_when_colour_is_on(
     text = run("trace-diff", moments.first, moments.fork).stdout
     assert "A \x1b[31;9m[-goblin-]\x1b[0m\x1b[32m{+dragon+}\x1b[0m attacks!" in text
     assert "\x1b[32m  + \x1b[0mvalley:2 (B only): " in text
+
+
+def test_a_message_too_long_to_compare_word_by_word_is_said_to_be_shown_whole(
+    run: Run, moments: Moments
+) -> None:
+    from clotho.cli.tracediff import diff_lines
+
+    document = run.json("trace-diff", moments.first, moments.fork)
+    [changed] = [m for m in document["messages"] if m["status"] == "changed"]
+    assert changed["whole"] is False
+    changed["whole"] = True  # what the engine sends for a pair over WORD_CELLS
+    changed["words"] = [
+        {"op": "removed", "text": changed["a"]},
+        {"op": "added", "text": changed["b"]},
+    ]
+    text = "\n".join(diff_lines(document, None))
+    assert (
+        "too long to compare word by word: shown whole\n"
+        "    [-A goblin attacks!-]{+A dragon attacks!+}"
+    ) in text

@@ -13,6 +13,7 @@ from mnemosyne import ForeignNodeError, Store
 from orchestrator import Character, Engine, ModelConfig, TurnSetup, build_engine
 from orchestrator.loopback import ModelServer
 from orchestrator.tracediff import (
+    WORD_CELLS,
     NotGeneratedError,
     WordChange,
     diff_traces,
@@ -227,3 +228,77 @@ def test_the_lores_seed_is_listed_but_left_out_of_the_summary(
     diff = diff_traces(first, reseeded)
     assert [(c.name, c.a, c.b) for c in diff.settings] == [("lore_seed", 7, 8)]
     assert "seed" not in diff.summary()
+
+
+def test_a_pair_of_messages_too_long_to_compare_word_by_word_is_shown_whole(
+    store: Store, moments: Moments
+) -> None:
+    long = " ".join(f"word{n % 97}" for n in range(2_500))
+    edited = long.replace("word5 ", "changed ", 1) + " more."
+    assert len(long.split()) * len(edited.split()) > WORD_CELLS
+    first = load_traced(store, moments.session_id, moments.first)
+    messages = first.trace.messages
+    longer = replace(first, trace=replace(first.trace, messages=[*messages, _user(long)]))
+    edit = replace(first, trace=replace(first.trace, messages=[*messages, _user(edited)]))
+    diff = diff_traces(longer, edit)
+    [changed] = [pair for pair in diff.messages if pair.status == "changed"]
+    assert changed.whole and (changed.a, changed.b) == (long, edited)
+    assert changed.words == [WordChange("removed", long), WordChange("added", edited)]
+    assert diff.as_dict()["messages"][-1]["whole"] is True
+    short = [pair for pair in diff_traces(first, first).messages if pair.status == "changed"]
+    assert short == []
+    assert word_diff(long, edited) == changed.words  # word_diff itself keeps the bound
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def test_an_edited_chinese_message_is_paired_with_its_original_by_likeness(
+    store: Store, moments: Moments
+) -> None:
+    first = load_traced(store, moments.session_id, moments.first)
+    messages = first.trace.messages
+    original = "哥布林从山洞里冲出来攻击了你。"
+    a = replace(first, trace=replace(first.trace, messages=[*messages, _user(original)]))
+    b = replace(
+        first,
+        trace=replace(
+            first.trace,
+            messages=[
+                *messages,
+                _user("巨龙在山顶上睡觉。"),  # added, unrelated
+                _user("哥布林从山洞里冲出来咬了你。"),  # the original, edited
+            ],
+        ),
+    )
+    diff = diff_traces(a, b)
+    changed = [(p.a, p.b) for p in diff.messages if p.status == "changed"]
+    assert changed == [(original, "哥布林从山洞里冲出来咬了你。")]
+    assert [p.b for p in diff.messages if p.status == "added"] == ["巨龙在山顶上睡觉。"]
+
+
+def test_combining_marks_stay_in_their_word() -> None:
+    # Devanagari's vowel signs and virama are marks (\p{M}), not letters: one word each
+    runs = word_diff("नमस्ते दुनिया", "नमस्ते मित्र")
+    assert [(w.op, w.text) for w in runs] == [
+        ("equal", "नमस्ते "),
+        ("removed", "दुनिया"),
+        ("added", "मित्र"),
+    ]
+    # an accent written as a combining mark after its letter: still one word
+    accented = word_diff("cafe\u0301 noir", "cafe\u0301 blanc")
+    assert accented[0] == WordChange("equal", "cafe\u0301 ")
+
+
+def test_white_space_goes_with_the_words_around_it_when_it_changed() -> None:
+    runs = word_diff("a  b c", "a b c d")
+    assert "".join(w.text for w in runs if w.op != "added") == "a  b c"
+    assert "".join(w.text for w in runs if w.op != "removed") == "a b c d"
+    assert [(w.op, w.text) for w in runs] == [
+        ("equal", "a"),
+        ("removed", "  "),
+        ("added", " "),
+        ("equal", "b c"),
+        ("added", " d"),
+    ]
