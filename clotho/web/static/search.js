@@ -60,6 +60,8 @@ export class TreeSearch {
     this.form = document.getElementById("tree-search");
     this.input = document.getElementById("tree-search-q");
     this.list = document.getElementById("tree-search-hits");
+    /** Searches asked (and closes): an answer is shown only if none came after it. */
+    this.asked = 0;
     this.filters = filterRow();
     this.form.append(this.filters);
     this.filters.addEventListener("change", () => {
@@ -75,6 +77,7 @@ export class TreeSearch {
   }
 
   close() {
+    this.asked += 1; // an answer still on its way is not shown
     this.list.hidden = true;
     clear(this.list);
   }
@@ -83,13 +86,15 @@ export class TreeSearch {
     const text = this.input.value.trim();
     if (!text) return this.close();
     const app = this.view.app;
+    const asked = ++this.asked;
     let answer;
     try {
       answer = await app.api.get(app.path(`/search?${this.params(text)}`));
     } catch (error) {
-      toast(t("search.failed"), error.message, "error");
+      if (asked === this.asked) toast(t("search.failed"), error.message, "error");
       return;
     }
+    if (asked !== this.asked) return; // a later search (or a close) came first: a stale answer
     clear(this.list);
     if (!answer.hits.length) this.list.append(el("li.muted", { text: t("search.none") }));
     for (const hit of answer.hits) {
