@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
 
 from . import _queries as q
 from ._schema import nodes, refs
@@ -16,13 +16,17 @@ from .errors import InvalidOperationError, UnknownNodeError
 from .nodenames import check_ref_name
 
 __all__ = [
+    "Place",
     "RefKind",
+    "RefMark",
     "RefRow",
     "RefView",
     "any_branch",
     "branches_at",
     "change",
     "follow_head",
+    "marks",
+    "places",
     "put",
     "remove",
     "restore",
@@ -37,6 +41,18 @@ KINDS: tuple[str, ...] = get_args(RefKind)
 RefRow = list[Any]
 
 
+Place = Literal["tree", "fragment", "trash"]
+
+
+@dataclass(frozen=True, slots=True)
+class RefMark:
+    """A tag or a branch as a log or a tree marks its node: its name, kind and node."""
+
+    name: str
+    kind: RefKind
+    node_id: str
+
+
 @dataclass(frozen=True, slots=True)
 class RefView:
     """A tag or a branch as read: its name, kind, the node it names and where that is."""
@@ -45,7 +61,7 @@ class RefView:
     kind: RefKind
     node_id: str
     created_at: datetime
-    place: Literal["tree", "fragment", "trash"]
+    place: Place
     """Where the node is: in the tree, in a fragment (pruned), in the trash."""
     role: str
     content: str
@@ -93,10 +109,23 @@ def _row(conn: Connection, session_pk: int, name: str) -> Any:
 # --- reads ------------------------------------------------------------------------------
 
 
+def marks(conn: Connection, session_pk: int) -> list[RefMark]:
+    """The session's names and the ids of their nodes, by name: what marks a node in a
+    log or a tree (no walk to where the nodes are)."""
+    query = (
+        select(refs.c.name, refs.c.kind, nodes.c.id)
+        .join(nodes, nodes.c.pk == refs.c.node_pk)
+        .where(refs.c.session_pk == session_pk)
+        .order_by(refs.c.name)
+    )
+    return [RefMark(name, kind, node_id) for name, kind, node_id in conn.execute(query)]
+
+
 def views(
     conn: Connection, session_pk: int, head_pk: int | None, kind: str | None = None
 ) -> list[RefView]:
-    """The session's names (``kind``: only tags or only branches), by name."""
+    """The session's names (``kind``: only tags or only branches), by name, with their
+    nodes and where those are (:func:`places`)."""
     query = (
         select(
             refs.c.name,
@@ -113,22 +142,54 @@ def views(
     )
     if kind is not None:
         query = query.where(refs.c.kind == _kind(kind))
-    out = []
-    for row in conn.execute(query).all():
-        detached = q.top_detached(conn, row.pk)
-        out.append(
-            RefView(
-                row.name,
-                row.kind,
-                row.id,
-                q.timestamp(row.created_at),
-                "tree" if detached is None else detached,  # type: ignore[arg-type]
-                row.role,
-                row.content,
-                row.pk == head_pk,
-            )
+    rows = conn.execute(query).all()
+    where = places(conn, [row.pk for row in rows])
+    return [
+        RefView(
+            row.name,
+            row.kind,
+            row.id,
+            q.timestamp(row.created_at),
+            where[row.pk],
+            row.role,
+            row.content,
+            row.pk == head_pk,
         )
-    return out
+        for row in rows
+    ]
+
+
+# Every ancestor of the given nodes, each once (UNION: walks that meet go on as one).
+_ANCESTORS = text(
+    """WITH RECURSIVE up(pk, parent_pk) AS (
+    SELECT pk, parent_pk FROM nodes WHERE pk IN :pks
+    UNION
+    SELECT n.pk, n.parent_pk FROM nodes n JOIN up ON n.pk = up.parent_pk
+)
+SELECT up.pk, up.parent_pk, n.detached FROM up JOIN nodes n ON n.pk = up.pk"""
+).bindparams(bindparam("pks", expanding=True))
+
+
+def places(conn: Connection, pks: list[int]) -> dict[int, Place]:
+    """Where each node of ``pks`` is (in the tree, a fragment, the trash), in one query:
+    the walks up from them share their common ancestors."""
+    if not pks:
+        return {}
+    parent: dict[int, int] = {}
+    where: dict[int, Place] = {}
+    for pk, parent_pk, detached in conn.execute(_ANCESTORS, {"pks": sorted(set(pks))}):
+        if parent_pk is None:
+            where[pk] = detached or "tree"
+        else:
+            parent[pk] = parent_pk
+    for start in pks:
+        path, pk = [], start
+        while pk not in where:
+            path.append(pk)
+            pk = parent[pk]
+        for below in path:
+            where[below] = where[pk]
+    return where
 
 
 def snapshot(conn: Connection, session_pk: int) -> list[RefRow]:

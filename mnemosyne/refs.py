@@ -26,22 +26,39 @@ This module is the way in from a :class:`~mnemosyne.Store` (a transaction's own 
 from __future__ import annotations
 
 from . import _queries as q
-from ._refs import RefKind, RefView, views
+from ._refs import RefKind, RefMark, RefView, marks, views
 from .editor import EditResult
 from .models import Session
 from .store import Store
 
-__all__ = ["RefKind", "RefView", "listed", "name_node", "rename_name", "unname"]
+__all__ = [
+    "RefKind",
+    "RefMark",
+    "RefView",
+    "listed",
+    "marked",
+    "name_node",
+    "rename_name",
+    "unname",
+]
 
 
 # --- the way in from the store ---------------------------------------------------------
 
 
 def listed(store: Store, session_id: str, kind: str | None = None) -> list[RefView]:
-    """A session's tags and branches (``kind``: only those), by name."""
+    """A session's tags and branches (``kind``: only those), by name, with their nodes'
+    text and where those are: what a list of them shows."""
     with store.read() as conn:
         record = q.session_record(conn, session_id)
         return views(conn, record.pk, record.head_pk, kind)
+
+
+def marked(store: Store, session_id: str) -> list[RefMark]:
+    """A session's tags and branches by name, each with its node's id only: what the
+    marks of a log or a tree need (lighter than :func:`listed`)."""
+    with store.read() as conn:
+        return marks(conn, q.session_record(conn, session_id).pk)
 
 
 def name_node(

@@ -615,11 +615,6 @@ class SessionTransaction:
 
         return self._editor.rename_nodes("rename" if new is not None else "move", change)
 
-    def names(self, kind: str | None = None) -> list[_refs.RefView]:
-        """The session's tags and branches as the transaction has them."""
-        state = self._state
-        return _refs.views(state.conn, state.record.pk, state.head_pk, kind)
-
 
 class Store:
     """Sessions and node trees in one database.

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from clotho.cast import SCENE
 from mnemosyne import Node, NodeAmongSiblings, Session, Store, Tree
-from mnemosyne.refs import RefView
+from mnemosyne.refs import RefMark
 
 from .cells import MIN_WIDTH, cell_len, clean, clip, terminal_size, wrap
 from .style import out, paint
@@ -132,8 +132,8 @@ def _speaker(name: str) -> str:
 Names = Mapping[str, Sequence[tuple[str, str]]]
 
 
-def names_by_node(refs: Iterable[RefView]) -> dict[str, list[tuple[str, str]]]:
-    """The session's tags and branches (:func:`mnemosyne.refs.listed`) by node id, for
+def names_by_node(refs: Iterable[RefMark]) -> dict[str, list[tuple[str, str]]]:
+    """The session's tags and branches (:func:`mnemosyne.refs.marked`) by node id, for
     the marks of the log and the tree."""
     out: dict[str, list[tuple[str, str]]] = {}
     for ref in refs:

@@ -237,7 +237,7 @@ def log(cli: Cli, last: LastOption = None, no_pager: NoPager = False) -> None:
     # JSON: the projection as the model sees it, no disabled messages
     session, turns, first = render.log_window(cli.store, session_id, last, disabled=not cli.json)
     width = terminal_size().columns
-    names = render.names_by_node(refs.listed(cli.store, session_id))
+    names = {} if cli.json else render.names_by_node(refs.marked(cli.store, session_id))
     cli.emit(
         [t.node.as_dict() for t in turns],
         lambda: pager.page(
@@ -282,7 +282,7 @@ def tree(
     """
     session_id = cli.session_id()
     whole = cli.store.tree(session_id)
-    names = render.names_by_node(refs.listed(cli.store, session_id))
+    names = {} if cli.json else render.names_by_node(refs.marked(cli.store, session_id))
     width = terminal_size().columns
     cli.emit(
         whole.as_dict(),  # the names: clotho tags --json

@@ -202,3 +202,24 @@ def test_a_branch_made_or_brought_back_inside_a_transaction_is_followed(store: S
         tx.undo()  # the branch deleted: back at its tip
         after = tx.append("user", "it follows again").id
     assert named(store, sid) == {"main": ("branch", after)}
+
+
+def test_places_are_read_for_every_name_at_once_and_marks_without_them(store: Store) -> None:
+    sid, nodes = story(store, 6)
+    for name, node in [("ha", nodes[0]), ("hb", nodes[1]), ("hc", nodes[3]), ("hd", nodes[5])]:
+        refs.name_node(store, sid, name, "tag", node.id)
+    side = store.add_sibling(sid, nodes[1].id, "a side reply")[0]
+    refs.name_node(store, sid, "he", "branch", side.id)
+    store.edit(sid, Prune(node_id=nodes[2].id))  # c and d below the fragment's top
+    store.edit(sid, Delete(node_id=side.id))
+    assert {ref.name: ref.place for ref in refs.listed(store, sid)} == {
+        "ha": "tree",
+        "hb": "tree",
+        "hc": "fragment",
+        "hd": "fragment",
+        "he": "trash",
+    }
+    assert [ref.name for ref in refs.listed(store, sid, "branch")] == ["he"]
+    marks = [(m.name, m.kind, m.node_id) for m in refs.marked(store, sid)]
+    assert marks == [(r.name, r.kind, r.node_id) for r in refs.listed(store, sid)]
+
