@@ -32,6 +32,7 @@ from . import _queries as q
 from . import _worldstate as ws
 from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
+from ._refs import RefMark
 from ._schema import blobs, nodes, sessions, traces
 from .errors import (
     ForeignNodeError,
@@ -121,6 +122,8 @@ class SessionDump:
     """The traces of the session's nodes, in the order of ``nodes``."""
     blobs: dict[str, str]
     """The blobs the traces name (their parts, and any hash in their documents)."""
+    names: Sequence[RefMark] = ()
+    """The session's tags and branches, by name (:mod:`mnemosyne.refs`)."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ way in, is :mod:`mnemosyne.refs`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
@@ -21,6 +22,7 @@ __all__ = [
     "RefMark",
     "RefRow",
     "RefView",
+    "add",
     "any_branch",
     "branches_at",
     "change",
@@ -222,6 +224,52 @@ def restore(conn: Connection, session_pk: int, rows: list[RefRow]) -> None:
                 for name, kind, pk, at in rows
             ],
         )
+
+
+def add(
+    conn: Connection, session_pk: int, session_id: str, rows: Sequence[tuple[str, str, str]]
+) -> None:
+    """Name many nodes at once (``(name, kind, node id)`` each, exact ids), in one insert
+    and no undo step: an import's names.
+
+    Raises:
+        InvalidOperationError: a bad name or kind, or one given twice or taken already.
+        UnknownNodeError: no node of the session has that id.
+    """
+    checked = [(check_ref_name(name), _kind(kind), node_id) for name, kind, node_id in rows]
+    if not checked:
+        return
+    wanted = sorted({name for name, _, _ in checked})
+    taken = set(
+        conn.execute(
+            select(refs.c.name).where(refs.c.session_pk == session_pk, refs.c.name.in_(wanted))
+        ).scalars()
+    )
+    pks: dict[str, int] = {}
+    ids = sorted({node_id for _, _, node_id in checked})
+    for i in range(0, len(ids), 500):
+        query = select(nodes.c.id, nodes.c.pk).where(
+            nodes.c.session_pk == session_pk, nodes.c.id.in_(ids[i : i + 500])
+        )
+        pks.update((node_id, pk) for node_id, pk in conn.execute(query))
+    now = datetime.now(UTC)
+    values = []
+    for name, kind, node_id in checked:
+        if name in taken:
+            raise InvalidOperationError(f"{name!r} is named already: names are unique in a session")
+        if node_id not in pks:
+            raise UnknownNodeError(node_id, session_id)
+        taken.add(name)
+        values.append(
+            {
+                "session_pk": session_pk,
+                "name": name,
+                "kind": kind,
+                "node_pk": pks[node_id],
+                "created_at": now,
+            }
+        )
+    conn.execute(insert(refs), values)
 
 
 def put(

@@ -615,6 +615,18 @@ class SessionTransaction:
 
         return self._editor.rename_nodes("rename" if new is not None else "move", change)
 
+    def restore_names(self, names: Sequence[tuple[str, str, str]]) -> None:
+        """Name nodes in bulk, ``(name, kind, node id)`` each (exact ids), in one insert
+        and no undo step: the names of an imported session (:meth:`Store.dump`'s).
+        Raises InvalidOperationError (a bad, repeated or taken name) or
+        UnknownNodeError (no such node)."""
+        state = self._state
+        if not names:
+            return
+        _refs.add(state.conn, state.record.pk, state.record.id, names)
+        state.has_branches = None
+        state.grew()
+
 
 class Store:
     """Sessions and node trees in one database.
@@ -1081,12 +1093,14 @@ class Store:
         """The whole session as stored, in one snapshot, for a lossless export: every
         node (fragments and trash included, with where they hung and the state they
         kept there), the traces in their stored form with the blobs they name, the
-        documents and the schema. :meth:`SessionTransaction.insert_nodes` and
-        :meth:`SessionTransaction.insert_traces` take it back. Keyframes (a cache) and
-        the undo journal are not part of it.
+        documents, the schema and the names. :meth:`SessionTransaction.insert_nodes` and
+        :meth:`SessionTransaction.insert_traces` take it back, and
+        :meth:`SessionTransaction.restore_names` its names. Keyframes (a cache) and the
+        undo journal are not part of it.
         """
         with self.read() as conn:
-            return bulk.dump(conn, q.session_record(conn, session_id))
+            record = q.session_record(conn, session_id)
+            return replace(bulk.dump(conn, record), names=_refs.marks(conn, record.pk))
 
     def turn(self, session_id: str, ref: str | None = None) -> NodeAmongSiblings:
         """A node (default HEAD) with its siblings' ids and its index among them."""

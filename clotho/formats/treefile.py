@@ -73,7 +73,6 @@ from mnemosyne import (
     new_id,
     schema_from_mapping,
 )
-from mnemosyne import refs as names
 from mnemosyne.errors import JsonTextError
 from mnemosyne.jsontext import preview
 from mnemosyne.models import Role
@@ -182,8 +181,7 @@ def export_tree(store: Store, session_id: str) -> dict[str, Any]:
         },
         "blobs": dump.blobs,
         "refs": [
-            {"name": ref.name, "kind": ref.kind, "node_id": ref.node_id}
-            for ref in names.listed(store, session_id)
+            {"name": ref.name, "kind": ref.kind, "node_id": ref.node_id} for ref in dump.names
         ],
     }
 
@@ -632,10 +630,7 @@ def import_tree(store: Store, data: bytes | str, name: str, *, new_ids: bool = F
             lambda i, error: f"traces.{plan.traces[i].node_id}",
             name,
         )
-        for ref_name, kind, node_id in plan.refs:
-            tx.name_node(ref_name, kind, node_id)
-        if plan.refs:
-            tx.drop_journal()  # an imported session starts with no undo history
+        tx.restore_names(plan.refs)  # no undo step: an import starts with no history
 
     try:
         return store.create_session(

@@ -222,4 +222,39 @@ def test_places_are_read_for_every_name_at_once_and_marks_without_them(store: St
     assert [ref.name for ref in refs.listed(store, sid, "branch")] == ["he"]
     marks = [(m.name, m.kind, m.node_id) for m in refs.marked(store, sid)]
     assert marks == [(r.name, r.kind, r.node_id) for r in refs.listed(store, sid)]
+    assert [(m.name, m.kind, m.node_id) for m in store.dump(sid).names] == marks
 
+
+def test_names_restored_in_bulk_are_checked_and_no_undo_step(store: Store) -> None:
+    sid, nodes = story(store)
+    refs.name_node(store, sid, "camp", "tag", nodes[0].id)
+    version, history = store.session(sid).version, store.history(sid)
+    for rows, error, words in [
+        (
+            [("x-y", "tag", nodes[1].id), ("camp", "tag", nodes[2].id)],
+            InvalidOperationError,
+            "'camp' is named already",
+        ),
+        (
+            [("x-y", "tag", nodes[1].id), ("x-y", "branch", nodes[2].id)],
+            InvalidOperationError,
+            "'x-y' is named already",
+        ),
+        ([("x-y", "tag", "0" * 32)], UnknownNodeError, "0" * 8),
+        ([("cafe", "tag", nodes[1].id)], InvalidOperationError, "all hex"),
+        ([("x-y", "label", nodes[1].id)], InvalidOperationError, "not 'label'"),
+    ]:
+        with pytest.raises(error, match=words), store.transaction(sid) as tx:
+            tx.restore_names(rows)
+    assert store.session(sid).version == version
+    assert named(store, sid) == {"camp": ("tag", nodes[0].id)}
+    with store.transaction(sid) as tx:
+        tx.restore_names([("main", "branch", nodes[3].id), ("hi", "tag", nodes[1].id)])
+    assert named(store, sid) == {
+        "camp": ("tag", nodes[0].id),
+        "hi": ("tag", nodes[1].id),
+        "main": ("branch", nodes[3].id),
+    }
+    assert store.history(sid) == history and store.session(sid).version == version + 1
+    store.append(sid, "user", "the branch follows")
+    assert store.node(sid, "main").id == store.session(sid).head_id
