@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from . import _dialect as dialect
 from ._schema import SCHEMA_REVISION
+from ._search import register_sqlite_functions
 from .errors import StorageError
 
 #: Every revision this code can read or migrate from, oldest first.
@@ -82,6 +83,7 @@ def _configure_sqlite(engine: Engine) -> None:
             cursor.execute("PRAGMA mmap_size = 268435456")
         finally:
             cursor.close()
+        register_sqlite_functions(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:

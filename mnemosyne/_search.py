@@ -63,6 +63,7 @@ __all__ = [
     "is_search_object",
     "parse_moment",
     "parse_query",
+    "register_sqlite_functions",
 ]
 
 #: The longest query taken (characters).
@@ -248,15 +249,19 @@ def _casefold(text: str | None) -> str | None:
     return None if text is None else text.casefold()
 
 
-def _short_word_sql(conn: Connection, word: str, p: str) -> tuple[str, str]:
+def register_sqlite_functions(dbapi_connection: Any) -> None:
+    """Give a new SQLite connection the search's SQL function ``clotho_casefold(text)``
+    (Python's ``str.casefold``: SQLite's ``lower`` folds ASCII only); called once per
+    connection, by the engine's ``connect`` event."""
+    dbapi_connection.create_function("clotho_casefold", 1, _casefold, deterministic=True)
+
+
+def _short_word_sql(word: str, p: str) -> tuple[str, str]:
     """SQLite's condition for a word under three characters, and its parameter:
     ``LIKE`` (which folds ASCII letters only) for an ASCII word, else the word found
     in the casefolded content."""
     if word.isascii():
         return f"n.content LIKE {p} ESCAPE '\\'", _like_pattern(word)
-    conn.connection.driver_connection.create_function(  # type: ignore[union-attr]
-        "clotho_casefold", 1, _casefold, deterministic=True
-    )
     return f"instr(clotho_casefold(n.content), {p}) > 0", word.casefold()
 
 
@@ -340,7 +345,7 @@ def matching_rows(
         order = "n.pk DESC"
     if sqlite:
         for word in query.short_words:
-            condition, param = _short_word_sql(conn, word, p)
+            condition, param = _short_word_sql(word, p)
             where.append(condition)
             params.append(param)
     else:
@@ -418,12 +423,13 @@ def catch_up(
     read: Callable[[], AbstractContextManager[Connection]],
     write: Callable[[], AbstractContextManager[Connection]],
 ) -> int:
-    """Index the nodes written since the last search (SQLite only): a read sees
+    """Index the nodes written since the last search (SQLite: the caller asks only
+    there; on PostgreSQL ``search_index`` is empty and this does nothing): a read sees
     whether any wait, then write transactions of :data:`CATCH_UP_BATCH` nodes each
     (short: writers get in between). How many were indexed (here; another process
     may have done some)."""
     with read() as conn:
-        if conn.dialect.name != "sqlite" or not _unindexed(conn):
+        if not _unindexed(conn):
             return 0
     done, more = 0, True
     while more:

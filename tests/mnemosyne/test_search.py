@@ -619,3 +619,12 @@ def test_a_hyphenated_word_keeps_its_punctuation(store: Store, query: str) -> No
     sid = store.create_session().id
     store.append(sid, "user", "foo-bar-baz here")
     assert store.search(query) == []
+
+
+def test_sqlite_connections_fold_case_from_the_start(backend: str, store: Store) -> None:
+    """clotho_casefold is given to each SQLite connection as it opens (not by each
+    search): a connection that never searched has it."""
+    if backend != "sqlite":
+        pytest.skip("a SQLite function")
+    with store.read() as conn:
+        assert conn.exec_driver_sql("SELECT clotho_casefold('ÖL Straße')").scalar() == "öl strasse"
