@@ -9,11 +9,9 @@ The store: ``--sessions`` sessions (8) of equal size, each a trunk of two fifths
 its nodes (user and assistant in turn, the replies named) with a side branch of three
 nodes under every second trunk node; texts of 80 to 800 characters of campaign prose
 (bench/_texts.py), one node in 50 with a CJK sentence, one in 1,000 naming
-``Zephyrine``, one in 100 ``quicksilver``. Inserted with ``insert_nodes`` (the FTS
-triggers index them as they go).
-
-The store is indexed lazily (migration 0009): the first search after the build
-indexes every node; it is timed apart, ``first_search_ms=``.
+``Zephyrine``, one in 100 ``quicksilver``. Inserted with ``insert_nodes``, which
+indexes nothing: the store is indexed lazily (migration 0009), so the first search
+after the build indexes every node; it is timed apart, ``first_search_ms=``.
 
 The queries: rare, uncommon and common words, a CJK word, two words at once. Ours is
 ``Store.search(word)`` over every session (50 hits at most, newest first, snippets
