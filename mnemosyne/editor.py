@@ -220,10 +220,12 @@ class Recorder:
         self.refs_before: list[names.RefRow] | None = None
         self.keeps_head = False  # an entry that only names nodes: undo leaves HEAD be
 
-    def touch_refs(self) -> None:
-        """Remember the session's names as they are, before they change."""
+    def touch_refs(self) -> list[names.RefRow]:
+        """Remember the session's names as they are, before they change (the first
+        time: a batch keeps what they were when it began); what they were."""
         if self.refs_before is None:
             self.refs_before = names.snapshot(self.conn, self.session_pk)
+        return self.refs_before
 
     def touch(self, *pks: int | None) -> None:
         """Remember the rows of ``pks`` as they are, before they change."""
@@ -701,12 +703,13 @@ class Editor:
         about) as one journal entry ``action``; HEAD and the tree stay as they are."""
         state = self._state
         recorder = self.begin()
-        recorder.touch_refs()
+        before = recorder.touch_refs()
         node_id = change(state.conn)
         state.has_branches = None  # read again by the next node added
+        after = names.snapshot(state.conn, state.record.pk)
         if self._batch is not None:
             self._batch.actions.append(action)
-        elif names.snapshot(state.conn, state.record.pk) == recorder.refs_before:
+        elif after == before:
             return EditResult(action, node_id, state.head_id)  # nothing changed: no step
         else:
             recorder.keeps_head = True
@@ -715,6 +718,8 @@ class Editor:
                 state.conn, state.record.pk, recorder.write(action, state.head_pk, position)
             )
         state.grew()
+        differ = {tuple(row[:3]) for row in before} ^ {tuple(row[:3]) for row in after}
+        state.event.note("refs", action, (pk for _, _, pk in differ))  # the nodes renamed
         return EditResult(action, node_id, state.head_id)
 
     def _write_growth(self, action: str, growth: _Growth) -> None:

@@ -64,6 +64,7 @@ KINDS = (
     "session",
     "trash",
     "restore",
+    "refs",
     "change",
 )
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mnemosyne import SessionTransaction, refs
 from mnemosyne.edits import NodeRef
 from mnemosyne.nodenames import MAX_REF_LENGTH, REF_NAME_PATTERN
+from mnemosyne.refs import RefKind
 
 from .deps import ReadSession, StoreDep, Writer
 from .idempotency import Outcome
@@ -52,7 +53,7 @@ class RefOut(BaseModel):
     """A tag or a branch."""
 
     name: str
-    kind: Literal["tag", "branch"]
+    kind: RefKind
     node_id: str = Field(description="The node it names.")
     created_at: datetime
     place: Literal["tree", "fragment", "trash"] = Field(
@@ -77,7 +78,7 @@ class RefBody(BaseModel):
         },
     )
     name: RefName
-    kind: Literal["tag", "branch"] = Field(
+    kind: RefKind = Field(
         description="A tag names its node for good; a branch follows the turns played from its tip."
     )
     node_id: NodeRef = Field(default="HEAD", description="The node to name (default HEAD).")
@@ -98,7 +99,7 @@ class RefPatch(BaseModel):
 
 class RefsQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["tag", "branch"] | None = Field(default=None, description="Only these.")
+    kind: RefKind | None = Field(default=None, description="Only these.")
 
 
 def _results(*done: Any) -> list[ResultOut]:

@@ -258,3 +258,18 @@ def test_names_restored_in_bulk_are_checked_and_no_undo_step(store: Store) -> No
     assert store.history(sid) == history and store.session(sid).version == version + 1
     store.append(sid, "user", "the branch follows")
     assert store.node(sid, "main").id == store.session(sid).head_id
+
+
+def test_a_name_change_is_an_event_of_kind_refs(store: Store) -> None:
+    sid, nodes = story(store)
+    version = store.session(sid).version
+    refs.name_node(store, sid, "camp", "tag", nodes[1].id)
+    refs.rename_name(store, sid, "camp", "the-camp")
+    with store.transaction(sid) as tx:
+        tx.change_name("the-camp", ref=nodes[2].id)
+    found = store.events(sid, after=version).events
+    assert [(e.kind, e.payload["action"], e.payload["changed"]) for e in found] == [
+        ("refs", "tag", [nodes[1].id]),
+        ("refs", "rename", [nodes[1].id]),
+        ("refs", "move", [nodes[1].id, nodes[2].id]),
+    ]
