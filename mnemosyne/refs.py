@@ -1,12 +1,13 @@
 """Names on nodes, git's way: tags and branches (``clotho tag``, ``clotho branch``).
 
 - A **tag** names one node for good (a bookmark: ``first-meeting``).
-- A **branch** names the tip of a story. It follows the story: when a turn is played
-  (or a node appended, a reply rerolled) while HEAD is at a branch's tip, the branch
-  moves with HEAD to the new node, as git's checked-out branch moves with a commit; so
-  ``clotho checkout my-branch`` brings the player back to where that story stands now.
-  Every branch at HEAD's node moves (git moves only the one checked out; here being at
-  the tip is being on it). HEAD elsewhere, the branch stays.
+- A **branch** names the tip of a story. It follows the story: while HEAD is at a
+  branch's tip, a node added under the tip (a turn played, a node appended) or beside
+  it (the tip rerolled) takes the branch with it, as git's checked-out branch moves with
+  a commit; so ``clotho checkout my-branch`` brings the player back to where that story
+  stands now. Every branch at HEAD's node moves (git moves only the one checked out;
+  here being at the tip is being on it). HEAD elsewhere, or a fork above the tip (the
+  player's last message edited: a new version beside it), the branch stays.
 
 A name is unique in its session, whatever its kind, and is taken wherever a node is
 (:mod:`mnemosyne.nodenames`: ``first-meeting~2``); what a name may be is
