@@ -15,7 +15,9 @@ log existed) is told to start again (:attr:`EventsRead.reset`): read the session
 On PostgreSQL the writing transaction also sends ``NOTIFY clotho_events, '<session id>
 <version>'`` (delivered at its commit, never for a rollback), so that every process
 listening (:func:`listen`) learns of it at once; the table stays the source of truth. On
-SQLite readers poll the session's version, one indexed read.
+SQLite readers poll the sessions' versions (:func:`versions`, one indexed read for all
+the sessions a process watches). In both, a write this process commits is announced at
+once (:func:`on_write_commit`, with the sessions it wrote and their versions).
 """
 
 from __future__ import annotations
@@ -29,19 +31,22 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, event, exc, func, insert, select
 
-from ._engine import WRITE_OPTION
-from ._schema import nodes, session_events
+from ._schema import nodes, session_events, sessions
 
 __all__ = [
     "CHANNEL",
     "KEPT",
     "KINDS",
     "MAX_IDS",
+    "POLL_S",
+    "RECHECK_S",
     "EventsRead",
+    "Listener",
     "PendingEvent",
     "SessionEvent",
     "listen",
     "on_write_commit",
+    "versions",
 ]
 
 #: How many events are kept per session (older ones are pruned by the writes).
@@ -50,6 +55,14 @@ KEPT = 500
 MAX_IDS = 100
 #: The PostgreSQL channel of the notifications.
 CHANNEL = "clotho_events"
+#: How often a reader on SQLite reads the versions of the sessions it watches (seconds).
+POLL_S = 0.5
+#: How often a reader reads the log anyway (a notification missed, a poll failed).
+RECHECK_S = 5.0
+#: Where a write connection notes the sessions its transaction wrote (session id ->
+#: version), and where those of a committed transaction wait for its check-in.
+_WRITTEN = "mnemosyne_events_written"
+_COMMITTED = "mnemosyne_events_committed"
 
 #: What an event's ``kind`` may be.
 KINDS = (
@@ -96,13 +109,14 @@ class SessionEvent:
 @dataclass(frozen=True, slots=True)
 class EventsRead:
     """What a reader gets: the events after the version it asked from, oldest first,
-    and the session's version now. ``reset``: the log cannot show every change after
-    that version (pruned, or from before the log): read the session whole and go on
-    from ``version``."""
+    the session's version now and its HEAD at that version (read together). ``reset``:
+    the log cannot show every change after that version (pruned, or from before the
+    log): read the session whole and go on from ``version``."""
 
     events: list[SessionEvent]
     version: int
     reset: bool = False
+    head: str | None = None
 
 
 @dataclass(slots=True)
@@ -183,6 +197,7 @@ def append(
             session_events.c.session_pk == session_pk, session_events.c.version <= version - KEPT
         )
     )
+    conn.info.setdefault(_WRITTEN, {})[session_id] = version  # for on_write_commit
     if conn.dialect.name == "postgresql":
         conn.execute(select(func.pg_notify(CHANNEL, f"{session_id} {version}")))
 
@@ -202,14 +217,21 @@ def _ids(conn: Connection, pks: set[int]) -> list[str]:
 
 
 def read(
-    conn: Connection, session_pk: int, session_id: str, version: int, after: int | None
+    conn: Connection,
+    session_pk: int,
+    session_id: str,
+    version: int,
+    after: int | None,
+    *,
+    head: str | None = None,
 ) -> EventsRead:
     """The events of a session after version ``after`` (``None``: none, only where the
-    session stands), its version being ``version``."""
+    session stands), its version being ``version`` and its HEAD ``head`` (read in the
+    same transaction)."""
     if after is None or after == version:
-        return EventsRead([], version)
+        return EventsRead([], version, head=head)
     if after > version or after < 0:
-        return EventsRead([], version, reset=True)
+        return EventsRead([], version, reset=True, head=head)
     rows = conn.execute(
         select(
             session_events.c.version,
@@ -222,12 +244,26 @@ def read(
         .order_by(session_events.c.version)
     ).all()
     if not rows or rows[0].version != after + 1:  # pruned, or older than the log
-        return EventsRead([], version, reset=True)
+        return EventsRead([], version, reset=True, head=head)
     events = [
         SessionEvent(session_id, row.version, row.kind, _utc(row.at), json.loads(row.payload))
         for row in rows
     ]
-    return EventsRead(events, version)
+    return EventsRead(events, version, head=head)
+
+
+def versions(engine: Engine, session_ids: Iterable[str]) -> dict[str, int]:
+    """The versions of the sessions ``session_ids`` that exist (one indexed read): what a
+    process watching many sessions polls on SQLite."""
+    wanted = sorted(set(session_ids))
+    found: dict[str, int] = {}
+    with engine.connect() as conn:
+        for i in range(0, len(wanted), 500):
+            query = select(sessions.c.id, sessions.c.version).where(
+                sessions.c.id.in_(wanted[i : i + 500])
+            )
+            found.update((row.id, row.version) for row in conn.execute(query))
+    return found
 
 
 def _utc(at: datetime) -> datetime:
@@ -276,26 +312,70 @@ def listen(
             driver.close()
 
 
-def on_write_commit(engine: Engine, callback: Callable[[], None]) -> Callable[[], None]:
-    """Call ``callback()`` (in the writing thread) after every write transaction this
-    process has committed through ``engine`` (once its connection is back in the pool,
-    so the commit is done): a reader in the same process need not wait for its next
-    poll (SQLite). Returns what removes it."""
-    key = "mnemosyne_committed_write"
+class Listener:
+    """:func:`listen` in a thread of its own (PostgreSQL; on SQLite it does nothing):
+    :meth:`start`, then :meth:`close` stops it and waits for the thread to end."""
+
+    def __init__(
+        self, engine: Engine, on_notify: Callable[[str, int], None], *, every: float = 1.0
+    ) -> None:
+        self.engine = engine
+        self.on_notify = on_notify
+        self.every = every
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.thread is not None or self.engine.dialect.name != "postgresql":
+            return
+        self.thread = threading.Thread(
+            target=listen,
+            args=(self.engine, self.on_notify, self.stop),
+            kwargs={"every": self.every},
+            name="clotho-events",
+            daemon=True,
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        """Stop listening; returns once the thread has ended (within ``every`` seconds)."""
+        self.stop.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join()
+
+
+def on_write_commit(
+    engine: Engine, callback: Callable[[dict[str, int]], None]
+) -> Callable[[], None]:
+    """Call ``callback(written)`` (in the writing thread) after every write transaction
+    this process has committed through ``engine`` that changed sessions (once its
+    connection is back in the pool, so the commit is done); ``written``: each session's
+    id and the version the transaction left it at. A reader in the same process need not
+    wait for a poll or a notification. Returns what removes it."""
 
     def committed(conn: Connection) -> None:
-        if conn.get_execution_options().get(WRITE_OPTION, False):
-            conn.info[key] = True
+        written = conn.info.pop(_WRITTEN, None)
+        if written:
+            conn.info.setdefault(_COMMITTED, {}).update(written)
+
+    def rolled_back(conn: Connection) -> None:
+        conn.info.pop(_WRITTEN, None)
 
     def checked_in(_dbapi_connection: Any, record: Any) -> None:
-        if record is not None and record.info.pop(key, False):
-            callback()
+        if record is None:
+            return
+        record.info.pop(_WRITTEN, None)  # never committed
+        written = record.info.pop(_COMMITTED, None)
+        if written:
+            callback(written)
 
     event.listen(engine, "commit", committed)
+    event.listen(engine, "rollback", rolled_back)
     event.listen(engine, "checkin", checked_in)
 
     def remove() -> None:
         event.remove(engine, "commit", committed)
+        event.remove(engine, "rollback", rolled_back)
         event.remove(engine, "checkin", checked_in)
 
     return remove

@@ -963,7 +963,8 @@ class Store:
         :mod:`mnemosyne.events`), or where it stands (``after`` ``None``)."""
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            return events.read(conn, record.pk, record.id, record.session.version, after)
+            version, head = record.session.version, record.session.head_id
+            return events.read(conn, record.pk, record.id, version, after, head=head)
 
     def node_counts(self) -> dict[str, int]:
         """How many nodes each session has (sessions without nodes are absent)."""

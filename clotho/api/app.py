@@ -152,6 +152,7 @@ def create_app(
         try:
             yield
         finally:
+            await events.close_hub(app.state)  # the live streams end, their listener stops
             await app.state.clotho.aclose()
             if own_store:
                 opened.close()

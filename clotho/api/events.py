@@ -8,13 +8,14 @@ process wrote it; each event's ``id`` is the session's version after it, so a cl
 reconnects with ``Last-Event-ID`` (or ``?last_event_id=``) misses nothing and sees nothing
 twice. A client further behind than the log keeps gets ``reset``: read the session again.
 
-What wakes a stream: on PostgreSQL, one thread per server process LISTENs to the
-notifications the writing transactions send (delivered at their commit), so every worker
-of every server on the database delivers the same events; the table stays the source of
-truth (and is read again every few seconds in case a notification was missed). On SQLite
-(one machine) each stream reads the session's version twice a second, one indexed read.
-On both, a write this process commits wakes its streams as soon as it is committed
-(:func:`mnemosyne.events.on_write_commit`).
+What wakes a stream (only the streams of the session written, and once per version):
+on PostgreSQL, one thread per server process LISTENs to the notifications the writing
+transactions send (delivered at their commit), so every worker of every server on the
+database delivers the same events. On SQLite (one machine) one poller per process reads
+the versions of every session watched twice a second, one indexed read for them all. On
+both, a write this process commits wakes the streams of its sessions as soon as it is
+committed (:func:`mnemosyne.events.on_write_commit`). The table stays the source of
+truth: each stream also reads it every few seconds, in case a wake was missed.
 
 A stream ends when the client leaves, and when the server shuts down (so a shutdown does
 not wait for its watchers: they reconnect, to another worker or when it is back).
@@ -35,20 +36,15 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from mnemosyne import Store, UnknownSessionError, events
-from mnemosyne.events import EventsRead
+from mnemosyne.events import POLL_S, RECHECK_S, EventsRead
 
 from ._common import context
 from .deps import SessionDep
 from .turns import LastEventId
 
-__all__ = ["POLL_S", "RECHECK_S", "router"]
+__all__ = ["Hub", "close_hub", "router"]
 
 router = APIRouter(tags=["reading"])
-
-#: How often a stream reads the session's version on SQLite (seconds).
-POLL_S = 0.5
-#: How often a stream reads the log anyway on PostgreSQL (a notification missed).
-RECHECK_S = 5.0
 
 
 class _Shutdown:
@@ -84,30 +80,30 @@ class _Shutdown:
 
 
 class Hub:
-    """This process's streams, woken by the database's notifications (PostgreSQL)."""
+    """This process's streams, and what wakes them: its own commits, and the database's
+    notifications (PostgreSQL) or one poll of the watched sessions' versions (SQLite).
+    A stream is woken only for its own session, once per version."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.listens = store.dialect == "postgresql"
         self.waiting: dict[str, set[asyncio.Event]] = {}
+        self.known: dict[str, int] = {}  # the last version each session's streams woke for
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-        self.shutdown = _Shutdown(self.stop.set)
+        self.listener = events.Listener(store.engine, self._notified)
+        self.poller: asyncio.Task[None] | None = None
+        self.unhook: Callable[[], None] | None = None
+        self.shutdown = _Shutdown(self.listener.stop.set)
 
     def subscribe(self, session_id: str) -> asyncio.Event:
         """An event set whenever the session may have changed."""
-        if self.loop is None:  # this process's own writes wake the streams at once
+        if self.loop is None:
             self.loop = asyncio.get_running_loop()
-            events.on_write_commit(self.store.engine, lambda: self._notified("", 0))
-        if self.listens and self.thread is None:
-            self.thread = threading.Thread(
-                target=events.listen,
-                args=(self.store.engine, self._notified, self.stop),
-                name="clotho-events",
-                daemon=True,
-            )
-            self.thread.start()
+            self.unhook = events.on_write_commit(self.store.engine, self._committed)
+            if self.listens:
+                self.listener.start()
+            else:
+                self.poller = asyncio.ensure_future(self._poll())
         woken = asyncio.Event()
         self.waiting.setdefault(session_id, set()).add(woken)
         return woken
@@ -118,27 +114,83 @@ class Hub:
             waiting.discard(woken)
             if not waiting:
                 del self.waiting[session_id]
+                self.known.pop(session_id, None)
 
-    def _notified(self, session_id: str, _version: int) -> None:  # another thread
+    async def aclose(self) -> None:
+        """Stop: the streams end, the commit hook goes, the poller or the listening
+        thread ends (waited for)."""
+        if self.shutdown.event is not None:
+            self.shutdown.event.set()
+        if self.unhook is not None:
+            self.unhook()
+            self.unhook = None
+        if self.poller is not None:
+            self.poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.poller
+        await run_in_threadpool(self.listener.close)
+
+    def _committed(self, written: dict[str, int]) -> None:  # the writing thread
+        for session_id, version in written.items():
+            self._notified(session_id, version)
+
+    def _notified(self, session_id: str, version: int) -> None:  # another thread
         if self.loop is not None and not self.loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                self.loop.call_soon_threadsafe(self._wake, session_id)
+                self.loop.call_soon_threadsafe(self._wake, session_id, version)
 
-    def _wake(self, session_id: str) -> None:
-        every = session_id == ""  # (re)connected: anything may have been missed
-        for sid, waiting in self.waiting.items():
-            if every or sid == session_id:
-                for woken in waiting:
+    def _wake(self, session_id: str, version: int | None) -> None:
+        """Wake the streams of ``session_id`` if ``version`` is new to them (``None``:
+        whatever it is, the session is gone); ``""``: every stream (the listener
+        connected again: anything may have been missed)."""
+        if session_id == "":
+            for every in self.waiting.values():
+                for woken in every:
                     woken.set()
+            return
+        waiting = self.waiting.get(session_id)
+        if not waiting:
+            return
+        if version is not None:
+            if version <= self.known.get(session_id, -1):
+                return  # woken for it already (its commit here, then its notification)
+            self.known[session_id] = version
+        for woken in waiting:
+            woken.set()
+
+    async def _poll(self) -> None:
+        """SQLite: the watched sessions' versions, every POLL_S seconds, one read."""
+        while True:
+            await asyncio.sleep(POLL_S)
+            watched = list(self.waiting)
+            if not watched:
+                continue
+            found = await run_in_threadpool(events.versions, self.store.engine, watched)
+            for session_id in watched:
+                self._wake(session_id, found.get(session_id))
 
 
 def _hub(request: Request) -> Hub:
     found: Hub | None = getattr(request.app.state, "live_events", None)
     store = context(request).store
     if found is None or found.store is not store:
+        if found is not None:  # the app's store was replaced: its hub stops
+            _closing.add(closing := asyncio.ensure_future(found.aclose()))
+            closing.add_done_callback(_closing.discard)
         found = Hub(store)
         request.app.state.live_events = found
     return found
+
+
+_closing: set[asyncio.Future[None]] = set()  # hubs being closed (kept until they are)
+
+
+async def close_hub(state: Any) -> None:
+    """Stop the app's hub, if it has one (at the end of the app's lifespan)."""
+    found: Hub | None = getattr(state, "live_events", None)
+    if found is not None:
+        state.live_events = None
+        await found.aclose()
 
 
 def _resume_from(
@@ -237,7 +289,7 @@ async def session_events(
         yield _event(
             "ready",
             after if after is not None and not read.reset else read.version,
-            {"session_id": sid, "version": read.version, "head": session.head_id},
+            {"session_id": sid, "version": read.version, "head": read.head},
         )
         while True:
             if read.reset:
@@ -245,7 +297,7 @@ async def session_events(
             for change in read.events:
                 yield _event("change", change.version, change.as_dict())
             last = read.version
-            if await _wait(woken, stop, request, RECHECK_S if hub.listens else POLL_S):
+            if await _wait(woken, stop, request, RECHECK_S):
                 return
             try:
                 read = await run_in_threadpool(store.events, sid, after=last)

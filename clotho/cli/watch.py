@@ -9,7 +9,9 @@ scripts. ``--since VERSION`` starts after that version (what came since is print
 first); ``--count N`` stops after N changes. Ctrl+C stops it.
 
 On PostgreSQL the command LISTENs for the notifications the writes send at their
-commit; on SQLite it reads the session's version twice a second.
+commit (:class:`mnemosyne.events.Listener`) and reads the log anyway every
+:data:`~mnemosyne.events.RECHECK_S` seconds; on SQLite it reads it every
+:data:`~mnemosyne.events.POLL_S` seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemosyne import events
+from mnemosyne.events import POLL_S, RECHECK_S, Listener
 
 from . import render
 from ._app import Cli, app, command
@@ -30,12 +32,7 @@ from .style import out, paint
 if TYPE_CHECKING:
     from mnemosyne.events import SessionEvent
 
-__all__ = ["POLL_S", "change_line", "watch"]
-
-#: How often the log is read on SQLite (seconds); on PostgreSQL, how often it is read
-#: anyway (a notification missed).
-POLL_S = 0.5
-RECHECK_S = 5.0
+__all__ = ["change_line", "watch"]
 
 
 def change_line(event: SessionEvent) -> str:
@@ -86,18 +83,15 @@ def watch(
     --json. Ctrl+C stops it."""
     store = cli.store
     sid = store.session(which).id if which else cli.session_id()
-    woken, stop = threading.Event(), threading.Event()
+    woken = threading.Event()
     listens = store.dialect == "postgresql"
-    if listens:
 
-        def notified(found: str, _version: int) -> None:
-            if not found or found == sid:  # "": (re)connected, something may be missed
-                woken.set()
+    def notified(found: str, _version: int) -> None:
+        if not found or found == sid:  # "": (re)connected, something may be missed
+            woken.set()
 
-        listener = threading.Thread(
-            target=events.listen, args=(store.engine, notified, stop), daemon=True
-        )
-        listener.start()
+    listener = Listener(store.engine, notified)
+    listener.start()  # PostgreSQL only
     shown = 0
     try:
         read = store.events(sid, after=since)
@@ -120,4 +114,4 @@ def watch(
     except KeyboardInterrupt:
         return
     finally:
-        stop.set()
+        listener.close()

@@ -3,6 +3,7 @@ processes (SQLite; two servers on one PostgreSQL), resumable, ended by a shutdow
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -17,8 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.concurrency import run_in_threadpool
 
 from mnemosyne import Store
+from mnemosyne.events import POLL_S
 
 from ._server import Server, running
 
@@ -220,3 +223,50 @@ def test_a_session_trashed_then_purged_ends_its_stream(site: Server) -> None:
             assert (kind, ident, data["kind"]) == ("change", "1", "trash")
             assert client.delete(f"/api/trash/sessions/{sid}").status_code in (200, 204)
             assert watcher.ended.wait(10), "the stream of a purged session went on"
+
+
+def test_a_write_wakes_only_the_streams_of_its_session_once_per_version(store: Store) -> None:
+    from clotho.api.events import Hub
+
+    one, two = store.create_session().id, store.create_session().id
+
+    async def run() -> None:
+        hub = Hub(store)
+        first, second = hub.subscribe(one), hub.subscribe(two)
+        try:
+            await asyncio.sleep(POLL_S * 1.5)
+            first.clear(), second.clear()  # (a poller's first look at a session wakes it)
+            await run_in_threadpool(store.append, one, "user", "hello")
+            await asyncio.wait_for(first.wait(), 10)  # its commit here wakes it at once
+            assert not second.is_set()  # the other session's stream sleeps on
+            first.clear()
+            version = store.session(one).version
+            hub._wake(one, version)  # its notification (or poll) after the commit here
+            assert not first.is_set()  # woken once for that version
+            await asyncio.sleep(POLL_S * 2.5)  # polls (SQLite), or the notification
+            assert not first.is_set() and not second.is_set()
+        finally:
+            await hub.aclose()
+
+    asyncio.run(run())
+
+
+def test_the_apps_lifespan_stops_what_listens_for_its_streams(
+    make_client: Any, monkeypatch: pytest.MonkeyPatch, store: Store
+) -> None:
+    async def ends(*_args: Any) -> bool:  # the stream ends after ready (TestClient would
+        return True  # never end it: it sends no disconnect before the response is done)
+
+    monkeypatch.setattr("clotho.api.events._wait", ends)
+    client = make_client()
+    sid = store.create_session().id
+    answer = client.get(f"/api/sessions/{sid}/events")
+    assert answer.status_code == 200 and "event: ready" in answer.text
+    hub = client.app.state.live_events  # type: ignore[attr-defined]
+    assert (hub.listener.thread is not None) == (store.dialect == "postgresql")
+    assert (hub.poller is not None) == (store.dialect == "sqlite")
+    client.__exit__(None, None, None)  # the lifespan ends
+    assert hub.listener.thread is None or not hub.listener.thread.is_alive()
+    assert hub.poller is None or hub.poller.done()
+    assert hub.unhook is None
+    assert not [t for t in threading.enumerate() if t.name == "clotho-events"]

@@ -144,9 +144,11 @@ def test_postgresql_notifies_listeners_at_the_commit_only(store: Store) -> None:
 def test_a_write_committed_in_this_process_is_announced_after_its_commit(store: Store) -> None:
     sid = store.create_session().id
     seen: list[int] = []
+    written: list[dict[str, int]] = []
 
-    def committed() -> None:  # the commit is done: another connection reads it
+    def committed(sessions: dict[str, int]) -> None:  # done: another connection reads it
         seen.append(store.session(sid).version)
+        written.append(sessions)
 
     remove = events.on_write_commit(store.engine, committed)
     try:
@@ -160,3 +162,19 @@ def test_a_write_committed_in_this_process_is_announced_after_its_commit(store: 
         remove()
     store.append(sid, "user", "after")
     assert seen == [1, 2]
+    assert written == [{sid: 1}, {sid: 2}]  # the sessions written, at their versions
+
+
+def test_the_versions_of_many_sessions_in_one_read(store: Store) -> None:
+    one, two = store.create_session().id, store.create_session().id
+    store.append(two, "user", "hello")
+    found = events.versions(store.engine, [one, two, "fedcba987654"])
+    assert found == {one: 0, two: 1}  # a session that does not exist is absent
+
+
+def test_an_events_read_gives_the_head_of_its_version(store: Store) -> None:
+    sid = store.create_session().id
+    store.append(sid, "user", "hello")
+    read = store.events(sid)
+    assert (read.version, read.head) == (1, store.session(sid).head_id)
+    assert read.head is not None
