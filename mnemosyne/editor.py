@@ -769,6 +769,7 @@ class Editor:
             set_position(state.conn, state.record.pk, new_position)
         state.changed()
         state.event.note("edit", action, recorder.before)
+        state.event.add(created or ())  # the event lists them as added, not as changed
         moved = new_head != before_head
         return EditResult(action, node_id, state.head_id, moved, created or [], note)
 
@@ -836,6 +837,8 @@ class Editor:
         state.changed()
         word = "undo" if step < 0 else "redo"
         state.event.note(word, action, changed)
+        # Nodes it brings back to life (a copy or an injection redone) are added ones.
+        state.event.add(pair[write][1] for pk, pair in changed.items() if current[pk] is None)
         return EditResult(f"{word} {action}", None, state.head_id, True)
 
     def purge(self) -> int:

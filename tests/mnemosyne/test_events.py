@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from mnemosyne import ConflictError, InvalidDeltaError, NodeRecord, Store, events
-from mnemosyne.edits import Delete, Rewrite
+from mnemosyne.edits import Delete, Inject, Rewrite
 
 
 def _kinds(store: Store, sid: str, after: int = 0) -> list[tuple[int, str, str | None]]:
@@ -58,6 +58,22 @@ def test_every_write_appends_one_event_named_by_its_version(store: Store) -> Non
     # resumable from any version kept
     assert [e.version for e in store.events(sid, after=7).events] == [8, 9, 10]
     assert store.events(sid, after=10).events == []
+
+
+def test_nodes_an_edit_creates_are_added_not_changed(store: Store) -> None:
+    sid = store.create_session().id
+    user, _ = store.append(sid, "user", "hello")
+    reply, _ = store.append(sid, "assistant", "hi")
+    done, _ = store.edit(sid, Inject(parent_id=user.id, role="system", content="Night falls."))
+    (new,) = done.created
+    store.undo(sid)
+    store.redo(sid)
+    edit, undo, redo = store.events(sid, after=2).events
+    assert (edit.kind, edit.payload["added"], edit.payload["added_count"]) == ("edit", [new], 1)
+    assert sorted(edit.payload["changed"]) == sorted([user.id, reply.id])  # relinked
+    assert undo.payload["added"] == [] and new not in undo.payload["changed"]  # gone
+    assert (redo.kind, redo.payload["added"]) == ("redo", [new])  # back: added again
+    assert new not in redo.payload["changed"]
 
 
 def test_a_refused_write_leaves_no_event(store: Store) -> None:
