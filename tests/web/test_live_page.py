@@ -1,7 +1,9 @@
 """The page watches the open session live (GET .../events): a turn played in one tab, an
 undo in another, a message added through the API all appear in the other pages without
-a reload, the next write meets no 412, a page's own writes are not drawn twice, and a
-dropped stream is opened again with Last-Event-ID."""
+a reload, the next write meets no 412, a page's own writes are not drawn twice, a
+dropped stream is opened again with Last-Event-ID (once, even if the player switched away
+and back meanwhile), and an edit box open while another tab writes is not redrawn under
+the player: its save meets a 412, never a silent overwrite."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import httpx
 import pytest
 
 from .conftest import screenshot
-from .test_page import BUY, FIGHT, expect, say
+from .test_page import BUY, FIGHT, add, expect, node, say
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +87,55 @@ def test_a_write_elsewhere_redraws_the_tree_and_a_dropped_stream_resumes(
     assert str(seen) in asked  # it came back saying where it was
     assert page.evaluate("clotho.live.redraws") >= 2
     screenshot(page, "live-phone")
+
+
+def test_an_edit_box_open_while_another_tab_writes_meets_a_412_not_an_overwrite(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("live edit")
+    add(api, sid, "user", "I wait.")
+    reply = add(api, sid, "assistant", "The inn is quiet.")
+    page = open_page(sid)
+    _live(page)
+    message = page.locator(f'article.message[data-node-id="{reply}"]')
+    message.locator("button.edit").click()
+    page.fill("#ask textarea[name=content]", "The inn is loud.")
+
+    operations = [{"op": "rewrite", "node_id": reply, "content": "The inn burns."}]
+    other = api.post(f"/api/sessions/{sid}/edits", json={"operations": operations})
+    assert other.status_code == 200, other.text  # another tab saved first
+    version = api.get(f"/api/sessions/{sid}").json()["version"]
+    page.wait_for_function(f"clotho.live.last >= {version}")  # the page heard of it...
+    page.wait_for_timeout(800)  # ...and would have drawn it again by now
+    assert page.evaluate("clotho.live.redraws") == 0  # not under the open edit box
+
+    page.locator("#ask").get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".toast.error")).to_contain_text("changed elsewhere")
+    assert node(api, sid, reply)["content"] == "The inn burns."  # the other tab's change kept
+    expect(message).to_contain_text("The inn burns.")  # and the view drawn again
+
+
+def test_switching_away_and_back_during_a_retry_pause_leaves_one_stream(
+    new_session: Callable[[str], str], open_page: Callable[..., Any]
+) -> None:
+    sid, elsewhere = new_session("live back"), new_session("live away")
+    page = open_page(sid)
+    _live(page)
+    opened: list[str] = []
+    page.on(
+        "request",
+        lambda request: opened.append(request.url) if request.url.endswith("/events") else None,
+    )
+    page.evaluate(
+        """async ([sid, elsewhere]) => {
+            clotho.live.controller.abort(); // the stream drops: a retry pause begins
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            clotho.live.follow(elsewhere); // away...
+            clotho.live.follow(sid); // ...and back, within the pause
+        }""",
+        [sid, elsewhere],
+    )
+    page.wait_for_timeout(2500)  # past the pause: a loop left over would open another
+    mine = [url for url in opened if f"/sessions/{sid}/events" in url]
+    assert len(mine) == 1, opened
+    assert page.evaluate("clotho.live.connected && clotho.live.sid") == sid

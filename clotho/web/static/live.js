@@ -24,8 +24,10 @@ export class LiveSession {
     this.pending = null; // the latest version announced and not yet drawn
     this.timer = null;
     this.redraws = 0; // views drawn again for a change made elsewhere (for the tests)
+    this.opened = 0; // streams opened (for the tests)
     this.connected = false;
     this.active = false; // a stream is open or being opened again
+    this.generation = 0; // counts follow() and stop(): a loop of an older one ends
   }
 
   /** Watch session `sid` (the one open); a no-op when it is watched already (a stream
@@ -35,10 +37,11 @@ export class LiveSession {
     this.stop();
     this.sid = sid;
     this.last = null;
-    if (sid) this.run(sid);
+    if (sid) this.run(sid, this.generation);
   }
 
   stop() {
+    this.generation += 1;
     this.controller?.abort();
     this.controller = null;
     clearTimeout(this.timer);
@@ -48,33 +51,44 @@ export class LiveSession {
     this.active = false;
   }
 
-  async run(sid) {
+  /** The streams of one follow() (`generation`), one after the other, until it is
+   * stopped or followed again: switching away and back within a pause leaves one. */
+  async run(sid, generation) {
     this.active = true;
-    for (let attempt = 0; this.sid === sid; attempt += 1) {
+    const current = () => this.generation === generation;
+    for (let attempt = 0; current(); attempt += 1) {
       const controller = new AbortController();
       this.controller = controller;
       let refused = false;
       try {
-        refused = await this.read(sid, controller.signal);
+        refused = await this.read(sid, controller.signal, current);
         attempt = 0;
       } catch {
         // dropped (the network, the server stopping): opened again below, unless stopped
       }
+      if (!current()) return;
       this.connected = false;
-      if (refused && this.sid === sid) this.active = false;
-      if (refused || this.sid !== sid) return;
+      if (refused) {
+        this.active = false;
+        return;
+      }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]));
     }
   }
 
   /** One connection: events until it ends. Returns true when the server refused it for
    * good (no such session, no token): it is not opened again. */
-  async read(sid, signal) {
+  async read(sid, signal, current) {
     const headers = this.app.api.headers({ Accept: "text/event-stream" });
     if (this.last != null) headers["Last-Event-ID"] = String(this.last);
     const response = await fetch(sessionPath(sid, "/events"), { headers, signal });
     if (!response.ok) return response.status === 401 || response.status === 404;
+    if (!current()) {
+      response.body?.cancel(); // followed again meanwhile: the newer loop reads its own
+      return false;
+    }
     this.connected = true;
+    this.opened += 1;
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -84,7 +98,7 @@ export class LiveSession {
       buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        this.dispatch(sid, buffer.slice(0, cut));
+        if (current()) this.dispatch(sid, buffer.slice(0, cut));
         buffer = buffer.slice(cut + 2);
       }
     }
@@ -120,8 +134,11 @@ export class LiveSession {
   settle() {
     this.timer = null;
     const chat = this.app.views.chat;
-    // A turn streaming here draws its own result; a dialog open keeps what it shows.
-    if (chat?.busy() || document.body.classList.contains("loading")) {
+    // A turn streaming here draws its own result. A dialog open (an edit box, the story's
+    // settings) keeps what it shows and the version it was opened at: drawn again now,
+    // its write would name the newer version and overwrite the change made elsewhere
+    // unseen; it meets a 412 instead, and the view is drawn again then.
+    if (chat?.busy() || document.body.classList.contains("loading") || document.querySelector("dialog[open]")) {
       this.timer = setTimeout(() => this.settle(), SETTLE_MS);
       return;
     }
