@@ -96,6 +96,7 @@ STATUS = {
     "model_error": 502,
     "unknown_profile": 404,
     "profiles_changed": 412,
+    "no_trace": 404,
 }
 
 

@@ -13,16 +13,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.tracediff import NotGeneratedError, trace_diff
+from mnemosyne.edits import NodeRef
+from orchestrator.tracediff import trace_diff
 
 from .deps import ReadSession, StoreDep
-from .problems import ApiError
 
 __all__ = ["TraceDiffOut", "TraceDiffQuery", "router"]
 
 router = APIRouter(tags=["reading"])
-
-_NODE = "A generated node: an id, a unique prefix (6 or more), `HEAD`, `HEAD~1`..."
 
 
 class TraceDiffQuery(BaseModel):
@@ -30,8 +28,8 @@ class TraceDiffQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    a: str = Field(min_length=1, max_length=80, description=_NODE)
-    b: str = Field(min_length=1, max_length=80, description="Another; " + _NODE)
+    a: NodeRef = Field(description="A generated node (any node name: an id, a tag...).")
+    b: NodeRef = Field(description="Another generated node, named as `a`.")
 
 
 class WordChangeOut(BaseModel):
@@ -148,9 +146,5 @@ def compare(
     and its original, turns far apart): the prompts message by message (a changed one
     word by word; the system prompt and the lore placed in it are messages too), the
     lore that fired and why, the settings, the world state each started from, and the
-    tokens. A node without a trace: 404 `no_trace`."""
-    try:
-        found = trace_diff(store, session.id, query.a, query.b)
-    except NotGeneratedError as error:
-        raise ApiError(404, "no_trace", str(error)) from error
-    return found.as_dict()
+    tokens. A node without a trace: 404 `no_trace` (orchestrator's NotGeneratedError)."""
+    return trace_diff(store, session.id, query.a, query.b).as_dict()

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from clotho.api.tracediff import TraceDiffOut
-from mnemosyne import Store
+from mnemosyne import Store, nodenames, refs
 from orchestrator.loopback import ModelServer
 from tests.orchestrator.test_tracediff import Moments, played_story
 
@@ -77,3 +77,22 @@ def test_refusals_name_what_was_wrong(client: TestClient, moments: Moments) -> N
     documented = client.get("/openapi.json").json()["paths"]
     operation = documented["/api/sessions/{session_id}/trace-diff"]["get"]
     assert {"200", "304", "404", "422"} <= set(operation["responses"])
+
+
+def test_the_nodes_are_named_as_everywhere_a_tag_too(
+    client: TestClient, store: Store, moments: Moments
+) -> None:
+    refs.name_node(store, moments.session_id, "the-dragon", "tag", moments.fork)
+    url = f"/api/sessions/{moments.session_id}/trace-diff"
+    answer = client.get(url, params={"a": moments.first, "b": "the-dragon"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["b"]["node_id"] == moments.fork
+    # the parameters are the project's NodeRef: its length, its pattern, its description
+    operation = client.get("/openapi.json").json()["paths"][
+        "/api/sessions/{session_id}/trace-diff"
+    ]["get"]
+    declared = {p["name"]: p["schema"] for p in operation["parameters"] if p["in"] == "query"}
+    assert declared["a"]["maxLength"] == declared["b"]["maxLength"] == nodenames.MAX_NAME_LENGTH
+    assert declared["a"]["pattern"] == nodenames.NODE_NAME_PATTERN
+    too_long = client.get(url, params={"a": moments.first, "b": "x" * 81})
+    assert too_long.status_code == 422
