@@ -90,10 +90,28 @@ def test_compare_a_reroll_with_its_sibling_and_a_reply_far_away(
     assert chosen.get_attribute("value") == fight_reply
     assert dialog.locator("#compare-with").input_value() == first_buy
 
-    phone = open_page(sid, phone=True)
+    dialog.locator("button", has_text="Close").click()
+
+    # on a phone, in Chinese: the summary line is the page's words, not the server's
+    phone = open_page(sid, phone=True, locale="zh-CN")
     expect(phone.locator("article.message.assistant")).to_have_count(2)
     dialog = _open_compare(phone, tap=True)
     dialog.locator("#compare-with").select_option(fight_reply)
-    expect(dialog.locator(".compare-summary")).to_contain_text("state:")
+    summary = dialog.locator(".compare-summary")
+    expect(summary).to_contain_text("状态：")
+    expect(summary).to_contain_text("词元：")
+    expect(summary).not_to_contain_text("state")
     _fits(phone, 390)
     screenshot(phone, "trace-diff-phone")
+
+    # a turn played in the chat since the tree was drawn (the tree view, not shown, keeps
+    # the tree as it was): its reroll is compared with its sibling all the same
+    say(page, FIGHT)
+    last = page.locator("article.message.assistant").last
+    last.locator("button.next").click()
+    expect(last.locator(".alternatives .count")).to_have_text("2/2")
+    expect(page.locator("#chat-view")).not_to_have_class("busy")
+    newest = api.get(f"/api/sessions/{sid}/projection").json()["nodes"][-1]
+    dialog = _open_compare(page)
+    sibling = next(s for s in newest["siblings"] if s != newest["id"])
+    assert dialog.locator("#compare-with").input_value() == sibling

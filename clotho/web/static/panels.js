@@ -1,6 +1,7 @@
 // What both views show beside the story: the world state, a PromptTrace, a state diff.
 
 import { t } from "./i18n.js";
+import { COMPARE_EVENT } from "./tracediff.js";
 import { clear, el, formatTokens, preview, short, valueView } from "./ui.js";
 
 /** The parts of a state document that are not the engine's built-ins. */
@@ -171,7 +172,7 @@ export function renderTrace(container, trace) {
   container.append(
     el("h2", { text: t("state.trace.title", { id: short(trace.node_id) }) }),
     // another generated message beside this one: tracediff.js answers the event
-    el("button.compare-trace", { type: "button", text: t("compare.open"), onclick: () => container.dispatchEvent(new CustomEvent("clotho:compare-trace", { bubbles: true, detail: { nodeId: trace.node_id, container } })) }),
+    el("button.compare-trace", { type: "button", text: t("compare.open"), onclick: () => container.dispatchEvent(new CustomEvent(COMPARE_EVENT, { bubbles: true, detail: { nodeId: trace.node_id, container } })) }),
     el("dl.facts", {}, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })])),
   );
   if (trace.scene) container.append(sceneSection(trace.scene));

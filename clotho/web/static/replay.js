@@ -5,6 +5,7 @@
 // differ from the original's marked (removed struck out, added underlined) and what
 // changed against it as chips.
 
+import { diffView } from "./diffview.js";
 import { t } from "./i18n.js";
 import { clear, el, short } from "./ui.js";
 
@@ -88,11 +89,7 @@ function settingChips(node) {
 }
 
 function diffed(original, text) {
-  return el(
-    "div.replay-text",
-    {},
-    wordDiff(original, text).map((run) => (run.op === "removed" ? el("del", { text: run.text }) : run.op === "added" ? el("ins", { text: run.text }) : run.text)),
-  );
+  return diffView("div.replay-text", wordDiff(original, text));
 }
 
 function number(form, name) {

@@ -4,6 +4,7 @@
 // message with the words removed and added marked, the lore that fired and why, the
 // settings, the state each started from, and the tokens.
 
+import { diffView } from "./diffview.js";
 import { t } from "./i18n.js";
 import { clear, el, preview, short } from "./ui.js";
 
@@ -34,20 +35,49 @@ function section(title, ...children) {
   return el("section.trace-section.compare-section", {}, el("h3", { text: title }), ...children);
 }
 
-/** A changed message: its words, those removed struck out and those added marked. */
-function words(runs) {
-  return el(
-    "div.compare-words",
-    {},
-    runs.map((run) => (run.op === "removed" ? el("del", { text: run.text }) : run.op === "added" ? el("ins", { text: run.text }) : run.text)),
-  );
+/** Settings listed, never in the summary: each turn draws its own (the lore's seed). */
+const QUIET = new Set(["lore_seed"]);
+
+/** A count in words: `key_one` for one, else `key` with {count}. */
+function counted(key, count) {
+  return count === 1 ? t(`${key}_one`) : t(key, { count });
+}
+
+/** The comparison in one line, in the page's language, from its counts and settings. */
+export function summaryLine(diff) {
+  const counts = diff.counts;
+  const parts = [];
+  for (const kind of ["changed", "added", "removed"]) {
+    const count = counts[`messages_${kind}`];
+    if (count) parts.push(counted(`compare.sum_${kind}`, count));
+  }
+  if (!parts.length) parts.push(t("compare.sum_same_messages"));
+  let lore = t("compare.sum_lore", { added: counts.lore_added, removed: counts.lore_removed });
+  if (counts.lore_reasons_changed) lore += ` ${t("compare.sum_lore_reasons", { count: counts.lore_reasons_changed })}`;
+  parts.push(lore);
+  for (const change of diff.settings) {
+    if (QUIET.has(change.name)) continue;
+    const name = change.name.replace(/^params\./, "");
+    const map = (value) => value !== null && typeof value === "object";
+    parts.push(map(change.a) || map(change.b) ? t("compare.sum_setting_changed", { name }) : t("compare.sum_setting", { name, a: shown(change.a), b: shown(change.b) }));
+  }
+  parts.push(counts.state ? counted("compare.sum_state", counts.state) : t("compare.sum_same_state"));
+  const usage = (side) => `${side.prompt ?? "?"}+${side.completion ?? "?"}`;
+  parts.push(t("compare.sum_tokens", { a: usage(diff.tokens.a), b: usage(diff.tokens.b) }));
+  return parts.join(t("compare.sum_join"));
 }
 
 function messageItem(pair) {
   const role = el(`span.role.${pair.role}`, { text: pair.role });
   if (pair.status === "changed") {
     const where = t("compare.changed_at", { a: pair.a_index + 1, b: pair.b_index + 1 });
-    return el("li.changed", {}, el("div.compare-head", {}, el("span.mark", { text: "~" }), role, ` ${where}`), words(pair.words));
+    return el(
+      "li.changed",
+      {},
+      el("div.compare-head", {}, el("span.mark", { text: "~" }), role, ` ${where}`),
+      pair.whole ? el("p.muted.compare-whole", { text: t("compare.whole") }) : null,
+      diffView("div.compare-words", pair.words),
+    );
   }
   if (pair.status === "added") {
     return el("li.added", {}, el("div.compare-head", {}, el("span.mark", { text: "+" }), role, ` ${t("compare.added_at", { b: pair.b_index + 1 })}`), el("ins.block", { text: pair.b }));
@@ -105,7 +135,7 @@ export function renderTraceDiff(container, diff) {
   clear(container);
   const tokens = diff.tokens;
   container.append(
-    el("p.compare-summary", { text: diff.summary }),
+    el("p.compare-summary", { text: summaryLine(diff) }),
     ...[diff.a, diff.b]
       .filter((side) => side.problems.length)
       .map((side) => el("p.error", { text: t("compare.not_verified", { id: short(side.node_id), problems: side.problems.join("; ") }) })),
@@ -136,16 +166,19 @@ export class TraceCompare {
   }
 
   /** The generated messages to compare `nodeId` with: its siblings, the message selected
-   * in the tree, every other one (the tree as the tree view holds it, else its first page). */
+   * in the tree, every other one (the tree as the tree view holds it if it is of the
+   * version the page is at, else the whole tree read again, every page). */
   async candidates(nodeId) {
-    const api = this.app.api;
-    const here = await api.get(this.app.path(`/nodes/${encodeURIComponent(nodeId)}`));
-    const tree = this.app.views.tree?.data?.session_id === this.app.sid ? this.app.views.tree.data : await api.get(this.app.path("/tree"));
+    const app = this.app;
+    const here = await app.api.get(app.path(`/nodes/${encodeURIComponent(nodeId)}`));
+    const view = app.views.tree;
+    const held = view.data?.session_id === app.sid && view.data.version === app.version;
+    const tree = held ? view.data : (await view.readTree()).data;
     const generated = new Map(tree.nodes.filter((n) => n.metadata?.generated && n.id !== nodeId).map((n) => [n.id, n]));
     const siblings = here.siblings.filter((id) => generated.has(id));
     // the one after it first (a reroll's), then the one before
     siblings.sort((x, y) => (here.siblings.indexOf(x) > here.index ? 0 : 1) - (here.siblings.indexOf(y) > here.index ? 0 : 1));
-    const selected = this.app.views.tree?.selected;
+    const selected = view.selected;
     const chosen = generated.has(selected) && !siblings.includes(selected) ? selected : null;
     const others = [...generated.keys()].filter((id) => !siblings.includes(id) && id !== chosen);
     return { siblings, chosen, others, nodes: generated };
@@ -190,15 +223,22 @@ export class TraceCompare {
       result.append(el("p.muted", { text: t("compare.nothing") }));
       return;
     }
+    // each choice's answer drawn only if no later choice was made meanwhile: answers
+    // may come back in another order than asked
+    let asked = 0;
     const compare = async () => {
+      const mine = ++asked;
       result.setAttribute("aria-busy", "true");
       try {
         const query = new URLSearchParams({ a: nodeId, b: picker.value });
-        renderTraceDiff(result, await this.app.api.get(this.app.path(`/trace-diff?${query}`)));
+        const diff = await this.app.api.get(this.app.path(`/trace-diff?${query}`));
+        if (mine === asked) renderTraceDiff(result, diff);
       } catch (error) {
+        if (mine !== asked) return;
+        clear(result); // not the comparison with the message chosen before
         this.app.fail(error, t("compare.comparing"));
       } finally {
-        result.removeAttribute("aria-busy");
+        if (mine === asked) result.removeAttribute("aria-busy");
       }
     };
     picker.addEventListener("change", compare);
