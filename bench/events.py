@@ -9,6 +9,9 @@ Run from the repository root::
   transaction, with the event row (``session_events``, pruned, notified on PostgreSQL)
   against the same appends with the event left out (its peer in this run); the median
   per append of each.
+- **poll**: what SQLite watchers of ``--watched`` sessions read every 0.5 s: one
+  ``mnemosyne.events.versions`` of them all (a server's poller), against one
+  ``store.events`` per watcher (what each stream read on its own before).
 - **delivery**: a real ``clotho serve`` on the database; a client follows
   ``GET .../events`` while another posts ``--messages`` messages, 100 ms apart; each
   delivery timed from the write's answer to the ``change`` event's arrival (negative:
@@ -16,8 +19,9 @@ Run from the repository root::
   at their commit (another process's writes: NOTIFY on PostgreSQL, a 0.5 s poll on
   SQLite).
 
-Last line: ``event_write_ms=<with - without, per append> delivery_p50_ms=<ms>
-delivery_max_ms=<ms> on <database>``.
+Last line: ``event_write_ms=<with - without, per append> poll_ms=<one read>
+poll_apart_ms=<a read per watcher> delivery_p50_ms=<ms> delivery_max_ms=<ms> on
+<database>``.
 """
 
 from __future__ import annotations
@@ -63,6 +67,23 @@ def write_cost(url: str, writes: int) -> tuple[float, float]:
     return with_event, without
 
 
+def poll_cost(url: str, watched: int) -> tuple[float, float]:
+    """Median ms of one read of ``watched`` sessions' versions, and of one events read
+    per session."""
+    with Store.open(url, migrate=True) as store:
+        sids = [store.create_session().id for _ in range(watched)]
+        together, apart = [], []
+        for _ in range(20):
+            started = time.perf_counter()
+            events.versions(store.engine, sids)
+            together.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for sid in sids:
+                store.events(sid, after=0)
+            apart.append(time.perf_counter() - started)
+    return statistics.median(together) * 1000, statistics.median(apart) * 1000
+
+
 def delivery(url: str, folder: Path, messages: int) -> list[float]:
     arrived: dict[int, float] = {}
     with running(url, folder / "data") as server, server.client() as client:
@@ -103,6 +124,7 @@ def main() -> None:
     parser.add_argument("--db", help="a database URL (default: a new SQLite file)")
     parser.add_argument("--writes", type=int, default=300)
     parser.add_argument("--messages", type=int, default=30)
+    parser.add_argument("--watched", type=int, default=100)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -110,11 +132,17 @@ def main() -> None:
         name = url.split(":", 1)[0]
         with_event, without = write_cost(url, args.writes)
         print(f"write: {with_event:.2f} ms per append with its event, {without:.2f} ms without")
+        together, apart = poll_cost(url, args.watched)
+        print(
+            f"poll: {args.watched} sessions' versions in one read {together:.2f} ms,"
+            f" one events read each {apart:.2f} ms"
+        )
         delays = sorted(delivery(url, folder, args.messages))
         p50 = statistics.median(delays)
         print(f"delivery: {len(delays)} events, p50 {p50:.0f} ms, max {delays[-1]:.0f} ms")
         print(
-            f"event_write_ms={with_event - without:.2f} delivery_p50_ms={p50:.0f}"
+            f"event_write_ms={with_event - without:.2f} poll_ms={together:.2f}"
+            f" poll_apart_ms={apart:.2f} delivery_p50_ms={p50:.0f}"
             f" delivery_max_ms={delays[-1]:.0f} on {name}"
         )
 

@@ -252,17 +252,21 @@ def read(
     return EventsRead(events, version, head=head)
 
 
-def versions(engine: Engine, session_ids: Iterable[str]) -> dict[str, int]:
+def versions(engine: Engine, session_ids: Iterable[str]) -> dict[str, int] | None:
     """The versions of the sessions ``session_ids`` that exist (one indexed read): what a
-    process watching many sessions polls on SQLite."""
+    process watching many sessions polls on SQLite. ``None``: the database could not be
+    read this time (locked, or restarting): ask again at the next poll."""
     wanted = sorted(set(session_ids))
     found: dict[str, int] = {}
-    with engine.connect() as conn:
-        for i in range(0, len(wanted), 500):
-            query = select(sessions.c.id, sessions.c.version).where(
-                sessions.c.id.in_(wanted[i : i + 500])
-            )
-            found.update((row.id, row.version) for row in conn.execute(query))
+    try:
+        with engine.connect() as conn:
+            for i in range(0, len(wanted), 500):
+                query = select(sessions.c.id, sessions.c.version).where(
+                    sessions.c.id.in_(wanted[i : i + 500])
+                )
+                found.update((row.id, row.version) for row in conn.execute(query))
+    except exc.DBAPIError:
+        return None
     return found
 
 

@@ -166,6 +166,8 @@ class Hub:
             if not watched:
                 continue
             found = await run_in_threadpool(events.versions, self.store.engine, watched)
+            if found is None:  # not readable this time: the next poll asks again
+                continue
             for session_id in watched:
                 self._wake(session_id, found.get(session_id))
 
