@@ -90,6 +90,22 @@ def test_compare_a_reroll_with_its_sibling_and_a_reply_far_away(
     assert chosen.get_attribute("value") == fight_reply
     assert dialog.locator("#compare-with").input_value() == first_buy
 
+    # answers that come back out of order: the one to the choice made last is shown
+    held: list[Any] = []
+    page.route("**/trace-diff?*", lambda route: route.continue_() if held else held.append(route))
+    dialog.locator("#compare-with").select_option(fight_reply)  # its answer held back
+    dialog.locator("#compare-with").select_option(first_buy)
+    summary = dialog.locator(".compare-summary")
+    expect(dialog.locator(".compare-result[aria-busy]")).to_have_count(0)  # B's answer drawn
+    expect(summary).to_contain_text("same messages")
+    assert len(held) == 1
+    with page.expect_response("**/trace-diff?*") as late:
+        held[0].continue_()
+    late.value.finished()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 50))")  # its answer read
+    expect(summary).to_contain_text("same messages")
+    expect(dialog.locator(".compare-result[aria-busy]")).to_have_count(0)
+    page.unroute("**/trace-diff?*")
     dialog.locator("button", has_text="Close").click()
 
     # on a phone, in Chinese: the summary line is the page's words, not the server's
