@@ -15,10 +15,11 @@ step its own transaction (and one step of the undo journal):
   regenerate).
 
 Every new node records the old node it mirrors in its metadata (``cascade``:
-``{"from": O's id, "of": the old node's id}``), so a cascade run again finds the
-deepest node already mirrored (:func:`plan_cascade`) and goes on from there: a step is
-never made twice. A reply ``F`` already has (the edit's own, ``clotho edit`` made it)
-stands as the mirror of ``O``'s first reply. The old branch is never written to.
+``{"from": O's id, "of": the old node's id, "to": the old leaf's id}``), so a cascade
+run again finds the deepest node already mirrored (:func:`plan_cascade`) and goes on
+from there, to the same leaf: a step is never made twice. A reply ``F`` already has
+(the edit's own, ``clotho edit`` made it) stands as the mirror of ``O``'s first reply.
+The old branch is never written to.
 
 :meth:`Cascade.stop` stops the step running as a turn's Ctrl+C does
 (:meth:`Engine.interrupt`: a reply streaming is kept as it stands, marked incomplete,
@@ -36,7 +37,8 @@ from typing import Any
 
 from mnemosyne import Node, Store
 
-from .errors import OrchestratorError, TurnInterrupted
+from .errors import OrchestratorError, TurnError, TurnInterrupted
+from .speakers import speaker_for
 from .turn import Engine, OnEvent, TurnRequest
 
 __all__ = [
@@ -57,7 +59,7 @@ _BRANCH_BOUND = (CASCADE, "summary_through", "recaps", "continues")
 
 class CascadeError(OrchestratorError, ValueError):
     """The cascade asked for cannot be made here (no original to follow, a leaf that is
-    not below it, nothing below it to regenerate)."""
+    not below it, nothing below it to regenerate, a node no longer in the tree)."""
 
     code = "invalid_cascade"
 
@@ -94,7 +96,16 @@ class CascadePlan:
 
     def mark(self, old: Node) -> dict[str, Any]:
         """The metadata a node mirroring ``old`` records."""
-        return {CASCADE: {"from": self.original.id, "of": old.id}}
+        return {CASCADE: {"from": self.original.id, "of": old.id, "to": self.leaf_id}}
+
+    def mirrors_of(self, node: Node, old: Node) -> bool:
+        """``node`` mirrors ``old`` in this cascade (whichever leaf it was run to)."""
+        mark = node.metadata.get(CASCADE)
+        return (
+            isinstance(mark, dict)
+            and mark.get("from") == self.original.id
+            and mark.get("of") == old.id
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -175,31 +186,55 @@ def plan_cascade(
     leaf: str | None = None,
 ) -> CascadePlan:
     """The cascade of ``fork`` (a node name; default HEAD) in place of ``original``
-    (default: the alternative just before ``fork`` among its siblings) down the old
-    branch to ``leaf`` (default: the active path below ``original``), with the steps
-    made already.
+    (default: the nearest alternative before ``fork`` among its siblings whose story
+    goes on below it) down the old branch to ``leaf`` (default: the active path below
+    ``original``), with the steps made already.
 
     ``fork`` defaulting to HEAD: on a node a cascade made (one stopped), that cascade
-    (its fork and original); on a reply with no earlier alternative whose player's
-    message has one (``clotho edit`` leaves HEAD on the edit's reply), the fork is that
-    message.
+    (its fork, original and leaf); on a reply with no earlier alternative whose
+    player's message has one (``clotho edit`` leaves HEAD on the edit's reply), the fork
+    is that message.
 
     Raises:
         CascadeError: no earlier alternative, an ``original`` that is not a sibling of
-            ``fork``, a ``leaf`` not below ``original``, nothing below it.
+            ``fork``, a ``leaf`` not below ``original``, nothing below it, a fork,
+            original or leaf no longer in the tree (trashed, pruned).
         mnemosyne.MnemosyneError: unknown session or node.
     """
     sid = store.session(session_id).id
-    fork_node = store.node(sid, fork or "HEAD")
     tree = store.tree(sid)
     by_id = {node.id: node for node in tree.nodes}
     children = tree.children()
 
-    def earlier(node: Node) -> Node | None:
-        siblings = children.get(node.parent_id, [])
-        place = next(i for i, sibling in enumerate(siblings) if sibling.id == node.id)
-        return siblings[place - 1] if place > 0 else None
+    def in_tree(ref: str, what: str) -> Node:
+        node = store.node(sid, ref)
+        if node.id not in by_id:
+            raise CascadeError(
+                f"node {node.id[:8]} ({what}) is no longer in the story's tree (trashed or "
+                "pruned): a cascade follows nodes of the tree"
+            )
+        return by_id[node.id]
 
+    def earlier(node: Node) -> Node | None:
+        """The nearest sibling before ``node`` whose story goes on past the one reply
+        an edit makes (an earlier edit of the same message has at most that), else the
+        nearest with anything below it, else the one just before."""
+        siblings = children.get(node.parent_id, [])
+        before = siblings[: [s.id for s in siblings].index(node.id)][::-1]
+
+        def depth(start: Node) -> int:
+            count, end = 0, start
+            while end.active_child_id in by_id and count < 2:
+                end, count = by_id[end.active_child_id], count + 1
+            return count
+
+        for least in (2, 1, 0):
+            found = next((sibling for sibling in before if depth(sibling) >= least), None)
+            if found is not None:
+                return found
+        return None
+
+    fork_node = in_tree(fork or "HEAD", "the fork")
     mark = fork_node.metadata.get(CASCADE)
     if fork is None and original is None and isinstance(mark, dict) and mark.get("from") in by_id:
         # HEAD on a node a cascade made (one stopped): that cascade, its fork above HEAD
@@ -207,6 +242,8 @@ def plan_cascade(
         above = [n for n in tree.path(fork_node.id) if n.parent_id == original_node.parent_id]
         if above and above[0].id != original_node.id:
             fork_node, original = above[0], original_node.id
+            if leaf is None and mark.get("to") in by_id:
+                leaf = mark["to"]
     if original is None:
         before = earlier(fork_node)
         if before is None and fork is None and fork_node.parent_id is not None:
@@ -222,7 +259,7 @@ def plan_cascade(
             )
         original_node = before
     else:
-        original_node = store.node(sid, original)
+        original_node = in_tree(original, "the original")
         if original_node.id == fork_node.id or original_node.parent_id != fork_node.parent_id:
             raise CascadeError(
                 f"node {original_node.id[:8]} is not another alternative of node "
@@ -234,7 +271,7 @@ def plan_cascade(
             end = by_id[end.active_child_id]
         leaf_id = end.id
     else:
-        leaf_id = store.node(sid, leaf).id
+        leaf_id = in_tree(leaf, "the leaf").id
     path = tree.path(leaf_id)  # leaf first, up to the root
     ids = [node.id for node in path]
     if original_node.id not in ids:
@@ -257,8 +294,7 @@ def _mirrors(plan: CascadePlan, children: dict[str | None, list[Node]]) -> tuple
     tip = plan.fork
     for number, old in enumerate(plan.old):
         below = children.get(tip.id, [])
-        mark = plan.mark(old)[CASCADE]
-        mirror = next((node for node in below if node.metadata.get(CASCADE) == mark), None)
+        mirror = next((node for node in below if plan.mirrors_of(node, old)), None)
         if mirror is None and number == 0 and old.role == "assistant":
             # the reply the edit made: the active child of the fork, a reply
             mirror = next(
@@ -285,6 +321,9 @@ class Cascade:
         self.engine = engine
         self.store = store
         self._stop = False
+        self._replying = False
+        """A reply of this cascade is being played: only then may :meth:`stop` interrupt
+        the engine (shared with the session's turns, which may hold it meanwhile)."""
 
     @property
     def stopping(self) -> bool:
@@ -293,9 +332,12 @@ class Cascade:
 
     def stop(self) -> None:
         """Stop the step running as a turn's interrupt does (a reply streaming kept,
-        incomplete; before its first word, nothing), and begin no other."""
+        incomplete; before its first word, nothing), and begin no other. Only the
+        cascade's own reply is interrupted: a turn the engine plays while the cascade
+        waits for it (or copies a node) is left alone."""
         self._stop = True
-        self.engine.interrupt()
+        if self._replying:
+            self.engine.interrupt()
 
     async def run(
         self,
@@ -349,14 +391,31 @@ class Cascade:
         self, plan: CascadePlan, tip: str, old: Node, cast: bool, on_event: OnEvent | None
     ) -> Node | None:
         sid = plan.session_id
-        if self.store.session(sid).head_id != tip:
-            self.store.checkout(sid, tip)
-        request = TurnRequest("reply", speaker=old.name if cast else None, metadata=plan.mark(old))
+        speaker = self._speaker(sid, tip, old, on_event) if cast else None
+        request = TurnRequest("reply", node=tip, speaker=speaker, metadata=plan.mark(old))
+        self._replying = True
         try:
             result = await self.engine.run(sid, request, on_event)
         except TurnInterrupted:
             return None
+        finally:
+            self._replying = False
         return result.node
+
+    def _speaker(self, sid: str, tip: str, old: Node, on_event: OnEvent | None) -> str | None:
+        """The old reply's speaker, if that member can still speak at ``tip``; else
+        ``None`` (whoever speaks next there), said in a warning."""
+        if old.name is None:
+            return None
+        setup = self.engine.setup
+        present = self.store.state(sid, tip).present
+        try:
+            speaker_for(setup.members, present, setup.speaker_order, old.name)
+        except TurnError as error:
+            if on_event is not None:
+                on_event("warning", f"{error}; the next speaker replies in {old.name}'s place")
+            return None
+        return old.name
 
     def _copy(self, plan: CascadePlan, tip: str, old: Node) -> Node:
         metadata = {k: v for k, v in old.metadata.items() if k not in _BRANCH_BOUND}

@@ -114,7 +114,8 @@ class TurnRequest:
     text: str | None = None
     """The player's message (say) or the new text of the edited message (edit)."""
     node: str | None = None
-    """The node to reroll (default HEAD) or to edit."""
+    """The node to reroll (default HEAD) or to edit; of a reply, the node it answers
+    (default HEAD)."""
     speaker: str | None = None
     """The member of the cast who replies to a say, an edit or a reply (``None``: the
     first of :meth:`Engine.next_speakers`); a reroll or a continue keeps the speaker of
@@ -1130,6 +1131,8 @@ def _locate(
     if kind == "impersonate":  # the player's next line: from anywhere, an empty story too
         return session, session.head_id, {"reply_role": "user"}
     if kind == "reply":  # a character speaks with no message of the player's
+        if request.node is not None:  # below the node named (a cascade's tip), not HEAD
+            return session, store.node(sid, request.node).id, {}
         if session.head_id is None:
             raise TurnError(f"session {sid} is empty: say something first")
         return session, session.head_id, {}

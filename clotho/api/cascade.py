@@ -20,7 +20,8 @@ server-sent events the way a turn's are (:mod:`clotho.api.turns`).
   mirrors); while one runs in this process, posting again follows that one (200).
 
 A cascade is a turn of its own kind (:class:`clotho.api.turn_registry.Turn`, in a registry
-of its own): its id is named ``turn_id`` in the paths, ``cascade_id`` in its documents.
+of its own, :attr:`ApiContext.cascades`, its plan kept as ``Turn.plan``): its id is
+named ``turn_id`` in the paths, ``cascade_id`` in its documents.
 A cascade holds its session's turn lock while it runs: a turn asked meanwhile waits.
 The cascades live in this process's memory, as turns do.
 """
@@ -30,9 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
-from weakref import WeakKeyDictionary
 
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -44,7 +43,7 @@ from mnemosyne.edits import NodeRef
 from .context import ApiContext, check_version
 from .deps import ContextDep, IfMatch, SessionDep
 from .problems import ApiError, Problem, problem_of
-from .turn_registry import Asked, Turn, TurnRegistry, TurnStatus
+from .turn_registry import Asked, Turn, TurnStatus
 from .turns import LastEventId
 
 if TYPE_CHECKING:
@@ -71,7 +70,8 @@ class CascadeBody(BaseModel):
     )
     from_id: NodeRef | None = Field(
         default=None,
-        description="The original the fork replaces (default: the alternative just before it).",
+        description="The original the fork replaces (default: the nearest alternative "
+        "before it whose story goes on below it).",
     )
     to_id: NodeRef | None = Field(
         default=None,
@@ -111,32 +111,12 @@ class CascadesOut(BaseModel):
     cascades: list[CascadeOut] = Field(description="Newest first.")
 
 
-@dataclass
-class _Cascades:
-    """The cascades of one server process: their events (a :class:`TurnRegistry` of
-    their own) and what each regenerates."""
-
-    registry: TurnRegistry = field(default_factory=TurnRegistry)
-    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """By cascade id: the plan (``CascadePlan.as_dict``), ``done`` kept up to date."""
-
-
-_BY_CONTEXT: WeakKeyDictionary[ApiContext, _Cascades] = WeakKeyDictionary()
-
-
-def _cascades(ctx: ApiContext) -> _Cascades:
-    known = _BY_CONTEXT.get(ctx)
-    if known is None:
-        known = _BY_CONTEXT[ctx] = _Cascades()
-    return known
-
-
 def _path(turn: Turn) -> str:
     return f"/api/sessions/{turn.session_id}/cascades/{turn.turn_id}"
 
 
-def _status(cascades: _Cascades, turn: Turn) -> dict[str, Any]:
-    plan = cascades.plans.get(turn.turn_id, {})
+def _status(turn: Turn) -> dict[str, Any]:
+    plan = turn.plan
     return {
         "cascade_id": turn.turn_id,
         "session_id": turn.session_id,
@@ -154,7 +134,7 @@ def _status(cascades: _Cascades, turn: Turn) -> dict[str, Any]:
 
 
 def _known(ctx: ApiContext, session_id: str, cascade_id: str) -> Turn:
-    turn = _cascades(ctx).registry.get(session_id, cascade_id)
+    turn = ctx.cascades.get(session_id, cascade_id)
     if turn is None:
         raise ApiError(
             404,
@@ -176,13 +156,10 @@ def _plan(ctx: ApiContext, session_id: str, body: CascadeBody) -> CascadePlan:
     return plan_cascade(ctx.store, session_id, body.node_id, original=body.from_id, leaf=body.to_id)
 
 
-async def _run(
-    ctx: ApiContext, cascades: _Cascades, turn: Turn, runner: Cascade, body: CascadeBody
-) -> None:
+async def _run(ctx: ApiContext, turn: Turn, runner: Cascade, body: CascadeBody) -> None:
     """Run the cascade (once its session's turn before it has ended) and end it with
     its last event."""
     sid = turn.session_id
-    plan_doc = cascades.plans[turn.turn_id]
 
     def on_event(kind: str, text: str) -> None:
         turn.publish("status" if kind == "progress" else kind, {"text": text})
@@ -196,7 +173,7 @@ async def _run(
         )  # fmt: skip
 
     def made(step: CascadeStep) -> None:
-        plan_doc["done"] = step.number
+        turn.plan["done"] = step.number
         turn.publish("step", step.as_dict())
 
     try:
@@ -205,8 +182,9 @@ async def _run(
             on_event("status", "waiting for the turn being played in this session")
         async with lock:
             turn.started = True
-            plan = await run_in_threadpool(_plan, ctx, sid, body)  # as it stands now
-            plan_doc.update(plan.as_dict())
+            # as it stands now, of the nodes the POST resolved (HEAD may have moved since)
+            plan = await run_in_threadpool(_plan, ctx, sid, body)
+            turn.plan.update(plan.as_dict())
             if not runner.stopping:
                 outcome = await runner.run(plan, on_begin=begun, on_step=made, on_event=on_event)
             else:
@@ -228,7 +206,7 @@ async def _run(
         if not turn.ended:
             gone = problem_of(RuntimeError("the cascade stopped unexpectedly"))
             turn.end("failed", "error", gone, problem=gone)
-        cascades.registry.ended(turn)
+        ctx.cascades.ended(turn)
 
 
 async def _start(
@@ -236,9 +214,8 @@ async def _start(
 ) -> Turn:
     from orchestrator.cascade import Cascade
 
-    cascades = _cascades(ctx)
     session = await run_in_threadpool(ctx.store.session, session_id)
-    running = [t for t in cascades.registry.of_session(session.id) if not t.ended]
+    running = [t for t in ctx.cascades.of_session(session.id) if not t.ended]
     if running:  # one at a time: posting again follows it
         response.status_code = 200
         response.headers["Location"] = _path(running[0])
@@ -246,17 +223,13 @@ async def _start(
     check_version(session, expected)
     engine = await ctx.engine(session.id)  # no model: 503, before anything else
     plan = await run_in_threadpool(_plan, ctx, session.id, body)  # refused here: a 4xx
-    turn = cascades.registry.create(session.id, Asked("cascade", None, plan.fork.id, True))
-    cascades.plans = {  # those the registry has forgotten go
-        key: plan
-        for key, plan in cascades.plans.items()
-        if cascades.registry.get(plan["session_id"], key) is not None
-    }
-    cascades.plans[turn.turn_id] = plan.as_dict()
-    turn.publish("cascade", _status(cascades, turn))
+    turn = ctx.cascades.create(session.id, Asked("cascade", None, plan.fork.id, True))
+    turn.plan = plan.as_dict()
+    turn.publish("cascade", _status(turn))
     runner = Cascade(engine, ctx.store)
-    turn.on_cancel = runner.stop
-    task = asyncio.create_task(_run(ctx, cascades, turn, runner, body))
+    turn.on_cancel = runner.stop  # interrupts the engine only while its own reply runs
+    fixed = CascadeBody(node_id=plan.fork.id, from_id=plan.original.id, to_id=plan.leaf_id)
+    task = asyncio.create_task(_run(ctx, turn, runner, fixed))
     ctx.tasks.add(task)
     task.add_done_callback(ctx.tasks.discard)
     response.headers["Location"] = _path(turn)
@@ -380,9 +353,8 @@ async def list_cascades(
     ] = None,
 ) -> dict[str, Any]:
     """Running cascades and those ended within the hour, newest first."""
-    cascades = _cascades(ctx)
-    turns = cascades.registry.of_session(session.id)
-    return {"cascades": [_status(cascades, t) for t in turns if status in (None, t.status)]}
+    turns = ctx.cascades.of_session(session.id)
+    return {"cascades": [_status(t) for t in turns if status in (None, t.status)]}
 
 
 @router.get(
@@ -392,7 +364,7 @@ async def list_cascades(
 )
 async def cascade_status(session: SessionDep, turn_id: str, ctx: ContextDep) -> dict[str, Any]:
     """running (`done`: the steps made so far), done or cancelled (`outcome`), failed."""
-    return _status(_cascades(ctx), _known(ctx, session.id, turn_id))
+    return _status(_known(ctx, session.id, turn_id))
 
 
 @router.get(
@@ -427,4 +399,4 @@ async def stop_cascade(
         response.status_code = 200
     else:
         turn.on_cancel()
-    return _status(_cascades(ctx), turn)
+    return _status(turn)

@@ -100,6 +100,8 @@ class ApiContext:
         """The turns this process plays and has played lately."""
         self.replays = TurnRegistry()
         """The replays likewise (by Idempotency-Key: :mod:`clotho.api.replay`)."""
+        self.cascades = TurnRegistry()
+        """The cascades likewise (:mod:`clotho.api.cascade`)."""
 
     async def engine(self, session_id: str) -> Engine:
         """The engine that plays a session (kept while its documents stay the same; one

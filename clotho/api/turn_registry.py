@@ -70,6 +70,8 @@ class Turn:
     """Called when the last client following the turn leaves while it runs."""
     on_cancel: Callable[[], None] | None = None
     """Stops the turn (what it keeps is the caller's to decide)."""
+    plan: dict[str, Any] = field(default_factory=dict)
+    """A cascade's: what it regenerates (``CascadePlan.as_dict``, ``done`` kept up to date)."""
     _events: list[ServerSentEvent] = field(default_factory=list)
     _first: int = 0  # the id of _events[0]
     _changed: asyncio.Event = field(default_factory=asyncio.Event)

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from mnemosyne import Store, schema_from_mapping
+from mnemosyne.edits import Delete
 from orchestrator.loopback import ModelServer, Reply
 from tests.api.test_turns_api import events, play, session
 
@@ -36,7 +37,7 @@ class Story:
         if "response_format" in request:
             return json.dumps({"operations": [{"op": "inc", "path": "hp", "value": -self.hit}]})
         self.count += 1
-        if self.hold and request["messages"][-1]["content"] == "I light a torch.":
+        if self.hold and request["messages"][-1]["content"] in ("I light a torch.", "I wait."):
             self.asked.set()
             self.release.wait(60)  # until the test has stopped the cascade
             return Reply(f"Reply {self.count}.")
@@ -109,7 +110,7 @@ def test_a_cascade_streams_stops_and_goes_on_when_posted_again(
     assert outcome["head_id"] == session_now["head_id"] == outcome["new_id"]
     assert outcome["version"] == session_now["version"]
     node = client.get(f"/api/sessions/{sid}/nodes/{outcome['new_id']}").json()
-    assert node["metadata"]["cascade"] == {"from": old[0], "of": old[-1]}
+    assert node["metadata"]["cascade"] == {"from": old[0], "of": old[-1], "to": old[-1]}
     gc.collect()
 
 
@@ -136,3 +137,61 @@ def test_what_cannot_be_cascaded_is_refused_before_the_stream(
     assert gone.status_code == 404
     unknown_events = client.get(f"/api/sessions/{sid}/cascades/0123456789abcdef/events")
     assert unknown_events.status_code == 404 and unknown_events.json()["code"] == "unknown_turn"
+
+
+def test_stopping_a_cascade_waiting_for_a_turn_leaves_that_turn_whole(
+    store: Store, make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    story = Story()
+    client = make_client(serve(story))
+    sid = store.create_session(schema=SCHEMA).id
+    first = events(play(client, sid, {"kind": "say", "text": "I enter the cave."}))[-1][1]
+    events(play(client, sid, {"kind": "say", "text": "I call out."}))
+    store.add_sibling(sid, first["user_node"]["id"], "I walk around the cave.")
+    story.hold = True
+    played: list[Any] = []
+    turn = threading.Thread(
+        target=lambda: played.append(play(client, sid, {"kind": "say", "text": "I wait."}))
+    )
+    turn.start()
+    assert story.asked.wait(30)  # the turn holds the session's lock, its model call waits
+    cascaded: list[Any] = []
+    waiting = threading.Thread(
+        target=lambda: cascaded.append(client.post(f"/api/sessions/{sid}/cascade", json={}))
+    )
+    waiting.start()
+    for _ in range(300):
+        running = client.get(f"/api/sessions/{sid}/cascades?status=running").json()["cascades"]
+        if running:
+            break
+        threading.Event().wait(0.05)
+    (found,) = running
+    assert client.delete(f"/api/sessions/{sid}/cascades/{found['cascade_id']}").status_code == 202
+    story.release.set()
+    turn.join(30)
+    waiting.join(30)
+    kinds = [kind for kind, _, _ in events(played[0])]
+    assert kinds[-1] == "node", kinds  # the turn went on: its reply stored whole
+    reply = events(played[0])[-1][1]["node"]
+    assert not reply["metadata"].get("incomplete") and reply["content"].startswith("Reply")
+    outcome = events(cascaded[0])[-1]
+    assert outcome[0] == "outcome" and outcome[1]["made"] == [] and outcome[1]["stopped"]
+
+
+def test_a_trashed_fork_or_original_is_refused_naming_it(
+    store: Store, make_client: Callable[..., TestClient], serve: Callable[..., ModelServer]
+) -> None:
+    client = make_client(serve(Story()))
+    sid = store.create_session(schema=SCHEMA).id
+    first = events(play(client, sid, {"kind": "say", "text": "I enter the cave."}))[-1][1]
+    original = first["user_node"]["id"]
+    fork, _ = store.add_sibling(sid, original, "I walk around the cave.")
+    other, _ = store.add_sibling(sid, original, "I run.")
+    store.edit(sid, Delete(node_id=other.id))
+    for body in ({"node_id": other.id}, {"node_id": fork.id, "from_id": other.id}):
+        refused = client.post(f"/api/sessions/{sid}/cascade", json=body)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["code"] == "invalid_cascade"
+        assert f"node {other.id[:8]}" in refused.json()["detail"]
+        assert "no longer in the story's tree" in refused.json()["detail"]
+    assert client.get(f"/api/sessions/{sid}/cascades").json()["cascades"] == []

@@ -8,7 +8,7 @@ import itertools
 import json
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from mnemosyne import Store, schema_from_mapping
+from mnemosyne.edits import Delete
 from orchestrator import Character, Engine, ModelConfig, TurnRequest, TurnSetup, build_engine
 from orchestrator.cascade import (
     CASCADE,
@@ -25,7 +26,7 @@ from orchestrator.cascade import (
     CascadePlan,
     plan_cascade,
 )
-from orchestrator.loopback import ModelServer
+from orchestrator.loopback import ModelServer, Reply
 from tests._cast import chat
 
 SCHEMA = schema_from_mapping(
@@ -52,8 +53,21 @@ def engine_for(store: Store, server: ModelServer, **setup: Any) -> Engine:
     return build_engine(store, TurnSetup(model=model, **setup), rng=random.Random(3))
 
 
+def closing(engine: Engine, work: Coroutine[Any, Any, Any]) -> Any:
+    """``work`` run in an event loop of its own, the engine's model clients closed after
+    (each turn of a test has its own loop)."""
+
+    async def run() -> Any:
+        try:
+            return await work
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(run())
+
+
 def turn(engine: Engine, sid: str, kind: str, **kwargs: Any) -> Any:
-    return asyncio.run(engine.run(sid, TurnRequest(kind, **kwargs)))  # type: ignore[arg-type]
+    return closing(engine, engine.run(sid, TurnRequest(kind, **kwargs)))  # type: ignore[arg-type]
 
 
 def cascade(
@@ -73,10 +87,8 @@ def cascade(
         if stop_after is not None and step.number >= stop_after:
             runner.stop()
 
-    async def run() -> CascadeOutcome:
-        return await runner.run(plan, on_begin=begun, on_step=made)
-
-    return asyncio.run(run())
+    outcome: CascadeOutcome = closing(engine, runner.run(plan, on_begin=begun, on_step=made))
+    return outcome
 
 
 def snapshot(store: Store, sid: str, ids: list[str]) -> list[Any]:
@@ -126,7 +138,7 @@ def test_a_cascade_mirrors_the_old_branch_on_the_fork_and_leaves_it_untouched(
     assert [n.content for n in new[2::2]] == ["I light a torch.", "I call out."]
     assert [n.content for n in new[1::2]] == ["Reply 4.", "Reply 5.", "Reply 6."]
     for step in outcome.made:
-        assert step.new.metadata[CASCADE] == {"from": old[0], "of": step.old.id}
+        assert step.new.metadata[CASCADE] == {"from": old[0], "of": step.old.id, "to": old[-1]}
     # each reply through the engine's own turn: its trace, its delta extracted
     assert all(store.trace(sid, n.id) is not None for n in new[1::2])
     assert store.state(sid, new[-1].id).variables["hp"] == 91
@@ -250,3 +262,165 @@ def test_hidden_replies_and_the_players_deltas_are_copied(
     assert player.delta == drink and reply.parent_id == player.id
     assert store.state(sid, reply.id).variables["hp"] == 50
     assert outcome.divergence == {}
+
+
+class Streamed(Story):
+    """As :class:`Story`, each reply of the new branch (``hit`` 3) streamed slowly."""
+
+    LONG = " ".join(f"word{i}" for i in range(200))
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        text = super().__call__(request)
+        if self.hit == 3 and "response_format" not in request:
+            return Reply(self.LONG, chunk_delay=0.01)
+        return text
+
+
+def test_a_stop_while_a_reply_streams_keeps_it_incomplete_as_that_step(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    story = Streamed()
+    engine = engine_for(store, serve(story))
+    sid = store.create_session(schema=SCHEMA).id
+    old = old_story(store, engine, sid)
+    store.add_sibling(sid, old[0], "I walk around the cave.")
+    story.hit = 3
+    story.LONG = "Short reply."  # the first one whole
+    runner = Cascade(engine, store)
+    tokens: list[str] = []
+
+    def on_event(kind: str, text: str) -> None:
+        if kind == "token":
+            tokens.append(text)
+            if len(tokens) == 3:
+                runner.stop()  # the second reply, three words in
+
+    def begun(number: int, total: int, old_node: Any) -> None:
+        if number == 3:
+            story.LONG = Streamed.LONG
+            tokens.clear()
+
+    plan = plan_cascade(store, sid)
+    outcome = closing(engine, runner.run(plan, on_begin=begun, on_event=on_event))
+    assert outcome.stopped and outcome.done == 3
+    assert [step.number for step in outcome.made] == [1, 2, 3]
+    kept = outcome.made[-1].new
+    assert kept.metadata["incomplete"] is True and kept.content.startswith("word0")
+    assert len(kept.content) < len(Streamed.LONG)
+    assert outcome.new_id == kept.id and outcome.old_id == old[3]
+    resumed = plan_cascade(store, sid)  # HEAD on the kept reply: goes on after it
+    assert resumed.done == 3 and resumed.tip == kept.id
+
+
+def test_stopping_a_cascade_that_is_not_replying_leaves_the_engines_turn_alone(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    story = Streamed()
+    story.hit = 3  # every reply streamed slowly
+    engine = engine_for(store, serve(story), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    runner = Cascade(engine, store)  # waiting for the turn the engine plays
+    tokens: list[str] = []
+
+    def on_event(kind: str, text: str) -> None:
+        if kind == "token":
+            tokens.append(text)
+            if len(tokens) == 3:
+                runner.stop()
+
+    result = closing(engine, engine.run(sid, TurnRequest("say", text="Hello."), on_event))
+    assert result.node is not None and result.node.content == Streamed.LONG
+    assert "incomplete" not in result.node.metadata
+    assert runner.stopping
+
+
+def test_a_fork_original_or_leaf_out_of_the_tree_is_refused_naming_it(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    engine = engine_for(store, serve(Story()), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    old = old_story(store, engine, sid)
+    fork, _ = store.add_sibling(sid, old[0], "I walk around the cave.")
+    other, _ = store.add_sibling(sid, old[0], "I run.")
+    store.edit(sid, Delete(node_id=other.id))
+    with pytest.raises(CascadeError, match=rf"node {other.id[:8]} \(the fork\) is no longer"):
+        plan_cascade(store, sid, other.id)
+    with pytest.raises(CascadeError, match=rf"node {other.id[:8]} \(the original\)"):
+        plan_cascade(store, sid, fork.id, original=other.id)
+    store.edit(sid, Delete(node_id=old[4]))
+    with pytest.raises(CascadeError, match=rf"node {old[5][:8]} \(the leaf\)"):
+        plan_cascade(store, sid, fork.id, original=old[0], leaf=old[5])
+    assert plan_cascade(store, sid, fork.id, original=old[0]).leaf_id == old[3]
+
+
+def test_going_on_from_head_keeps_the_leaf_the_cascade_was_run_to(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    engine = engine_for(store, serve(Story()), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    old = old_story(store, engine, sid)
+    fork, _ = store.add_sibling(sid, old[0], "I walk around the cave.")
+    plan = plan_cascade(store, sid, fork.id, leaf=old[3])  # not the active path's end
+    stopped = cascade(engine, store, plan, stop_after=1)
+    assert stopped.done == 1 and store.session(sid).head_id == stopped.new_id
+    resumed = plan_cascade(store, sid)  # no argument: the stopped cascade, to its leaf
+    assert (resumed.fork.id, resumed.original.id, resumed.leaf_id) == (fork.id, old[0], old[3])
+    assert resumed.done == 1 and resumed.total == 3
+    # the same steps to another leaf are the same mirrors: none made twice
+    assert plan_cascade(store, sid, fork.id, original=old[0]).done == 1
+
+
+def test_the_default_original_after_a_second_edit_is_the_one_with_a_story_below(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    engine = engine_for(store, serve(Story()), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    old = old_story(store, engine, sid)
+    store.add_sibling(sid, old[0], "I walk around the cave.")  # fork only: nothing below
+    second, _ = store.add_sibling(sid, old[0], "I run around the cave.")
+    plan = plan_cascade(store, sid)
+    assert (plan.fork.id, plan.original.id, plan.total) == (second.id, old[0], 5)
+    # edits that each made a reply: HEAD on the last one's reply
+    turn(engine, sid, "edit", node=old[0], text="I crawl in.")
+    last = turn(engine, sid, "edit", node=old[0], text="I leap in.")
+    plan = plan_cascade(store, sid)
+    assert (plan.fork.id, plan.original.id) == (last.user_node.id, old[0])
+    assert plan.done == 1 and plan.total == 5
+
+
+def test_a_speaker_who_can_no_longer_speak_gives_way_with_a_warning(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    cast = (
+        Character(name="Ann", talkativeness=0.0),
+        Character(name="Bram", talkativeness=0.0),
+    )
+    engine = engine_for(store, serve(Story()), character=cast[0], cast=cast, extract=False)
+    sid = store.create_session().id
+    first = turn(engine, sid, "say", text="Hello.", speaker="Bram")
+    store.add_sibling(sid, first.user_node.id, "Good evening.")
+    muted = (cast[0], Character(name="Bram", talkativeness=0.0, muted=True))
+    engine = engine_for(store, serve(Story()), character=muted[0], cast=muted, extract=False)
+    warnings: list[str] = []
+
+    def on_event(kind: str, text: str) -> None:
+        if kind == "warning":
+            warnings.append(text)
+
+    runner = Cascade(engine, store)
+    outcome = closing(engine, runner.run(plan_cascade(store, sid), on_event=on_event))
+    assert outcome.complete
+    assert [(s.new.role, s.new.name) for s in outcome.made] == [("assistant", "Ann")]
+    assert len(warnings) == 1 and "Bram is muted" in warnings[0]
+
+
+def test_a_reply_grows_under_the_node_named_not_head(
+    store: Store, serve: Callable[..., ModelServer]
+) -> None:
+    engine = engine_for(store, serve(Story()), extract=False)
+    sid = store.create_session(schema=SCHEMA).id
+    old = old_story(store, engine, sid)
+    assert store.session(sid).head_id == old[-1]
+    result = turn(engine, sid, "reply", node=old[2])
+    assert result.node.parent_id == old[2]
+    assert store.session(sid).head_id == result.node.id
