@@ -23,6 +23,7 @@ from mnemosyne import ForeignNodeError, NotFoundError, SearchHit, Store, Unknown
 from mnemosyne._search import MAX_LIMIT, MAX_QUERY_LENGTH, is_age, parse_moment
 
 from .deps import SessionDep, StoreDep, read_session
+from .etags import ETAG_HEADER
 from .problems import ApiError
 
 __all__ = ["SearchHitOut", "SearchOut", "SearchQuery", "SessionSearchQuery", "router"]
@@ -151,7 +152,31 @@ def search_all(store: StoreDep, query: Annotated[SearchQuery, Query()]) -> Any:
         raise ApiError(422, "invalid_request", f"session: {error}") from error
 
 
-@router.get("/sessions/{session_id}/search", summary="Search a session", response_model=SearchOut)
+#: The session's version as the answer's ETag, but only when no age is in the query.
+_TAGGED_UNLESS_AGED = {
+    200: {
+        "headers": {
+            "ETag": {
+                **ETAG_HEADER,
+                "description": f"{ETAG_HEADER['description']} Not sent when `since` or "
+                "`until` is an age: that answer changes as time passes.",
+            }
+        }
+    },
+    304: {
+        "description": "Not modified: the session is at the version `If-None-Match` named "
+        "(never when `since` or `until` is an age).",
+        "headers": {"ETag": ETAG_HEADER},
+    },
+}
+
+
+@router.get(
+    "/sessions/{session_id}/search",
+    summary="Search a session",
+    response_model=SearchOut,
+    responses=_TAGGED_UNLESS_AGED,  # type: ignore[arg-type]
+)
 def search_session(
     request: Request,
     response: Response,
