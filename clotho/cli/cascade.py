@@ -2,8 +2,9 @@
 as a fork, play the rest of its old branch again on it (:mod:`orchestrator.cascade`).
 
 NODE is the fork (default HEAD; HEAD on the reply ``clotho edit`` made: its edited
-message); OLD the original it replaces (default: the alternative just before NODE);
-LEAF the old branch's end (default: the active path below OLD). Each step is shown as
+message; on a node a stopped cascade made: that cascade, to its leaf); OLD the original
+it replaces (default: the nearest alternative before NODE whose story goes on below
+it); LEAF the old branch's end (default: the active path below OLD). Each step is shown as
 it is made (a progress bar on a terminal, one line each elsewhere), then how the world
 states diverged. Ctrl+C stops the step running as it stops a turn, keeps every step
 made, and says how to go on: the same command again, which never makes a step twice.
@@ -22,14 +23,16 @@ import typer
 
 from . import render
 from ._app import Cli, app, command
+from .cells import terminal_width
 from .logs import said_once
+from .state import diff_lines
 from .style import out, paint
 
 if TYPE_CHECKING:
     from mnemosyne import Node
     from orchestrator.cascade import CascadeOutcome, CascadePlan, CascadeStep
 
-__all__ = ["cascade", "divergence_lines"]
+__all__ = ["cascade"]
 
 #: The exit code of a cascade stopped by Ctrl+C (as a turn's).
 EXIT_STOPPED = 130
@@ -41,21 +44,6 @@ def _what(node: Node) -> str:
     if node.role == "user":
         return "the player's message"
     return "a scene change" if node.metadata.get("scene") else "a system message"
-
-
-def divergence_lines(divergence: dict[str, list[Any]]) -> list[str]:
-    """How the states diverged, one line per path: ``hp: 70 (old) → 91 (new)``."""
-    if not divergence:
-        return ["the world states are the same"]
-
-    def shown(value: Any) -> str:
-        text = json.dumps(value, ensure_ascii=False)
-        return text if len(text) <= 60 else text[:59] + "…"
-
-    return [
-        f"  {path}: {shown(old)} (old) → {shown(new)} (new)"
-        for path, (old, new) in divergence.items()
-    ]
 
 
 class _Shown:
@@ -122,13 +110,13 @@ def _report(cli: Cli, outcome: CascadeOutcome) -> None:
     else:
         out(paint(f"stopped at step {outcome.done} of {plan.total}", "bold"))
         out(f"how the states diverged so far ({where}):")
-    out(*divergence_lines(outcome.divergence))
+    out(*diff_lines(outcome.divergence, terminal_width()))
 
 
 def _resume_hint(plan: CascadePlan) -> str:
     return (
-        f"`clotho cascade {render.short(plan.fork.id)} --from {render.short(plan.original.id)}` "
-        "goes on from there"
+        f"`clotho cascade {render.short(plan.fork.id)} --from {render.short(plan.original.id)} "
+        f"--to {render.short(plan.leaf_id)}` goes on from there"
     )
 
 
@@ -146,7 +134,8 @@ FromOption = Annotated[
     typer.Option(
         "--from",
         metavar="OLD",
-        help="The original it replaces (default: the alternative just before NODE).",
+        help="The original it replaces (default: the nearest alternative before NODE whose "
+        "story goes on below it).",
         show_default=False,
     ),
 ]

@@ -101,6 +101,7 @@ def test_cascade_stops_on_ctrl_c_and_goes_on_when_run_again(play: Run, story: St
     assert process.returncode == 130, err
     assert "stopped at step 2 of 5" in rest
     assert "every step made is kept" in err and "goes on from there" in err
+    assert f"--from {first[:8]} --to {old[-1]['id'][:8]}`" in err  # the leaf kept
 
     story.release.set()
     story.hold = False
@@ -119,7 +120,7 @@ def test_cascade_stops_on_ctrl_c_and_goes_on_when_run_again(play: Run, story: St
     assert all(n["metadata"]["cascade"]["from"] == first for n in new[1:])
     again = play("cascade")  # nothing left: said, not made twice
     assert "nothing left to regenerate: all 5 steps were made before" in again.stdout
-    assert "hp: 70 (old) → 91 (new)" in again.stdout
+    assert "hp: 70 -> 91" in again.stdout  # as clotho diff shows it
     play("checkout", old[-1]["id"][:8])
     assert play.json("log") == old  # the old branch as it was
 
@@ -131,3 +132,13 @@ def test_what_cannot_be_cascaded_is_one_line(play: Run) -> None:
     assert "nothing to cascade" in play.fails("cascade")
     assert "is not another alternative" in play.fails("cascade", "HEAD", "--from", "HEAD~1")
     assert "is not on the old branch" in play.fails("cascade", "--to", "HEAD~1")
+
+
+def test_a_trashed_fork_is_one_line_naming_it(play: Run) -> None:
+    play("say", "I enter the cave.")
+    first = play.json("log")[0]["id"]
+    play("fork", first[:8], "I walk around the cave.")
+    fork = play.json("log")[0]["id"]
+    play("delete", fork[:8])
+    line = play.fails("cascade", fork[:8], "--from", first[:8])
+    assert f"node {fork[:8]} (the fork) is no longer in the story's tree" in line
