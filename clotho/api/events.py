@@ -40,6 +40,7 @@ from mnemosyne.events import POLL_S, RECHECK_S, EventsRead
 
 from ._common import context
 from .deps import SessionDep
+from .turn_schemas import event_schema
 from .turns import LastEventId
 
 __all__ = ["Hub", "close_hub", "router"]
@@ -217,20 +218,12 @@ def _event(kind: str, version: int, data: dict[str, Any]) -> ServerSentEvent:
 
 
 def _schema(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": description,
-        "required": ["event", "data", "id"],
-        "properties": {
-            "event": {"const": name},
-            "data": {
-                "type": "string",
-                "contentMediaType": "application/json",
-                "contentSchema": {"type": "object", "properties": properties},
-            },
-            "id": {"type": "string", "description": "The session's version after it."},
-        },
-    }
+    return event_schema(
+        name,
+        description,
+        {"type": "object", "properties": properties},
+        numbered="The session's version after it.",
+    )
 
 
 _VERSION = {"version": {"type": "integer"}, "session_id": {"type": "string"}}

@@ -45,6 +45,7 @@ from .idempotency import REPLAYED_HEADER, request_hash
 from .problems import problem_of
 from .schemas import NodeOut, SessionOut
 from .turn_registry import Asked, Turn
+from .turn_schemas import event_schema
 from .turns import _accepts_events, _same_key
 
 if TYPE_CHECKING:
@@ -120,20 +121,7 @@ def _inline(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": description,
-        "required": ["event", "data", "id"],
-        "properties": {
-            "event": {"const": name},
-            "data": {
-                "type": "string",
-                "contentMediaType": "application/json",
-                "contentSchema": schema,
-            },
-            "id": {"type": "string", "description": "The event's number in the replay."},
-        },
-    }
+    return event_schema(name, description, schema, numbered="The event's number in the replay.")
 
 
 _TEXT = {

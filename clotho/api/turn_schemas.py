@@ -65,7 +65,17 @@ class TurnsOut(BaseModel):
     turns: list[TurnOut] = Field(description="Newest first.")
 
 
-def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+def event_schema(
+    name: str,
+    description: str,
+    data: dict[str, Any],
+    *,
+    numbered: str = "The event's number in the turn.",
+) -> dict[str, Any]:
+    """One server-sent event of a stream, as the OpenAPI document describes it: its
+    ``event`` name, its ``data`` (JSON of the schema ``data``) and its ``id``
+    (``numbered`` says what it counts). Turns, replays, cascades and a session's events
+    are described by it."""
     return {
         "type": "object",
         "description": description,
@@ -75,9 +85,9 @@ def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any
             "data": {
                 "type": "string",
                 "contentMediaType": "application/json",
-                "contentSchema": schema,
+                "contentSchema": data,
             },
-            "id": {"type": "string", "description": "The event's number in the turn."},
+            "id": {"type": "string", "description": numbered},
         },
     }
 
@@ -105,4 +115,6 @@ _EVENTS: list[tuple[str, str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 #: The ``text/event-stream`` of a turn (OpenAPI 3.2's ``itemSchema``: one item per event).
-EVENT_STREAM: dict[str, Any] = {"itemSchema": {"oneOf": [_event(*event) for event in _EVENTS]}}
+EVENT_STREAM: dict[str, Any] = {
+    "itemSchema": {"oneOf": [event_schema(*event) for event in _EVENTS]}
+}
