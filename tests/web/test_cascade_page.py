@@ -177,3 +177,53 @@ def test_a_cascade_running_is_followed_again_after_a_reload(
         MODEL.hold = False
         MODEL.release.set()
     expect(bar).to_contain_text("Done: the 5 messages of the old branch were played again")
+
+
+def test_switching_stories_leaves_the_cascade_running_and_coming_back_rejoins_it(
+    open_page: Callable[..., Any], api: httpx.Client, new_session: Callable[[str], str]
+) -> None:
+    sid = new_session("Cascade switched")
+    old = old_branch(api, sid)
+    other = new_session("Another story")
+    add(api, other, "user", "A quiet evening at the inn.")
+    page = open_page(sid, viewport={"width": 1280, "height": 800})
+    posted: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda request: (
+            posted.append(json.loads(request.post_data or "{}"))
+            if request.method == "POST" and request.url.endswith(f"/sessions/{sid}/cascade")
+            else None
+        ),
+    )
+    first = page.locator("article.message.user").first
+    expect(first.locator(".content")).to_have_text("I attack the goblin.")
+    first.locator("button.edit").click()
+    page.fill("#ask textarea[name=content]", "I wait in the dark.")
+    page.locator("#ask button", has_text="Fork only").click()
+    bar = page.locator("#cascade-bar")
+    MODEL.asked.clear()
+    MODEL.release.clear()
+    MODEL.hold = True
+    try:
+        bar.locator("button", has_text="Regenerate the rest of this branch").click()
+        assert MODEL.asked.wait(30)
+        expect(bar.locator(".cascade-step")).to_contain_text("Step 3 of 5: regenerating")
+        page.select_option("#session-select", other)  # the cascade runs on, unfollowed
+        expect(page.locator("article.message .content")).to_have_text(
+            ["A quiet evening at the inn."]
+        )
+        expect(bar).to_be_hidden()
+        running = api.get(f"/api/sessions/{sid}/cascades?status=running").json()["cascades"]
+        assert len(running) == 1
+        page.select_option("#session-select", sid)  # back: followed again
+        expect(bar.locator(".cascade-step")).to_contain_text("Step 3 of 5: regenerating")
+        bar.locator("button", has_text="Stop").click()  # this story's cascade, stopped
+        expect(bar).to_contain_text("Stopped at step 2 of 5: every step made is kept.")
+    finally:
+        MODEL.hold = False
+        MODEL.release.set()
+    bar.locator("button", has_text="Go on").click()
+    expect(bar).to_contain_text("Done: the 5 messages of the old branch were played again")
+    assert posted[-1]["to_id"] == old[-1]  # Go on keeps the old branch's leaf
+    assert api.get(f"/api/sessions/{other}/cascades").json()["cascades"] == []

@@ -5,8 +5,11 @@
 // stored, and Stop (DELETE .../cascades/{id}: the step running stops as a turn does,
 // every step made is kept). At the end, or when stopped, how the world state differs
 // from the old branch's (the outcome's divergence); stopped, "Go on" posts again, which
-// continues where it stopped. After a reload, a cascade still running is rejoined.
+// continues where it stopped, to the same leaf. After a reload, or back on its story, a
+// cascade still running is rejoined; switching to another story stops following it (it
+// runs on). Every path is built from the session the cascade belongs to.
 
+import { sessionPath } from "./api.js";
 import { t } from "./i18n.js";
 import { clear, el, valueView } from "./ui.js";
 
@@ -14,8 +17,9 @@ export class CascadeBar {
   constructor(app) {
     this.app = app;
     this.box = null; // the bar, made on first use
-    this.running = null; // {id, controller} while one is followed
+    this.running = null; // {sid, id, controller, ...} while one is followed
     this.request = null; // the body it was started with (Go on posts it again)
+    this.sid = null; // the session of `request`
   }
 
   /** The bar above the composer (made once). */
@@ -34,24 +38,38 @@ export class CascadeBar {
     }
   }
 
+  /** Another story is shown: stop following (the stream, not the cascade) and hide. */
+  leave() {
+    const run = this.running;
+    this.running = null;
+    this.request = null;
+    if (run) {
+      run.left = true;
+      run.controller.abort();
+    }
+    this.hide();
+  }
+
   /**
    * `original` (a player's message) was just edited as a fork: offer the cascade if its
    * old branch goes on below it. The fork is the message beside it on the path shown.
    */
   async offer(original) {
     const app = this.app;
+    const sid = app.sid;
     const shown = app.views.chat.story_?.nodes || [];
     const fork = shown.find((n) => n.parent_id === original.parent_id && n.id !== original.id);
     if (!fork || this.running) return;
     const query = new URLSearchParams({ node_id: fork.id, from_id: original.id });
     let plan;
     try {
-      plan = await app.api.get(app.path(`/cascade?${query}`));
+      plan = await app.api.get(sessionPath(sid, `/cascade?${query}`));
     } catch {
       return; // nothing below the original (invalid_cascade): nothing to offer
     }
-    if (plan.done >= plan.total) return;
-    this.request = { node_id: plan.fork_id, from_id: plan.original_id };
+    if (plan.done >= plan.total || app.sid !== sid || this.running) return;
+    this.sid = sid;
+    this.request = { node_id: plan.fork_id, from_id: plan.original_id, to_id: plan.leaf_id };
     const box = clear(this.bar());
     box.hidden = false;
     box.append(
@@ -68,26 +86,32 @@ export class CascadeBar {
   /** Post the cascade (again: it goes on where it stopped) and follow its events. */
   async start() {
     const app = this.app;
-    await this.follow((handlers) => app.api.stream(app.path("/cascade"), this.request || {}, { ifMatch: app.version, ...handlers }));
+    const sid = this.sid || app.sid;
+    const ifMatch = sid === app.sid ? app.version : undefined;
+    await this.follow(sid, (handlers) => app.api.stream(sessionPath(sid, "/cascade"), this.request || {}, { ifMatch, ...handlers }));
   }
 
-  /** After a reload: a cascade of this session still running is followed again. */
+  /** After a reload, or back on its story: a cascade of the session shown still running
+   * is followed again. */
   async rejoin() {
     const app = this.app;
-    if (this.running || !app.sid) return;
+    const sid = app.sid;
+    if (this.running || !sid) return;
     let found;
     try {
-      found = (await app.api.get(app.path("/cascades?status=running"))).cascades[0];
+      found = (await app.api.get(sessionPath(sid, "/cascades?status=running"))).cascades[0];
     } catch {
       return;
     }
-    if (!found) return;
-    this.request = { node_id: found.fork_id, from_id: found.original_id };
-    await this.follow((handlers) => app.api.stream(found.events, undefined, handlers), found);
+    if (!found || this.running || app.sid !== sid) return;
+    this.sid = sid;
+    this.request = { node_id: found.fork_id, from_id: found.original_id, to_id: found.leaf_id };
+    await this.follow(sid, (handlers) => app.api.stream(found.events, undefined, handlers), found);
   }
 
-  /** Draw the progress of the events `open(handlers)` reads, then the outcome. */
-  async follow(open, known = null) {
+  /** Draw the progress of the events `open(handlers)` reads (of session `sid`), then the
+   * outcome; nothing more once another story is shown (leave). */
+  async follow(sid, open, known = null) {
     const app = this.app;
     const box = clear(this.bar());
     box.hidden = false;
@@ -95,17 +119,19 @@ export class CascadeBar {
     const bar = el("progress", { max: known?.total || 1, value: known?.done || 0, "aria-label": t("cascade.title") });
     const stop = el("button", { type: "button", text: t("app.stop"), onclick: () => this.stop() });
     box.append(label, bar, el("div.cascade-buttons", {}, stop));
-    this.running = { id: known?.cascade_id || null, controller: new AbortController(), stopping: false, stop };
+    const run = { sid, id: known?.cascade_id || null, controller: new AbortController(), stopping: false, left: false, stop };
+    this.running = run;
     let last = null;
     try {
       last = await open({
-        signal: this.running.controller.signal,
+        signal: run.controller.signal,
         onEvent: (kind, data) => {
+          if (run.left) return;
           if (kind === "cascade") {
-            this.running.id = data.cascade_id;
+            run.id = data.cascade_id;
             bar.max = data.total;
             bar.value = data.done;
-            if (this.running.stopping) this.cancel(); // Stop pressed before it had an id
+            if (run.stopping) this.cancel(run); // Stop pressed before it had an id
           } else if (kind === "progress") {
             bar.max = data.total;
             const what = data.role === "assistant" ? t(data.generate ? "cascade.regenerating" : "cascade.copying_reply", { name: data.name || t("app.role_assistant") }) : t(data.role === "user" ? "cascade.copying_message" : "cascade.copying_system");
@@ -117,28 +143,30 @@ export class CascadeBar {
         },
       });
     } catch (error) {
-      if (error.name !== "AbortError") app.fail(error, t("cascade.refused"));
+      if (error.name !== "AbortError" && !run.left) app.fail(error, t("cascade.refused"));
     } finally {
-      this.running = null;
+      if (this.running === run) this.running = null;
     }
+    if (run.left) return; // another story is shown: its bar is not this one's
     await app.refresh();
     if (last?.kind === "outcome") this.outcome(last.data);
     else this.hide();
   }
 
   stop() {
-    if (!this.running || this.running.stopping) return;
-    this.running.stopping = true;
-    this.running.stop.disabled = true;
+    const run = this.running;
+    if (!run || run.stopping) return;
+    run.stopping = true;
+    run.stop.disabled = true;
     this.bar().querySelector(".cascade-step").textContent = t("cascade.stopping");
-    if (this.running.id) this.cancel();
+    if (run.id) this.cancel(run);
   }
 
-  async cancel() {
+  async cancel(run) {
     try {
-      await this.app.api.request("DELETE", this.app.path(`/cascades/${encodeURIComponent(this.running.id)}`));
+      await this.app.api.request("DELETE", sessionPath(run.sid, `/cascades/${encodeURIComponent(run.id)}`));
     } catch {
-      this.running?.controller.abort(); // another server process runs it: leave it
+      run.controller.abort(); // another server process runs it: leave it
     }
   }
 

@@ -95,9 +95,11 @@ class App {
     const known = session && listed();
     if (known && session !== this.sid) {
       this.sid = session;
+      this.cascade.leave(); // as choose() does
       this.version = null;
       for (const each of Object.values(this.views)) each.reset();
       this.stories.fillPicker();
+      this.cascade.rejoin();
       return this.showView(view, { push: false, node });
     }
     if (view !== this.view) return this.showView(view, { push: false, node });
@@ -205,12 +207,13 @@ class App {
 
   choose(sid) {
     this.sid = sid;
-    this.cascade.hide();
+    this.cascade.leave(); // the other story's cascade runs on, no longer followed here
     this.version = null;
     this.node = null;
     for (const view of Object.values(this.views)) view.reset();
     this.remember(true);
     this.refresh();
+    this.cascade.rejoin(); // this story's, if one runs
   }
 
   /**
