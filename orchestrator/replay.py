@@ -42,7 +42,7 @@ from .config import ModelConfig
 from .errors import TurnError
 from .gateway import Completion
 from .setup import TurnSetup
-from .trace import TraceBuilder
+from .trace import TraceBuilder, call_record, postprocess_record
 from .turn import Engine, OnEvent, TurnRequest, TurnResult, TurnState, load_anchor
 
 __all__ = [
@@ -529,39 +529,17 @@ def _document(
     trimming: the messages are the same) with this call's model, settings, answer and
     extraction."""
     document = copy.deepcopy(dict(stored))
-    config = builder.setup.model
     templates = dict(document.get("templates") or {})
     if extraction is not None:
         used = builder.setup.templates.used("extract")
         templates["extract"] = {"origin": used.origin, "blob": put_blob(used.source)}
-        postprocess: dict[str, Any] | None = {
-            "model": builder.setup.extractor.model,
-            "messages": extraction.messages,
-            "response_format": extraction.response_format,
-            **extraction.as_dict(),
-        }
-    elif completion.incomplete:
-        postprocess = {"skipped": "the reply is incomplete: no delta"}
-    else:
-        postprocess = None
     document.pop("continues", None)
     document.update(
         {
             "kind": "replay",
-            "model": config.model,
-            "api_base": config.api_base,
-            "params": dict(config.params),
-            "usage": completion.usage,
-            "latency_ms": round(completion.latency_ms, 2),
-            "first_token_ms": None
-            if completion.first_token_ms is None
-            else round(completion.first_token_ms, 2),
-            "finish_reason": completion.finish_reason,
-            "incomplete": completion.incomplete,
-            "stopped_by": completion.stopped_by,
-            "reasoning": completion.reasoning or None,
+            **call_record(builder.setup, completion),
             "templates": templates,
-            "postprocess": postprocess,
+            "postprocess": postprocess_record(builder.setup, completion, extraction),
             "delta": delta,
             "replay": builder.record,
         }

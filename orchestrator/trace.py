@@ -17,7 +17,7 @@ from prompts import PlacedNote
 from .gateway import Completion
 from .setup import TurnSetup
 
-__all__ = ["TRACE_VERSION", "TraceBuilder"]
+__all__ = ["TRACE_VERSION", "TraceBuilder", "call_record", "postprocess_record"]
 
 TRACE_VERSION = 1
 
@@ -74,31 +74,10 @@ class TraceBuilder:
         for name in self.templates:
             used = self.setup.templates.used(name)
             templates[name] = {"origin": used.origin, "blob": put_blob(used.source)}
-        postprocess: dict[str, Any] | None = None
-        if extraction is not None:
-            postprocess = {
-                "model": self.setup.extractor.model,
-                "messages": extraction.messages,
-                "response_format": extraction.response_format,
-                **extraction.as_dict(),
-            }
-        elif completion.incomplete:
-            postprocess = {"skipped": "the reply is incomplete: no delta"}
         return {
             "version": TRACE_VERSION,
             "kind": self.kind,
-            "model": self.setup.model.model,
-            "api_base": self.setup.model.api_base,
-            "params": dict(self.setup.model.params),
-            "usage": completion.usage,
-            "latency_ms": round(completion.latency_ms, 2),
-            "first_token_ms": None
-            if completion.first_token_ms is None
-            else round(completion.first_token_ms, 2),
-            "finish_reason": completion.finish_reason,
-            "incomplete": completion.incomplete,
-            "stopped_by": completion.stopped_by,
-            "reasoning": completion.reasoning or None,
+            **call_record(self.setup, completion),
             "planner": plan.as_dict(),
             "lore": [{**hit.as_dict(), "content": put_blob(hit.content)} for hit in retrieval.hits],
             "lore_skipped": retrieval.skipped,
@@ -111,6 +90,41 @@ class TraceBuilder:
             "author_note": None
             if self.author_note is None
             else {**self.author_note.as_dict(), "text": put_blob(self.author_note.text)},
-            "postprocess": postprocess,
+            "postprocess": postprocess_record(self.setup, completion, extraction),
             "delta": delta,
         }
+
+
+def call_record(setup: TurnSetup, completion: Completion) -> dict[str, Any]:
+    """What a trace tells of the model call: the model, its server and settings, and
+    how the call went (usage, times, why it ended, the reasoning)."""
+    return {
+        "model": setup.model.model,
+        "api_base": setup.model.api_base,
+        "params": dict(setup.model.params),
+        "usage": completion.usage,
+        "latency_ms": round(completion.latency_ms, 2),
+        "first_token_ms": None
+        if completion.first_token_ms is None
+        else round(completion.first_token_ms, 2),
+        "finish_reason": completion.finish_reason,
+        "incomplete": completion.incomplete,
+        "stopped_by": completion.stopped_by,
+        "reasoning": completion.reasoning or None,
+    }
+
+
+def postprocess_record(
+    setup: TurnSetup, completion: Completion, extraction: Extraction | None
+) -> dict[str, Any] | None:
+    """What a trace tells of the state extraction: its call, or why there was none."""
+    if extraction is not None:
+        return {
+            "model": setup.extractor.model,
+            "messages": extraction.messages,
+            "response_format": extraction.response_format,
+            **extraction.as_dict(),
+        }
+    if completion.incomplete:
+        return {"skipped": "the reply is incomplete: no delta"}
+    return None
