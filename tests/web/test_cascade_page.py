@@ -218,6 +218,7 @@ def test_switching_stories_leaves_the_cascade_running_and_coming_back_rejoins_it
         assert len(running) == 1
         page.select_option("#session-select", sid)  # back: followed again
         expect(bar.locator(".cascade-step")).to_contain_text("Step 3 of 5: regenerating")
+        screenshot(page, "cascade-rejoined")
         bar.locator("button", has_text="Stop").click()  # this story's cascade, stopped
         expect(bar).to_contain_text("Stopped at step 2 of 5: every step made is kept.")
     finally:
