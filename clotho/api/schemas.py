@@ -134,7 +134,9 @@ class TurnBody(BaseModel):
         default=None, description="say/edit: the player's message."
     )
     node_id: NodeRef | None = Field(
-        default=None, description="reroll: the reply (default HEAD); edit: the player's message."
+        default=None,
+        description="reroll: the reply (default HEAD); edit: the player's message; reply: "
+        "the message a character answers below (default HEAD).",
     )
     speaker: Annotated[str | None, Field(min_length=1, max_length=200)] = Field(
         default=None,
