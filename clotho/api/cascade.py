@@ -44,6 +44,7 @@ from .context import ApiContext, check_version
 from .deps import ContextDep, IfMatch, SessionDep
 from .problems import ApiError, Problem, problem_of
 from .turn_registry import Asked, Turn, TurnStatus
+from .turn_schemas import event_schema
 from .turns import LastEventId
 
 if TYPE_CHECKING:
@@ -242,17 +243,7 @@ _REF = "#/components/schemas/"
 
 
 def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    data = {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
-    return {
-        "type": "object",
-        "description": description,
-        "required": ["event", "data", "id"],
-        "properties": {
-            "event": {"const": name},
-            "data": data,
-            "id": {"type": "string", "description": "The event's number in the cascade."},
-        },
-    }
+    return event_schema(name, description, schema, numbered="The event's number in the cascade.")
 
 
 _EVENTS = [
