@@ -42,10 +42,10 @@ from mnemosyne.edits import NodeRef
 
 from .context import ApiContext, check_version
 from .deps import ContextDep, IfMatch, SessionDep
-from .problems import ApiError, Problem, problem_of
+from .problems import Problem, problem_of
 from .turn_registry import Asked, Turn, TurnStatus
 from .turn_schemas import event_schema
-from .turns import LastEventId
+from .turns import LastEventId, known_turn
 
 if TYPE_CHECKING:
     from mnemosyne import Node
@@ -135,15 +135,7 @@ def _status(turn: Turn) -> dict[str, Any]:
 
 
 def _known(ctx: ApiContext, session_id: str, cascade_id: str) -> Turn:
-    turn = ctx.cascades.get(session_id, cascade_id)
-    if turn is None:
-        raise ApiError(
-            404,
-            "unknown_turn",
-            f"no cascade {cascade_id} in session {session_id} on this server (they are "
-            "kept an hour after they end)",
-        )
-    return turn
+    return known_turn(ctx.cascades, session_id, cascade_id, "cascade")
 
 
 def _known_cascade(session: SessionDep, turn_id: str, ctx: ContextDep) -> Turn:

@@ -122,20 +122,21 @@ def _status(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _known(registry: TurnRegistry, session_id: str, turn_id: str) -> Turn:
+def known_turn(registry: TurnRegistry, session_id: str, turn_id: str, what: str = "turn") -> Turn:
+    """A turn (or a cascade: ``what``) of ``registry``; an unknown one is a 404."""
     turn = registry.get(session_id, turn_id)
     if turn is None:
         raise ApiError(
             404,
             "unknown_turn",
-            f"no turn {turn_id} in session {session_id} on this server (turns are kept "
+            f"no {what} {turn_id} in session {session_id} on this server (they are kept "
             "an hour after they end)",
         )
     return turn
 
 
 def _turn(session: SessionDep, turn_id: str, registry: Registry) -> Turn:
-    return _known(registry, session.id, turn_id)
+    return known_turn(registry, session.id, turn_id)
 
 
 KnownTurn = Annotated[Turn, Depends(_turn)]
