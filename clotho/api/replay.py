@@ -46,7 +46,7 @@ from .problems import problem_of
 from .schemas import NodeOut, SessionOut
 from .turn_registry import Asked, Turn
 from .turn_schemas import event_schema
-from .turns import _accepts_events, _same_key
+from .turns import accepts_events, same_key
 
 if TYPE_CHECKING:
     from mnemosyne import Store
@@ -169,7 +169,7 @@ async def _start(
 ) -> _Started:
     """The replay checked and started, before its answer streams: every refusal is a
     status. A retry with the Idempotency-Key of a replay running or played lately follows
-    that replay (as a turn's does: :func:`clotho.api.turns._same_key`); of one this
+    that replay (as a turn's does: :func:`clotho.api.turns.same_key`); of one this
     process has forgotten, gets the ``done`` the key stored."""
     from orchestrator.replay import prepare_replay
 
@@ -178,7 +178,7 @@ async def _start(
     digest = request_hash(request, body.model_dump_json())
     asked = _asked(node_id, digest)
     if key is not None:  # before If-Match: a retry naming its old version gets its answer
-        known = _same_key(ctx.replays, session.id, key, asked)
+        known = same_key(ctx.replays, session.id, key, asked)
         stored = None
         if known is None:
             stored = await run_in_threadpool(ctx.store.remembered, session.id, key, digest)
@@ -193,7 +193,7 @@ async def _start(
         lambda: prepare_replay(engine, session.id, node_id, changes, n=body.n)
     )
     if key is not None:  # another request with the key may have started it meanwhile
-        known = _same_key(ctx.replays, session.id, key, asked)
+        known = same_key(ctx.replays, session.id, key, asked)
         if known is not None:
             response.status_code = 200
             response.headers[REPLAYED_HEADER] = "true"
@@ -259,7 +259,7 @@ def _sse(name: str, data: dict[str, Any], number: int) -> ServerSentEvent:
     summary="Replay a reply with something changed (A/B)",
     status_code=201,
     response_class=EventSourceResponse,
-    dependencies=[Depends(_accepts_events)],
+    dependencies=[Depends(accepts_events)],
     responses={
         201: _STREAM,
         200: {**_STREAM, "description": "The replay this Idempotency-Key made: its `done`."},

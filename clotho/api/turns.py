@@ -59,7 +59,7 @@ from .turn_schemas import EVENT_STREAM, TurnOut, TurnsOut
 if TYPE_CHECKING:
     from orchestrator import Engine, TurnRequest, TurnResult
 
-__all__ = ["router"]
+__all__ = ["accepts_events", "known_turn", "router", "same_key"]
 
 router = APIRouter(tags=["playing"])
 #: The longest ``GET .../turns/{turn_id}?wait=`` (seconds).
@@ -185,7 +185,7 @@ def _prepare(ctx: ApiContext, session: Session, body: TurnBody, engine: Engine) 
     return request
 
 
-def _accepts_events(
+def accepts_events(
     accept: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> None:
     """Refuse (406) a client that takes no event stream (a turn answers with one)."""
@@ -223,7 +223,7 @@ async def _start(
     await request.app.state.warmup.wait()  # a server just started: what it is loading
     session = await run_in_threadpool(ctx.store.session, session_id)
     if key is not None:  # before If-Match: a retry naming its old version gets its turn
-        known = _same_key(registry, session.id, key, asked)
+        known = same_key(registry, session.id, key, asked)
         if known is not None:
             response.status_code = 200
             response.headers["Location"] = _path(known)
@@ -232,7 +232,7 @@ async def _start(
     engine = await ctx.engine(session.id)
     turn_request = await run_in_threadpool(_prepare, ctx, session, body, engine)
     if key is not None:  # another request with the key may have started it meanwhile
-        known = _same_key(registry, session.id, key, asked)
+        known = same_key(registry, session.id, key, asked)
         if known is not None:
             response.status_code = 200
             response.headers["Location"] = _path(known)
@@ -249,7 +249,7 @@ async def _start(
     return turn
 
 
-def _same_key(registry: TurnRegistry, session_id: str, key: str, asked: Asked) -> Turn | None:
+def same_key(registry: TurnRegistry, session_id: str, key: str, asked: Asked) -> Turn | None:
     """The turn this key started, if this process still knows it (a turn that failed
     stored nothing: its key may start the turn again).
 
@@ -364,7 +364,7 @@ _EVENTS_RESPONSE = {
     summary="Play a turn (its events streamed)",
     status_code=201,
     response_class=EventSourceResponse,
-    dependencies=[Depends(_accepts_events)],
+    dependencies=[Depends(accepts_events)],
     responses={
         201: _EVENTS_RESPONSE,
         200: {
