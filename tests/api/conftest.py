@@ -55,3 +55,17 @@ def make_client(store: Store, tmp_path: Path) -> Iterator[Callable[..., TestClie
 @pytest.fixture
 def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
+
+
+async def _stream_ends(*_args: Any) -> bool:
+    """In place of clotho.api.events._wait: the stream of events ends after its first
+    events (a test client sends no http.disconnect before a response completes, so a
+    stream that waits for changes would never end, or only at its recheck)."""
+    return True
+
+
+@pytest.fixture
+def events_end_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's stream of events (GET .../events) sends what it has and ends, for
+    tests that read every route through a client that cannot leave a stream."""
+    monkeypatch.setattr("clotho.api.events._wait", _stream_ends)

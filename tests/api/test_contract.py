@@ -381,19 +381,11 @@ class Requests:
         yield {}  # nothing to undo, not in the trash...
 
 
-async def _stream_ends(*_args: Any) -> bool:
-    """In place of clotho.api.events._wait: the stream of events ends after its first
-    events (TestClient sends no http.disconnect before a response completes, so a stream
-    that waits for changes would never end)."""
-    return True
-
-
 def test_every_status_an_operation_declares_can_happen(
     contract_app: Callable[..., tuple[TestClient, Contract]],
     serve: Callable[..., ModelServer],
-    monkeypatch: pytest.MonkeyPatch,
+    events_end_at_once: None,
 ) -> None:
-    monkeypatch.setattr("clotho.api.events._wait", _stream_ends)
     client, contract = contract_app(serve(lambda request: "The gate creaks open."))
     bare, _ = contract_app()
     requests = Requests(client, bare, contract.document)
