@@ -338,6 +338,13 @@ def test_mute_talkativeness_the_speaker_order_and_remove_from_the_panel(
     expect(page.locator("article.message")).to_have_count(2)
 
 
+def pictures_settled(page: Any) -> None:
+    """Every picture the page asked for has come or failed, and what it does on either
+    has run (the page's stream of live events never lets the network idle)."""
+    page.wait_for_function("[...document.images].every((image) => image.complete)")
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+
+
 def test_each_member_shows_its_own_picture_or_its_initial(
     open_page: Callable[..., Any], api: httpx.Client
 ) -> None:
@@ -359,7 +366,7 @@ def test_each_member_shows_its_own_picture_or_its_initial(
     expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
     greeting = page.locator("article.message.assistant").first
     expect(greeting.locator(".avatar img")).to_have_count(1)
-    page.wait_for_load_state("networkidle")
+    pictures_settled(page)
     expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
     # The new-story picker: the story's card is its first member's, with her picture.
     stored = page.locator(f'#new-story li.story-card[data-key="stored:{sid}"]')
@@ -373,7 +380,7 @@ def test_each_member_shows_its_own_picture_or_its_initial(
     page.locator("#ask button", has_text="Remove").click()
     expect(page.locator("#cast-panel li.cast-member")).to_have_count(2)
     expect(member(page, "Marla").locator(".cast-state")).to_contain_text("main character")
-    page.wait_for_load_state("networkidle")  # every picture asked for has come
+    pictures_settled(page)  # every picture asked for has come
     expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
     expect(member(page, "Marla").locator(".avatar img")).to_have_count(0)
     expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
@@ -381,13 +388,13 @@ def test_each_member_shows_its_own_picture_or_its_initial(
     screenshot(page, "cast-own-pictures")
     page.reload()
     expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
-    page.wait_for_load_state("networkidle")
+    pictures_settled(page)
     expect(member(page, "Marla").locator(".avatar")).to_have_text("M")
     expect(member(page, "Bram").locator(".avatar img")).to_have_count(1)
     expect(page.locator("article.message.assistant .avatar img")).to_have_count(0)
     page.locator("#new-session").click()
     expect(stored).to_contain_text("Marla")
-    page.wait_for_load_state("networkidle")
+    pictures_settled(page)
     expect(stored.locator(".avatar")).to_have_text("M")  # not Bram's face
 
 
