@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
+
+from clotho.cli import app
 
 CLOTHO = shutil.which("clotho", path=str(Path(sys.executable).parent)) or "clotho"
 
@@ -48,6 +51,27 @@ class Run:
             assert len(lines) == 1, done.stderr
             return lines[0]
         return done.stderr
+
+
+class InProcess(Run):
+    """``clotho`` run in this process (Typer's runner) as :class:`Run` runs it: the same
+    database, home and answers, without a process's start-up (a test of many commands)."""
+
+    def __init__(self, url: str, home: Path) -> None:
+        super().__init__(url, home)
+        self.invoke_env: dict[str, str | None] = {
+            "CLOTHO_DATABASE_URL": url,
+            "HOME": str(home),
+            "XDG_DATA_HOME": str(home / "data"),
+            "NO_COLOR": "1",
+            "CLOTHO_SESSION": None,
+        }
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, code: int = 0) -> Any:
+        done = self.runner.invoke(app, list(args), env=self.invoke_env, prog_name="clotho")
+        assert done.exit_code == code, (args, done.exit_code, done.stdout, done.stderr)
+        return done
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    return Run(database_url, tmp_path / "home")
+    return InProcess(database_url, tmp_path / "home")
 
 
 def test_tags_and_branches_from_the_command_line(run: Run) -> None:
