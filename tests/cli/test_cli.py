@@ -76,6 +76,13 @@ class InProcess(Run):
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
+    """``clotho`` in this process (a test of many commands); :func:`process` runs it as
+    a player does."""
+    return InProcess(database_url, tmp_path / "home")
+
+
+@pytest.fixture
+def process(database_url: str, tmp_path: Path) -> Run:
     return Run(database_url, tmp_path / "home")
 
 
@@ -84,7 +91,8 @@ def run_sqlite(tmp_path: Path) -> Run:
     return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
 
 
-def test_a_campaign_by_hand(run: Run) -> None:
+def test_a_campaign_by_hand(process: Run) -> None:
+    run = process
     session = run.json("session", "new", "--title", "Goblins")
     assert (session["title"], session["head_id"], session["version"]) == ("Goblins", None, 0)
     system = run.json("add", "system", "You narrate.")
