@@ -17,7 +17,7 @@ import pytest
 
 from orchestrator.loopback import ModelServer, Reply
 
-from .test_cli import CLOTHO, Run
+from .test_cli import CLOTHO, InProcess, Run
 
 CAMPAIGN = """
 title = "The Goblin Cave"
@@ -67,7 +67,9 @@ def model(story: Story) -> Iterator[ModelServer]:
 
 @pytest.fixture
 def play(database_url: str, tmp_path: Path, model: ModelServer) -> Run:
-    run = Run(database_url, tmp_path / "home")
+    """clotho on a campaign's session, run in this process (the cascade stopped by
+    Ctrl+C runs in its own)."""
+    run = InProcess(database_url, tmp_path / "home")
     folder = tmp_path / "campaign"
     folder.mkdir()
     (folder / "campaign.toml").write_text(CAMPAIGN)

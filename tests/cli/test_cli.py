@@ -59,17 +59,11 @@ class InProcess(Run):
 
     def __init__(self, url: str, home: Path) -> None:
         super().__init__(url, home)
-        self.invoke_env: dict[str, str | None] = {
-            "CLOTHO_DATABASE_URL": url,
-            "HOME": str(home),
-            "XDG_DATA_HOME": str(home / "data"),
-            "NO_COLOR": "1",
-            "CLOTHO_SESSION": None,
-        }
         self.runner = CliRunner()
 
     def __call__(self, *args: str, code: int = 0) -> Any:
-        done = self.runner.invoke(app, list(args), env=self.invoke_env, prog_name="clotho")
+        env: dict[str, str | None] = {**self.env, "CLOTHO_SESSION": None}
+        done = self.runner.invoke(app, list(args), env=env, prog_name="clotho")
         assert done.exit_code == code, (args, done.exit_code, done.stdout, done.stderr)
         return done
 
