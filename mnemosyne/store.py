@@ -1338,15 +1338,13 @@ class Store:
             under_pk = None
             if record is not None and under is not None:
                 under_pk = q.resolve_node(conn, record, under)[0]
-            # one session's path comes from (and stays in) the cache: its player reads
-            # it too; a search of every session reads theirs without keeping them
-            keys = proj.path_keys if record is not None else proj.path_keys_unkept
             records: dict[int, q.SessionRecord] = {} if record is None else {record.pk: record}
             trunk_keys = None
             if trunk:
                 if record is None:
                     live = conn.execute(q.sessions_query(False))
                     records = {found.pk: found for found in map(q.record_from_row, live)}
+                keys = self._trunk_reader(len(records))
                 trunk_keys = frozenset(
                     key
                     for found in records.values()
@@ -1364,10 +1362,21 @@ class Store:
             if trunk_keys is not None:  # every hit is on it: no second walk
                 return [search.hit_from_row(row, parsed.words, trunk_keys) for row in rows]
             trunks: dict[int, frozenset[int]] = {}
-            for session_pk, sid in {(row[8], row[2]) for row in rows}:
+            hit = {(row[8], row[2]) for row in rows}
+            keys = self._trunk_reader(len(hit))
+            for session_pk, sid in hit:
                 found = records.get(session_pk) or q.session_record(conn, sid)
                 trunks[session_pk] = frozenset(keys(conn, self.paths, found, found.head_pk))
             return [search.hit_from_row(row, parsed.words, trunks[row[8]]) for row in rows]
+
+    def _trunk_reader(self, sessions: int) -> Callable[..., tuple[int, ...]]:
+        """How a search reads the paths root -> HEAD of ``sessions`` sessions: through
+        the path cache (kept for the next search, and for their players) while they are
+        few; past half of what the cache holds, without keeping them, which would push
+        out the paths of the sessions being played."""
+        if sessions <= self.paths.max_sessions // 2:
+            return proj.path_keys
+        return proj.path_keys_unkept
 
     # -- one-operation writes -------------------------------------------------------------
 

@@ -567,6 +567,21 @@ def test_random_writes_and_searches_keep_the_index_whole(store: Store) -> None:
     _index_is_whole(store)
 
 
+def test_a_search_of_a_few_sessions_keeps_their_paths_for_the_next(store: Store) -> None:
+    """A search whose hits are in a few sessions (at most half of what the cache keeps)
+    reads their paths through the cache: the next search walks none again."""
+    for i in range(3):
+        sid = store.create_session().id
+        store.append(sid, "user", f"The lamp {i} is lit.")
+    store.search("lamp")
+    misses, hits = store.paths.misses, store.paths.hits
+    for _ in range(2):
+        assert all(hit.on_trunk for hit in store.search("lamp"))
+        assert len(store.search("lamp", trunk=True)) == 3
+    assert store.paths.misses == misses
+    assert store.paths.hits == hits + 4 * 3  # each search read the 3 paths kept
+
+
 def test_a_search_across_sessions_leaves_the_path_cache_as_it_was(store: Store) -> None:
     """More sessions than the cache keeps, each with a hit: searching them all (on the
     trunk or not) stores none of their paths, so the one a player reads stays kept."""
