@@ -49,12 +49,19 @@ __all__ = [
     "CascadePlan",
     "CascadeStep",
     "plan_cascade",
+    "regenerates",
 ]
 
 #: The metadata key of a node a cascade made: ``{"from": original id, "of": old id}``.
 CASCADE = "cascade"
 #: Metadata of an old node that refers to other nodes of its branch: not copied.
 _BRANCH_BOUND = (CASCADE, "summary_through", "recaps", "continues")
+
+
+def regenerates(node: Node) -> bool:
+    """A cascade generates ``node``'s mirror again (an enabled reply); any other node
+    it copies."""
+    return node.role == "assistant" and node.enabled
 
 
 class CascadeError(OrchestratorError, ValueError):
@@ -364,7 +371,7 @@ class Cascade:
             old = plan.old[number - 1]
             if on_begin is not None:
                 on_begin(number, plan.total, old)
-            generate = old.role == "assistant" and old.enabled
+            generate = regenerates(old)
             if generate:
                 new = await self._reply(plan, tip, old, cast, on_event)
             else:

@@ -157,8 +157,10 @@ async def _run(ctx: ApiContext, turn: Turn, runner: Cascade, body: CascadeBody) 
     def on_event(kind: str, text: str) -> None:
         turn.publish("status" if kind == "progress" else kind, {"text": text})
 
+    from orchestrator.cascade import regenerates
+
     def begun(number: int, total: int, old: Node) -> None:
-        generate = old.role == "assistant" and old.enabled
+        generate = regenerates(old)
         turn.publish(
             "progress",
             {"step": number, "total": total, "old_id": old.id, "role": old.role,

@@ -76,8 +76,10 @@ class _Shown:
             self.progress.stop()
 
     def begin(self, number: int, total: int, old: Node) -> None:
+        from orchestrator.cascade import regenerates
+
         if self.progress is not None:
-            verb = "regenerating" if old.role == "assistant" and old.enabled else "copying"
+            verb = "regenerating" if regenerates(old) else "copying"
             self.progress.update(self.task, description=f"{verb} {_what(old)}")
 
     def made(self, step: CascadeStep) -> None:
