@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from clotho.cast import add_member, scene_change, written_card
-from clotho.cli import app
 from clotho.cli.playcommands import COMMANDS
 from clotho.cli.playinput import completions
 from clotho.cli.playscreen import ChatScreen
@@ -26,42 +24,13 @@ from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA, SERAPHINA
 
 from .terminal import Terminal
-from .test_cli import Run
+from .test_cli import InProcess, Run
 from .test_play import played
-
-
-class InProcess:
-    """``clotho`` run in this process (Typer's runner) against one SQLite database."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.env = {
-            "CLOTHO_DATABASE_URL": f"sqlite:///{tmp_path / 'cast.db'}",
-            "HOME": str(tmp_path / "home"),
-            "XDG_DATA_HOME": str(tmp_path / "home" / "data"),
-            "CLOTHO_SESSION": "",
-            "NO_COLOR": "1",
-        }
-        self.runner = CliRunner()
-
-    def __call__(self, *args: str, code: int = 0) -> Result:
-        done = self.runner.invoke(app, list(args), env=self.env, prog_name="clotho")
-        assert done.exit_code == code, (args, done.exit_code, done.stdout, done.stderr)
-        return done
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self("--json", *args).stdout)
-
-    def fails(self, *args: str, code: int = 1) -> str:
-        """The one line on stderr of a refused command."""
-        done = self(*args, code=code)
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 or code == 2, done.stderr
-        return lines[0] if code != 2 else done.stderr
 
 
 @pytest.fixture
 def clotho(tmp_path: Path) -> InProcess:
-    return InProcess(tmp_path)
+    return InProcess.on_sqlite(tmp_path)
 
 
 def test_the_cast_commands_and_their_refusals(clotho: InProcess, tmp_path: Path) -> None:

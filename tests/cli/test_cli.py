@@ -61,6 +61,11 @@ class InProcess(Run):
         super().__init__(url, home)
         self.runner = CliRunner()
 
+    @classmethod
+    def on_sqlite(cls, folder: Path) -> InProcess:
+        """One on a SQLite database of its own in ``folder``."""
+        return cls(f"sqlite:///{folder / 'cli.db'}", folder / "home")
+
     def __call__(self, *args: str, code: int = 0) -> Any:
         env: dict[str, str | None] = {**self.env, "CLOTHO_SESSION": None}
         done = self.runner.invoke(app, list(args), env=env, prog_name="clotho")

@@ -9,12 +9,12 @@ import pytest
 from clotho.cli.search import hit_line
 from mnemosyne import Store
 
-from .test_cast_cli import InProcess
+from .test_cli import InProcess
 
 
 @pytest.fixture
 def clotho(tmp_path: Path) -> InProcess:
-    return InProcess(tmp_path)
+    return InProcess.on_sqlite(tmp_path)
 
 
 def _story(clotho: InProcess) -> dict[str, str]:

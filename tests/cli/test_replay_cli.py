@@ -13,7 +13,7 @@ import pytest
 from mnemosyne import Store
 from orchestrator.loopback import ModelServer, Reply
 
-from .test_cast_cli import InProcess
+from .test_cli import InProcess
 
 NOTHING = '{"operations": []}'
 
@@ -34,7 +34,7 @@ def home(serve: Callable[..., ModelServer]) -> ModelServer:
 
 @pytest.fixture
 def clotho(tmp_path: Path, home: ModelServer) -> InProcess:
-    runner = InProcess(tmp_path)
+    runner = InProcess.on_sqlite(tmp_path)
     runner.env.update(
         {
             "CLOTHO_MODEL": "openai/gm",
@@ -134,7 +134,7 @@ def test_replay_prints_its_warnings(tmp_path: Path, serve: Callable[..., ModelSe
         return "not json" if "response_format" in request else answers(request)
 
     server = serve(unreadable)
-    clotho = InProcess(tmp_path)
+    clotho = InProcess.on_sqlite(tmp_path)
     clotho.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": server.url})
     clotho.env.update({"CLOTHO_API_KEY": "x", "CLOTHO_CONFIG_DIR": str(tmp_path / "config")})
     clotho("session", "new", "--title", "Warnings")
