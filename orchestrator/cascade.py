@@ -158,7 +158,6 @@ class CascadeOutcome:
 
     plan: CascadePlan
     made: list[CascadeStep] = field(default_factory=list)
-    stopped: bool = False
     old_id: str = ""
     new_id: str = ""
     divergence: dict[str, list[Any]] = field(default_factory=dict)
@@ -170,6 +169,11 @@ class CascadeOutcome:
     @property
     def complete(self) -> bool:
         return self.done == self.plan.total
+
+    @property
+    def stopped(self) -> bool:
+        """The run ended before the cascade's last step."""
+        return not self.complete
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -391,8 +395,7 @@ class Cascade:
         new_id = made[-1].new.id if made else plan.tip
         old_id = plan.old[done - 1].id if done else plan.original.id
         divergence = self.store.diff(plan.session_id, old_id, new_id)
-        stopped = done < plan.total
-        return CascadeOutcome(plan, made, stopped, old_id, new_id, divergence)
+        return CascadeOutcome(plan, made, old_id, new_id, divergence)
 
     async def _reply(
         self, plan: CascadePlan, tip: str, old: Node, cast: bool, on_event: OnEvent | None
