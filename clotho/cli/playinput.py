@@ -283,8 +283,9 @@ def prompt_session(
 
 def _capped_history(path: Path) -> History:
     """prompt_toolkit's history file, which only grows, kept to its newest
-    :data:`HISTORY_LIMIT` lines: rewritten (whole, then renamed over) when it is loaded
-    holding more."""
+    :data:`HISTORY_LIMIT` lines: rewritten (whole, in prompt_toolkit's own format, then
+    renamed over) when it is loaded holding more. The class is made here, not at import:
+    prompt_toolkit is imported only when a terminal asks for it."""
     from prompt_toolkit.history import FileHistory
 
     class CappedFileHistory(FileHistory):
@@ -293,13 +294,10 @@ def _capped_history(path: Path) -> History:
             if len(newest_first) > HISTORY_LIMIT:
                 del newest_first[HISTORY_LIMIT:]
                 kept = path.with_name(path.name + ".tmp")
-                kept.write_text(
-                    "".join(
-                        "\n#\n" + "".join(f"+{line}\n" for line in text.split("\n"))
-                        for text in reversed(newest_first)
-                    ),
-                    encoding="utf-8",
-                )
+                kept.unlink(missing_ok=True)
+                writer = FileHistory(kept)
+                for text in reversed(newest_first):
+                    writer.store_string(text)
                 kept.replace(path)
             return newest_first
 
