@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["grep", "hit_line"]
 
-#: White space shown as one space in a snippet (one character for one: offsets hold).
-_FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "})
+#: Control characters (white space, escape sequences' start, DEL, C1) shown as one space
+#: in a snippet: one character for one, so the match offsets hold.
+_FLAT = str.maketrans(dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], " "))
 
 
 def _bolded(text: str, matches: tuple[tuple[int, int], ...]) -> str:

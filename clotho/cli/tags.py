@@ -20,7 +20,7 @@ from mnemosyne.refs import RefView
 
 from . import render
 from ._app import Cli, app, command
-from .cells import clip, terminal_width
+from .cells import clean, clip, terminal_width
 from .style import out, paint
 from .tree import ExpectVersion
 
@@ -45,7 +45,7 @@ def _line(ref: RefView, width: int | None, pad: int) -> str:
     where = "" if ref.place == "tree" else f"  in the {ref.place}"
     head = "  (HEAD)" if ref.at_head else ""
     lead = f"{ref.name:<{pad}}  {ref.kind:<6}  {render.short(ref.node_id)}  "
-    text = " ".join(ref.content.split()) or "(empty)"
+    text = " ".join(clean(ref.content).split()) or "(empty)"
     room = None if width is None else max(20, width - len(lead) - len(where) - len(head))
     shown = text if room is None else clip(text, room)
     return (

@@ -124,3 +124,17 @@ def test_a_clipped_hit_line_bolds_the_words_it_keeps_not_the_ellipsis(
     assert line.endswith("\x1b[1mwyver\x1b[0m…")
     line = hit_line(hit, width=lead + 34, with_session=False)  # the cut: "wy…"
     assert line.endswith("\x1b[1mwy\x1b[0m…")
+
+
+def test_a_hit_line_prints_no_control_character_and_keeps_its_offsets() -> None:
+    from datetime import UTC, datetime
+
+    from mnemosyne import SearchHit
+
+    text = "\x1b]0;pwned\x07\x1b[2J a wyvern\x7f\x9b!"
+    start = text.index("wyvern")
+    hit = SearchHit("ab" * 16, "cd" * 16, "user", None, text, ((start, start + 6),), True,
+                    True, datetime.now(UTC))  # fmt: skip
+    line = hit_line(hit, width=None, with_session=False)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line)
+    assert line.endswith(" ]0;pwned  [2J a wyvern  !")  # one space for one control

@@ -72,3 +72,12 @@ def test_tags_and_branches_from_the_command_line(run: Run) -> None:
         ("first-meeting", ids[1]),
         ("seraphina", ids[3]),
     ]
+
+
+def test_a_tag_list_prints_no_escape_sequence(run: Run) -> None:
+    run("session", "new", "--title", "Escapes")
+    run("add", "user", "\x1b]0;pwned\x07Hello\x1b[2J there.")
+    run("tag", "@", "hello")
+    listed = run("tags").stdout
+    assert "\x1b" not in listed and "\x07" not in listed
+    assert "Hello there." in listed
