@@ -72,7 +72,7 @@ def name_node(
     force: bool = False,
     expected_version: int | None = None,
 ) -> tuple[EditResult, Session]:
-    """Name node ``ref`` in one transaction, one undo step (see :func:`put`)."""
+    """Name node ``ref`` in one transaction, one undo step (see :func:`mnemosyne._refs.put`)."""
     with store.transaction(session_id, expected_version=expected_version) as tx:
         result = tx.name_node(name, kind, ref, force=force)
     return result, tx.session
