@@ -32,7 +32,7 @@ mirror (``Store.diff``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mnemosyne import Node, Store
@@ -278,7 +278,7 @@ def plan_cascade(
             )
     if leaf is None:
         end = original_node
-        while end.active_child_id is not None and end.active_child_id in by_id:
+        while end.active_child_id in by_id:
             end = by_id[end.active_child_id]
         leaf_id = end.id
     else:
@@ -296,7 +296,7 @@ def plan_cascade(
             f"nothing to cascade: node {original_node.id[:8]} (the original) has nothing below it"
         )
     plan = CascadePlan(sid, fork_node, original_node, leaf_id, old)
-    return CascadePlan(sid, fork_node, original_node, leaf_id, old, _mirrors(plan, children))
+    return replace(plan, mirrors=_mirrors(plan, children))
 
 
 def _mirrors(plan: CascadePlan, children: dict[str | None, list[Node]]) -> tuple[Node, ...]:
