@@ -139,7 +139,7 @@ export class ReplayPanel {
     }
     if (!original || !original.siblings.includes(node.id)) original = await get(node.id);
     const others = original.siblings.filter((id) => id !== original.id).slice(0, MAX_SIBLINGS);
-    const siblings = await Promise.all(others.map((id) => api.get(this.app.path(`/nodes/${encodeURIComponent(id)}`))));
+    const siblings = await Promise.all(others.map(get));
     return { original, replays: siblings.filter((each) => each.metadata?.replay?.of === original.id) };
   }
 
