@@ -44,6 +44,8 @@ from .context import ApiContext, check_version
 from .deps import ContextDep, IfMatch, SessionDep
 from .problems import Problem, problem_of
 from .turn_registry import Asked, Turn, TurnStatus
+from .turn_schemas import REF as _REF
+from .turn_schemas import TEXT as _TEXT
 from .turn_schemas import event_schema
 from .turns import LastEventId, known_turn
 
@@ -231,9 +233,7 @@ async def _start(
     return turn
 
 
-_TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
 _ANY = {"type": "object"}
-_REF = "#/components/schemas/"
 
 
 def _event(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from .idempotency import REPLAYED_HEADER, request_hash
 from .problems import problem_of
 from .schemas import NodeOut, SessionOut
 from .turn_registry import Asked, Turn
-from .turn_schemas import event_schema
+from .turn_schemas import REF, event_schema
 from .turns import accepts_events, same_key
 
 if TYPE_CHECKING:
@@ -136,7 +136,9 @@ _EVENTS = [
     _event("warning", "Something the player should know.", _TEXT),
     _event("replay", "An alternative stored.", _inline(ReplayEventOut)),
     _event("done", "Last: every alternative stored.", _inline(ReplayDoneOut)),
-    _event("error", "Last: the replay failed (those stored before stay).", {"type": "object"}),
+    _event(
+        "error", "Last: the replay failed (those stored before stay).", {"$ref": REF + "Problem"}
+    ),
 ]
 _STREAM = {
     "description": "The replay's events (server-sent events); the last is `done` or `error`.",

@@ -92,26 +92,26 @@ def event_schema(
     }
 
 
-_TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
-_REF = "#/components/schemas/"
+TEXT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+REF = "#/components/schemas/"
 
 _EVENTS: list[tuple[str, str, dict[str, Any]]] = [
     ("turn", "The first: the turn as `GET .../turns/{turn_id}` shows it.",
-     {"$ref": _REF + "TurnOut"}),
+     {"$ref": REF + "TurnOut"}),
     ("status", "What the turn is doing (each step until the reply begins, then what takes"
-     " a while).", _TEXT),
-    ("reasoning", "The model's reasoning, as it is written.", _TEXT),
-    ("token", "The reply, as it is written.", _TEXT),
+     " a while).", TEXT),
+    ("reasoning", "The model's reasoning, as it is written.", TEXT),
+    ("token", "The reply, as it is written.", TEXT),
     ("warning", "Something the player should know (an incomplete reply, a state delta that"
-     " failed).", _TEXT),
+     " failed).", TEXT),
     ("node", "Last: the turn was stored; `session` holds the new version and HEAD.",
-     {"$ref": _REF + "TurnResultOut"}),
+     {"$ref": REF + "TurnResultOut"}),
     ("draft", "Last, impersonate: the player's line the model wrote; nothing was stored.",
-     {"$ref": _REF + "DraftOut"}),
+     {"$ref": REF + "DraftOut"}),
     ("cancelled", "Last: stopped before the reply began (`user_node_id`: the player's message"
-     " kept).", {"$ref": _REF + "TurnOut"}),
+     " kept).", {"$ref": REF + "TurnOut"}),
     ("error", "Last: the turn failed, nothing was stored (a problem document).",
-     {"$ref": _REF + "Problem"}),
+     {"$ref": REF + "Problem"}),
 ]  # fmt: skip
 
 #: The ``text/event-stream`` of a turn (OpenAPI 3.2's ``itemSchema``: one item per event).
