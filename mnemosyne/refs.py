@@ -103,5 +103,5 @@ def rename_name(
 ) -> tuple[EditResult, Session]:
     """Rename a tag or branch (``kind``: it must be one) in one transaction, one undo step."""
     with store.transaction(session_id, expected_version=expected_version) as tx:
-        result = tx.rename_name(old, new, kind)
+        result = tx.change_name(old, new=new, kind=kind)
     return result, tx.session

@@ -591,10 +591,6 @@ class SessionTransaction:
 
         return self._editor.rename_nodes(f"delete {kind or 'name'}", change)
 
-    def rename_name(self, old: str, new: str, kind: str | None = None) -> EditResult:
-        """Rename a tag or branch (``kind``: it must be one), one undo step."""
-        return self.change_name(old, new=new, kind=kind)
-
     def change_name(
         self,
         name: str,
