@@ -26,12 +26,13 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, event, exc, func, insert, select
 
-from ._schema import nodes, session_events, sessions
+from ._queries import public_ids, timestamp
+from ._schema import session_events, sessions
 
 __all__ = [
     "CHANNEL",
@@ -161,7 +162,8 @@ def record(
     PostgreSQL notify the listeners (at the commit)."""
     kind = pending.kind or ("grow" if pending.added_count else "head" if head_moved else "change")
     added = set(pending.added)
-    changed = [node_id for node_id in _ids(conn, pending.changed) if node_id not in added]
+    ids = public_ids(conn, pending.changed)  # a purge deletes some: they are left out
+    changed = [ids[pk] for pk in sorted(ids) if ids[pk] not in added]
     payload = {
         "action": pending.action,
         "head": head_id,
@@ -202,20 +204,6 @@ def append(
         conn.execute(select(func.pg_notify(CHANNEL, f"{session_id} {version}")))
 
 
-def _ids(conn: Connection, pks: set[int]) -> list[str]:
-    """The ids of the nodes ``pks`` that still exist (a purge deletes some), in pk order."""
-    if not pks:
-        return []
-    ordered = sorted(pks)
-    found: list[str] = []
-    for i in range(0, len(ordered), 500):
-        chunk = ordered[i : i + 500]
-        found += conn.execute(
-            select(nodes.c.id).where(nodes.c.pk.in_(chunk)).order_by(nodes.c.pk)
-        ).scalars()
-    return found
-
-
 def read(
     conn: Connection,
     session_pk: int,
@@ -246,7 +234,7 @@ def read(
     if not rows or rows[0].version != after + 1:  # pruned, or older than the log
         return EventsRead([], version, reset=True, head=head)
     events = [
-        SessionEvent(session_id, row.version, row.kind, _utc(row.at), json.loads(row.payload))
+        SessionEvent(session_id, row.version, row.kind, timestamp(row.at), json.loads(row.payload))
         for row in rows
     ]
     return EventsRead(events, version, head=head)
@@ -268,10 +256,6 @@ def versions(engine: Engine, session_ids: Iterable[str]) -> dict[str, int] | Non
     except exc.DBAPIError:
         return None
     return found
-
-
-def _utc(at: datetime) -> datetime:
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def listen(
