@@ -82,6 +82,21 @@ def _text_lines(text: str, width: int | None, *, marked: bool = False) -> list[s
     return _painted(lines) if marked else lines
 
 
+def _change_lines(changes: list[dict[str, Any]], named_by: str, width: int | None) -> list[str]:
+    """``name: a -> b`` for each change (a setting, a path of the state), or "the same"."""
+    if not changes:
+        return ["  the same"]
+    lines: list[str] = []
+    for change in changes:
+        lines += wrap_line(
+            f"{change[named_by]}: {_value(change['a'])} -> {_value(change['b'])}",
+            width,
+            lead="  ",
+            indent=4,
+        )
+    return lines
+
+
 def _section(title: str) -> str:
     return paint(f"--- {title} ---", "dim")
 
@@ -169,25 +184,9 @@ def diff_lines(diff: dict[str, Any], width: int | None) -> list[str]:
     lines.append(_section("lore"))
     lines += _lore_lines(diff["lore"], width)
     lines.append(_section("settings"))
-    for change in diff["settings"]:
-        lines += wrap_line(
-            f"{change['name']}: {_value(change['a'])} -> {_value(change['b'])}",
-            width,
-            lead="  ",
-            indent=4,
-        )
-    if not diff["settings"]:
-        lines.append("  the same")
+    lines += _change_lines(diff["settings"], "name", width)
     lines.append(_section("state each started from"))
-    for change in diff["state"]:
-        lines += wrap_line(
-            f"{change['path']}: {_value(change['a'])} -> {_value(change['b'])}",
-            width,
-            lead="  ",
-            indent=4,
-        )
-    if not diff["state"]:
-        lines.append("  the same")
+    lines += _change_lines(diff["state"], "path", width)
     for side, name in ((a, "A"), (b, "B")):
         if side["delta"]:
             lines += wrap_line(
