@@ -268,7 +268,11 @@ _WORDS = regex.compile(
 WORD_CELLS = 4_000_000
 
 
-def _words_and_gaps(text: str) -> tuple[list[str], list[str]]:
+#: A text's words and the white space before each (:func:`_words_and_gaps`).
+_Split = tuple[list[str], list[str]]
+
+
+def _words_and_gaps(text: str) -> _Split:
     """A text's words, and the white space before each (one more: the white space after
     the last)."""
     words: list[str] = []
@@ -290,9 +294,13 @@ def word_diff(a: str, b: str) -> list[WordChange]:
     kept is kept if it is the same in both, and otherwise goes with the words around it,
     so the runs joined give back each text. Over :data:`WORD_CELLS`, ``a`` is removed
     and ``b`` added whole."""
-    old, old_gaps = _words_and_gaps(a)
-    new, new_gaps = _words_and_gaps(b)
-    if len(old) * len(new) > WORD_CELLS:
+    return _word_diff(a, b, _words_and_gaps(a), _words_and_gaps(b))
+
+
+def _word_diff(a: str, b: str, split_a: _Split, split_b: _Split) -> list[WordChange]:
+    """:func:`word_diff` of two texts already split into words."""
+    (old, old_gaps), (new, new_gaps) = split_a, split_b
+    if _too_long(old, new):
         return _whole(a, b)
     runs: list[WordChange] = []
 
@@ -349,12 +357,8 @@ def _whole(a: str, b: str) -> list[WordChange]:
     return [change for change in whole if change.text]
 
 
-def _too_long(a: str, b: str) -> bool:
-    return len(_words_of(a)) * len(_words_of(b)) > WORD_CELLS
-
-
-def _words_of(text: str) -> list[str]:
-    return _words_and_gaps(text)[0]
+def _too_long(old: list[str], new: list[str]) -> bool:
+    return len(old) * len(new) > WORD_CELLS
 
 
 def _identity(message: Mapping[str, Any]) -> tuple[str, str]:
@@ -393,14 +397,16 @@ _MOST_PAIRS = 900
 def _replaced(
     keys_a: list[tuple[str, str]], keys_b: list[tuple[str, str]], old: range, new: range
 ) -> Iterator[MessagePair]:
-    for i, j in _pairing(keys_a, keys_b, list(old), list(new)):
+    splits_a = {i: _words_and_gaps(keys_a[i][1]) for i in old}  # each message split once
+    splits_b = {j: _words_and_gaps(keys_b[j][1]) for j in new}
+    for i, j in _pairing(keys_a, keys_b, splits_a, splits_b):
         if i is not None and j is not None:
             role, before = keys_a[i]
             after = keys_b[j][1]
-            if _too_long(before, after):
+            if _too_long(splits_a[i][0], splits_b[j][0]):
                 words, whole = _whole(before, after), True
             else:
-                words, whole = word_diff(before, after), False
+                words, whole = _word_diff(before, after, splits_a[i], splits_b[j]), False
             yield MessagePair("changed", role, i, j, before, after, words, whole)
         elif i is not None:
             yield MessagePair("removed", keys_a[i][0], i, None, keys_a[i][1], None)
@@ -408,26 +414,34 @@ def _replaced(
             yield MessagePair("added", keys_b[j][0], None, j, None, keys_b[j][1])
 
 
-def _likeness(a: tuple[str, str], b: tuple[str, str]) -> float:
+def _likeness(role_a: str, words_a: list[str], role_b: str, words_b: list[str]) -> float:
     """How well two messages pair as one changed: 0 for another role; else a little
     for the role alone, more the more of their words they share (the words of
     :func:`word_diff`, so a CJK character is a word; counted as bags of words,
     :meth:`difflib.SequenceMatcher.quick_ratio`: cheap, where the order of the words
     would cost a diff per pair)."""
-    if a[0] != b[0]:
+    if role_a != role_b:
         return 0.0
-    return 0.1 + difflib.SequenceMatcher(None, _words_of(a[1]), _words_of(b[1])).quick_ratio()
+    return 0.1 + difflib.SequenceMatcher(None, words_a, words_b).quick_ratio()
 
 
 def _pairing(
-    keys_a: list[tuple[str, str]], keys_b: list[tuple[str, str]], olds: list[int], news: list[int]
+    keys_a: list[tuple[str, str]],
+    keys_b: list[tuple[str, str]],
+    splits_a: dict[int, _Split],
+    splits_b: dict[int, _Split],
 ) -> list[tuple[int | None, int | None]]:
-    """The messages of a replaced block paired in order, the pairs as alike as they can
-    be (an alignment maximising the summed :func:`_likeness`); the rest alone."""
+    """The messages of a replaced block (A's ``splits_a``, B's ``splits_b``, by index)
+    paired in order, the pairs as alike as they can be (an alignment maximising the
+    summed :func:`_likeness`); the rest alone."""
+    olds, news = list(splits_a), list(splits_b)
     n, m = len(olds), len(news)
     if n * m > _MOST_PAIRS:
         return _paired_in_order(keys_a, keys_b, olds, news)
-    like = [[_likeness(keys_a[i], keys_b[j]) for j in news] for i in olds]
+    like = [
+        [_likeness(keys_a[i][0], splits_a[i][0], keys_b[j][0], splits_b[j][0]) for j in news]
+        for i in olds
+    ]
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for x in range(n - 1, -1, -1):
         for y in range(m - 1, -1, -1):
