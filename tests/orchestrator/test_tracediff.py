@@ -245,8 +245,10 @@ def test_a_pair_of_messages_too_long_to_compare_word_by_word_is_shown_whole(
     assert changed.whole and (changed.a, changed.b) == (long, edited)
     assert changed.words == [WordChange("removed", long), WordChange("added", edited)]
     assert diff.as_dict()["messages"][-1]["whole"] is True
-    short = [pair for pair in diff_traces(first, first).messages if pair.status == "changed"]
-    assert short == []
+    short_a = replace(first, trace=replace(first.trace, messages=[*messages, _user("a b c")]))
+    short_b = replace(first, trace=replace(first.trace, messages=[*messages, _user("a x c")]))
+    [short] = [pair for pair in diff_traces(short_a, short_b).messages if pair.status == "changed"]
+    assert not short.whole  # a short edit is compared word by word
     assert word_diff(long, edited) == changed.words  # word_diff itself keeps the bound
 
 
