@@ -143,36 +143,51 @@ export class Api {
       throw unreachable(error);
     }
     if (!response.ok) throw await problemOf(response);
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
     let last = null;
-    const dispatch = (block) => {
-      let kind = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) continue;
-        if (line.startsWith("event:")) kind = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (!data.length) return;
-      const payload = JSON.parse(data.join("\n"));
-      last = { kind, data: payload };
-      onEvent?.(kind, payload);
-    };
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        dispatch(buffer.slice(0, cut));
-        buffer = buffer.slice(cut + 2);
-      }
-    }
-    if (buffer.trim()) dispatch(buffer);
+    await readEvents(
+      response,
+      (kind, payload) => {
+        last = { kind, data: payload };
+        onEvent?.(kind, payload);
+      },
+      { tail: true },
+    );
     return last;
   }
+}
+
+/** Read the text/event-stream `response` to its end: `onEvent(kind, data, id)` for each
+ * event that carries data (`data` parsed as JSON, `id` the `id:` field as a number, or
+ * null). With `tail`, a last event not closed by a blank line is read too. */
+export async function readEvents(response, onEvent, { tail = false } = {}) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      deliverEvent(buffer.slice(0, cut), onEvent);
+      buffer = buffer.slice(cut + 2);
+    }
+  }
+  if (tail && buffer.trim()) deliverEvent(buffer, onEvent);
+}
+
+function deliverEvent(block, onEvent) {
+  let kind = "message";
+  let id = null;
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue; // a keep-alive comment
+    if (line.startsWith("event:")) kind = line.slice(6).trim();
+    else if (line.startsWith("id:")) id = Number(line.slice(3).trim());
+    else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+  }
+  if (!data.length) return;
+  onEvent(kind, JSON.parse(data.join("\n")), id);
 }
 
 /** `/api/sessions/<id>` + rest, with the id escaped. */

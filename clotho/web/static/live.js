@@ -7,7 +7,7 @@
 // one, and a token in an address ends up in logs); a dropped stream is opened again after
 // a pause, with Last-Event-ID, so nothing is missed.
 
-import { sessionPath } from "./api.js";
+import { readEvents, sessionPath } from "./api.js";
 
 /** Pauses before opening a dropped stream again (ms), the last one repeated. */
 const RETRY_MS = [500, 1000, 2000, 5000];
@@ -89,33 +89,14 @@ export class LiveSession {
     }
     this.connected = true;
     this.opened += 1;
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return false;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        if (current()) this.dispatch(sid, buffer.slice(0, cut));
-        buffer = buffer.slice(cut + 2);
-      }
-    }
+    await readEvents(response, (kind, payload, id) => {
+      if (current()) this.dispatch(sid, kind, payload, id);
+    });
+    return false;
   }
 
-  dispatch(sid, block) {
-    let kind = "message";
-    let id = null;
-    const data = [];
-    for (const line of block.split("\n")) {
-      if (line.startsWith(":")) continue; // a keep-alive comment
-      if (line.startsWith("event:")) kind = line.slice(6).trim();
-      else if (line.startsWith("id:")) id = Number(line.slice(3).trim());
-      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-    }
-    if (sid !== this.sid || !data.length) return;
-    const payload = JSON.parse(data.join("\n"));
+  dispatch(sid, kind, payload, id) {
+    if (sid !== this.sid) return;
     if (id != null && Number.isFinite(id)) this.last = id;
     if (kind === "reset") this.announce(payload.version, true);
     else if (kind === "ready" || kind === "change") this.announce(payload.version, false);
