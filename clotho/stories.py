@@ -33,7 +33,7 @@ from clotho.sessions import card_session
 from mnemosyne import StateSchema, UnknownSessionError, jsontext, schema_from_mapping
 
 if TYPE_CHECKING:
-    from mnemosyne import Node, Session, Store
+    from mnemosyne import Document, Node, Session, Store
     from planner.cards import Card
     from planner.lorebook import Lorebook
 
@@ -132,8 +132,11 @@ def session_avatar(store: Store, session_id: str, member: str | None = None) -> 
         members = store.documents(session_id, CARD)
         member = members[0].name if members else next(iter(found), None)
     document = found.get(member) if member is not None else None
-    if document is None:
-        return None
+    return None if document is None else _avatar(document)
+
+
+def _avatar(document: Document) -> Avatar | None:
+    """The picture an AVATAR document keeps (``None``: unreadable)."""
     try:
         data = base64.b64decode(json.loads(document.content)["data"], validate=True)
     except (ValueError, KeyError, TypeError, binascii.Error):
@@ -143,10 +146,13 @@ def session_avatar(store: Store, session_id: str, member: str | None = None) -> 
 
 def cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None]:
     """Each cast member's picture by its name (a PNG, ``None``: it has none), for the
-    story as a book (:func:`clotho.formats.story.story_book`'s ``picture``)."""
+    story as a book (:func:`clotho.formats.story.story_book`'s ``picture``); the
+    pictures are read once, here."""
+    found = {document.name: document for document in store.documents(session_id, AVATAR)}
 
     def picture(name: str) -> bytes | None:
-        avatar = session_avatar(store, session_id, name)
+        document = found.get(name)
+        avatar = None if document is None else _avatar(document)
         return avatar.png if avatar else None
 
     return picture

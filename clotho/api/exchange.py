@@ -168,7 +168,7 @@ def export_story_file(
         names=session_names(store, session.id),
         state_every=state_every,
         state_at=state_at or (),
-        picture=cast_picture(store, session.id) if pictures else None,
+        picture=cast_picture(store, session.id) if pictures and format == "html" else None,
     )
     return Response(
         book.render(format),

@@ -183,7 +183,7 @@ def export_story_command(
         names=session_names(cli.store, session_id),
         state_every=state_every,
         state_at=state_at or (),
-        picture=cast_picture(cli.store, session_id) if pictures else None,
+        picture=cast_picture(cli.store, session_id) if pictures and chosen == "html" else None,
     )
     text = book.render(chosen)
     if to_stdout:
