@@ -32,7 +32,7 @@ from . import _queries as q
 from . import _worldstate as ws
 from . import traces as tr
 from ._checks import check_content, check_delta, check_metadata, check_name, check_role, new_id
-from ._refs import RefMark
+from ._refs import RefMark, marks
 from ._schema import blobs, nodes, sessions, traces
 from .errors import (
     ForeignNodeError,
@@ -861,4 +861,5 @@ def dump(conn: Connection, record: q.SessionRecord) -> SessionDump:
         nodes=out,
         traces=found,
         blobs={digest: texts[digest] for digest in sorted(texts)},
+        names=marks(conn, record.pk),
     )

@@ -1097,7 +1097,7 @@ class Store:
         """
         with self.read() as conn:
             record = q.session_record(conn, session_id)
-            return replace(bulk.dump(conn, record), names=_refs.marks(conn, record.pk))
+            return bulk.dump(conn, record)
 
     def turn(self, session_id: str, ref: str | None = None) -> NodeAmongSiblings:
         """A node (default HEAD) with its siblings' ids and its index among them."""
