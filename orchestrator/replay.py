@@ -407,7 +407,7 @@ def _lore_entries(engine: Engine, changes: ReplayChanges) -> list[LoreHit]:
     named = changes.lore_on | changes.lore_off
     if not named:
         return []
-    from planner.lore import LorePlanner, entry_placement
+    from planner.lore import LorePlanner
 
     lore = engine.planner if isinstance(engine.planner, LorePlanner) else None
     unknown = sorted(entry_id for entry_id in named if lore is None or not lore.entry(entry_id))
@@ -420,18 +420,8 @@ def _lore_entries(engine: Engine, changes: ReplayChanges) -> list[LoreHit]:
     for entry_id in sorted(changes.lore_on):
         entry = lore.entry(entry_id)
         assert entry is not None
-        hits.append(
-            LoreHit(
-                id=entry_id,
-                content=entry.content,
-                reason="switched on by a replay",
-                via="replay",
-                book=entry_id.rsplit(":", 1)[0],
-                uid=entry.uid,
-                comment=entry.comment,
-                **entry_placement(entry),
-            )
-        )
+        book = entry_id.rsplit(":", 1)[0]
+        hits.append(lore.hit(book, entry, reason="switched on by a replay", via="replay"))
     return hits
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._compile import parse_decorators
 from .base import LoreHit, Plan, PlanCall, PlanContext, Retrieval
 from .conditions import parse_condition
 from .errors import ConditionError, RetrievalError
@@ -151,6 +152,31 @@ class LorePlanner:
         """The entry whose id is ``entry_id`` (``book:uid``), if a book has it."""
         return self._entries.get(entry_id)
 
+    @staticmethod
+    def hit(
+        book: str,
+        entry: Entry,
+        *,
+        reason: str,
+        via: str,
+        content: str | None = None,
+        similarity: float | None = None,
+    ) -> LoreHit:
+        """The hit of ``book``'s ``entry``, placed where the entry says: ``content`` is
+        what goes in the prompt (``None``: the entry's, without its ``@@`` decorator
+        lines, as a scan compiles it)."""
+        return LoreHit(
+            id=f"{book}:{entry.uid}",
+            content=parse_decorators(entry.content)[1] if content is None else content,
+            reason=reason,
+            via=via,
+            similarity=similarity,
+            book=book,
+            uid=entry.uid,
+            comment=entry.comment,
+            **entry_placement(entry),
+        )
+
     async def plan(self, context: PlanContext) -> Plan:
         depth = self.settings.scan_depth
         entries = sum(1 for entry in self._entries.values() if not entry.disable)
@@ -241,16 +267,13 @@ class LorePlanner:
         if result.slow_regexes:
             details["slow_regexes"] = result.slow_regexes
         hits = [
-            LoreHit(
-                id=item.id,
-                content=item.content,
+            self.hit(
+                item.book,
+                item.entry,
                 reason=item.reason,
                 via=item.via,
+                content=item.content,
                 similarity=item.similarity,
-                book=item.book,
-                uid=item.entry.uid,
-                comment=item.entry.comment,
-                **entry_placement(item.entry),
             )
             for item in result.activated
         ]

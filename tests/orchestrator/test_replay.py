@@ -203,6 +203,30 @@ def test_lore_switched_off_and_on(
     assert [hit["via"] for hit in lore if hit["id"] == "valley:2"] == ["replay"]
 
 
+def test_lore_switched_on_goes_in_without_its_decorator_lines(
+    store: Store, sid: str, serve: Callable[..., ModelServer]
+) -> None:
+    dragon = BOOK.entries[2]
+    decorated = dragon.model_copy(update={"content": "@@dont_activate\n" + dragon.content})
+    entries = tuple(decorated if entry is dragon else entry for entry in BOOK.entries)
+    book = replace(BOOK, entries=entries)
+    server = serve(ByModel())
+
+    def engine() -> Engine:
+        return build_engine(
+            store, engine_for(store, server).setup, planner=lambda call: LorePlanner([book])
+        )
+
+    original = play(engine(), sid, "say", text="A goblin!").node
+    assert original is not None
+    changes = ReplayChanges(lore_on=frozenset({"valley:2"}))
+    [result] = replayed(engine(), sid, original.id, changes)
+    sent = json.dumps(story(server)[-1].messages)
+    assert "The dragon sleeps under the mountain." in sent and "@@" not in sent
+    assert result.node is not None
+    assert store.state(sid, result.node.id).active_lore_ids == ["valley:0", "valley:1", "valley:2"]
+
+
 def test_what_cannot_be_replayed_is_refused_and_nothing_is_stored(
     store: Store, sid: str, serve: Callable[..., ModelServer]
 ) -> None:
