@@ -50,6 +50,20 @@ def timestamp(value: Any) -> datetime:
     return stored if stored.tzinfo is not None else stored.replace(tzinfo=UTC)
 
 
+def time_text(value: Any) -> str:
+    """A stored time as the undo journal keeps it: UTC text with no zone, comparable and
+    JSON-ready (SQLite's stored text as it is). :func:`text_time` reads it back."""
+    if isinstance(value, str):
+        return value
+    stamp: datetime = value
+    return stamp.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def text_time(text: str) -> datetime:
+    """A time of :func:`time_text` as an aware UTC datetime, to store again."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
 def encode_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 

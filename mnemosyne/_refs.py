@@ -93,13 +93,6 @@ def _kind(kind: str) -> RefKind:
     return kind  # type: ignore[return-value]
 
 
-def _time_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    stamp: datetime = value
-    return stamp.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
-
-
 def _row(conn: Connection, session_pk: int, name: str) -> Any:
     return conn.execute(
         select(refs.c.pk, refs.c.kind, refs.c.node_pk).where(
@@ -201,7 +194,7 @@ def snapshot(conn: Connection, session_pk: int) -> list[RefRow]:
         .where(refs.c.session_pk == session_pk)
         .order_by(refs.c.name)
     )
-    return [[name, kind, pk, _time_text(at)] for name, kind, pk, at in conn.execute(query)]
+    return [[name, kind, pk, q.time_text(at)] for name, kind, pk, at in conn.execute(query)]
 
 
 # --- writes (inside a session's write transaction) -------------------------------------
@@ -219,7 +212,7 @@ def restore(conn: Connection, session_pk: int, rows: list[RefRow]) -> None:
                     "name": name,
                     "kind": kind,
                     "node_pk": pk,
-                    "created_at": datetime.fromisoformat(at).replace(tzinfo=UTC),
+                    "created_at": q.text_time(at),
                 }
                 for name, kind, pk, at in rows
             ],

@@ -173,9 +173,8 @@ def _image(row: q.NamedRow) -> list[Any]:
     text (comparable and JSON-ready), ``enabled`` a bool."""
     values = row._asdict()
     for name in ("created_at", "detached_at"):
-        at = values[name]
-        if at is not None and not isinstance(at, str):
-            values[name] = at.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+        if values[name] is not None:
+            values[name] = q.time_text(values[name])
     values["enabled"] = bool(values["enabled"])
     return [values[name] for name in IMAGE_COLUMNS]
 
@@ -202,7 +201,7 @@ def write_image(conn: Connection, pk: int, image: list[Any] | None, *, exists: b
     values = dict(zip(IMAGE_COLUMNS, image, strict=True))
     for name in ("created_at", "detached_at"):
         if values[name] is not None:
-            values[name] = datetime.fromisoformat(values[name]).replace(tzinfo=UTC)
+            values[name] = q.text_time(values[name])
     if exists:
         conn.execute(update(nodes).where(nodes.c.pk == pk).values(**values))
     else:
