@@ -37,7 +37,7 @@ from ._projection import ProjectionPage
 from ._schema import nodes, preferences, sessions
 from ._search import SearchHit
 from ._transaction import TransactionState
-from .editor import Editor, EditResult, JournalEntry, JournalMismatchError
+from .editor import Editor, EditResult, JournalEntry, JournalMismatchError, Place
 from .editor import history as journal_history
 from .edits import EditCommand
 from .errors import (
@@ -1272,6 +1272,14 @@ class Store:
         """The pruned subtrees waiting to be grafted: each a list of nodes, top first."""
         with self.read() as conn:
             return q.detached_subtrees(conn, q.session_record(conn, session_id), "fragment")
+
+    def placement(self, session_id: str, ref: str) -> Place | None:
+        """Where the subtree holding a node is parked: ``fragment`` (pruned), ``trash``,
+        or ``None`` (in the story's tree). One query, where :meth:`fragments` and
+        :meth:`trash` load every subtree."""
+        with self.read() as conn:
+            pk, _ = q.resolve_node(conn, q.session_record(conn, session_id), ref)
+            return q.top_detached(conn, pk)  # type: ignore[return-value]
 
     def trash(self, session_id: str) -> list[list[Node]]:
         """The deleted subtrees, restorable until a purge: each a list, top first."""

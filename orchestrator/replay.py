@@ -227,15 +227,15 @@ def _original(engine: Engine, sid: str, ref: str) -> tuple[Node, Trace]:
 def _require_attached(engine: Engine, sid: str, node: Node) -> None:
     """Refuse a node out of the tree (in the trash, or in a pruned fragment): its
     replies would be siblings of a node no story reaches."""
-    store = engine.store
-    for where, subtrees, hint in (
-        ("the trash", store.trash, "restore it first"),  # type: ignore[attr-defined]
-        ("a pruned fragment", store.fragments, "graft it first"),  # type: ignore[attr-defined]
-    ):
-        if any(held.id == node.id for subtree in subtrees(sid) for held in subtree):
-            raise TurnError(
-                f"node {node.id} is in {where}, out of the story's tree: {hint} to replay it"
-            )
+    place = engine.store.placement(sid, node.id)  # type: ignore[attr-defined]
+    if place is not None:
+        where, hint = {
+            "trash": ("the trash", "restore it first"),
+            "fragment": ("a pruned fragment", "graft it first"),
+        }[place]
+        raise TurnError(
+            f"node {node.id} is in {where}, out of the story's tree: {hint} to replay it"
+        )
 
 
 def _config(setup: TurnSetup, changes: ReplayChanges) -> ModelConfig:
