@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -241,6 +241,14 @@ def session_record(conn: Connection, ref: str, *, for_update: bool = False) -> S
     if len(found) > 1:
         raise AmbiguousIdError("session", ref, [row.id for row in found])
     return record_from_row(found[0])
+
+
+def session_records(conn: Connection, pks: Collection[int]) -> dict[int, SessionRecord]:
+    """Sessions by pk, in one query (a pk with no session is left out)."""
+    if not pks:
+        return {}
+    query = select(*SESSION_COLUMNS).select_from(_SESSIONS).where(sessions.c.pk.in_(pks))
+    return {row.pk: record_from_row(row) for row in conn.execute(query)}
 
 
 def in_trash(trashed: bool) -> Any:

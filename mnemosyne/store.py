@@ -1365,12 +1365,13 @@ class Store:
             rows = search.matching_rows(conn, parsed, filters, limit=limit)
             if trunk_keys is not None:  # every hit is on it: no second walk
                 return [search.hit_from_row(row, parsed.words, trunk_keys) for row in rows]
-            trunks: dict[int, frozenset[int]] = {}
-            hit = {(row[8], row[2]) for row in rows}
+            hit = {row[8] for row in rows}
+            records.update(q.session_records(conn, hit - records.keys()))
             keys = self._trunk_reader(len(hit))
-            for session_pk, sid in hit:
-                found = records.get(session_pk) or q.session_record(conn, sid)
-                trunks[session_pk] = frozenset(keys(conn, self.paths, found, found.head_pk))
+            trunks = {
+                pk: frozenset(keys(conn, self.paths, records[pk], records[pk].head_pk))
+                for pk in hit
+            }
             return [search.hit_from_row(row, parsed.words, trunks[row[8]]) for row in rows]
 
     def _trunk_reader(self, sessions: int) -> Callable[..., tuple[int, ...]]:
