@@ -43,7 +43,7 @@ from .errors import TurnError
 from .gateway import Completion
 from .setup import TurnSetup
 from .trace import TraceBuilder, call_record, postprocess_record
-from .turn import Engine, OnEvent, TurnRequest, TurnResult, TurnState, load_anchor
+from .turn import Anchor, Engine, OnEvent, TurnRequest, TurnResult, TurnState, load_anchor
 
 __all__ = [
     "MAX_REPLAYS",
@@ -163,7 +163,21 @@ def prepare_replay(
             "template, lore or note builds it again from the tree as it is)"
         )
     record = _record(original, trace, changes, engine.setup, "as stored", note_text)
-    return PreparedReplay(engine, sid, original, trace, changes, n, record)
+    request = TurnRequest("reroll", node=original.id)
+    anchor = load_anchor(engine.store, sid, request, engine.setup, engine.rng)
+    history = anchor.scope.path if anchor.scope is not None else anchor.history
+    stored = _AsStored(anchor, history, _sources(trace, history))
+    return PreparedReplay(engine, sid, original, trace, changes, n, record, stored=stored)
+
+
+@dataclass(frozen=True)
+class _AsStored:
+    """What every alternative of a prompt sent as stored shares, read once: where it
+    grows, the history its trace refers to, and which of its messages each sent is."""
+
+    anchor: Anchor
+    history: list[Message]
+    sources: list[int | None]
 
 
 @dataclass
@@ -179,12 +193,15 @@ class PreparedReplay:
     record: dict[str, Any]
     """The ``replay`` metadata every new sibling carries."""
     rebuilding: _Rebuilding | None = None
+    stored: _AsStored | None = None
+    """Sent as stored (``rebuilding`` is ``None``): what each alternative shares."""
 
     async def one(self, on_event: OnEvent | None = None) -> TurnResult:
         """One new sibling, stored (one transaction)."""
         if self.rebuilding is not None:
             request = TurnRequest("reroll", node=self.original.id, speaker=self.original.name)
             return await self.rebuilding.run(self.session_id, request, on_event)
+        assert self.stored is not None
         return await _as_stored(
             self.engine,
             self.session_id,
@@ -192,6 +209,7 @@ class PreparedReplay:
             self.trace,
             self.changes,
             self.record,
+            self.stored,
             on_event,
         )
 
@@ -432,12 +450,13 @@ async def _as_stored(
     trace: Trace,
     changes: ReplayChanges,
     record: dict[str, Any],
+    stored: _AsStored,
     on_event: OnEvent | None,
 ) -> TurnResult:
     """One reply to the original's exact messages, stored as its sibling."""
     store, setup = engine.store, engine.setup
     config = _config(setup, changes)
-    anchor = load_anchor(store, sid, TurnRequest("reroll", node=original.id), setup, engine.rng)
+    anchor = stored.anchor
     completion = await engine.gateway.stream(config, trace.messages, on_event)
     if not completion.content.strip():
         raise TurnError(f"the model {config.model} answered nothing: nothing was stored")
@@ -458,8 +477,6 @@ async def _as_stored(
         warnings.append(f"the reply is incomplete ({completion.stopped_by})")
     if extraction is not None and not extraction.ok:  # as a turn's commit says it
         warnings.append(describe_failure(extraction))
-    history = anchor.scope.path if anchor.scope is not None else anchor.history
-    sources = _sources(trace, history)
     with store.transaction(sid) as tx, tx.journaled("reroll"):
         reply = tx.add_sibling(
             original.id,
@@ -472,8 +489,8 @@ async def _as_stored(
         digest = tx.put_trace(
             reply.id,
             messages=trace.messages,
-            sources=sources,
-            history=history,
+            sources=stored.sources,
+            history=stored.history,
             document=document,
             named=any(part.get("named") for part in trace.parts),
         )
