@@ -43,6 +43,12 @@ def test_a_write_whose_answer_is_lost_is_applied_once(
     page.locator(f'g.node[data-node-id="{first}"]').click()
     page.locator("#node-panel button[data-action=disable]").click()
     expect(page.locator(f'g.node.disabled[data-node-id="{first}"]')).to_have_count(1)
+    # The page follows its session live: the change the server applied can be drawn from
+    # the event stream before the retry is sent, so wait for the retry itself.
+    for _ in range(300):
+        if len(keys) >= 2:
+            break
+        page.wait_for_timeout(100)
 
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1]
     # A toggle applied twice would have enabled the node again.
