@@ -203,11 +203,13 @@ def test_lore_switched_off_and_on(
     assert [hit["via"] for hit in lore if hit["id"] == "valley:2"] == ["replay"]
 
 
-def test_lore_switched_on_goes_in_without_its_decorator_lines(
+def test_lore_switched_on_goes_in_as_a_scan_puts_it(
     store: Store, sid: str, serve: Callable[..., ModelServer]
 ) -> None:
+    """Without its ``@@`` decorator lines, and with ``{{user}}``/``{{char}}`` replaced."""
     dragon = BOOK.entries[2]
-    decorated = dragon.model_copy(update={"content": "@@dont_activate\n" + dragon.content})
+    content = "@@dont_activate\n{{user}} hears from {{char}}: " + dragon.content
+    decorated = dragon.model_copy(update={"content": content})
     entries = tuple(decorated if entry is dragon else entry for entry in BOOK.entries)
     book = replace(BOOK, entries=entries)
     server = serve(ByModel())
@@ -223,6 +225,7 @@ def test_lore_switched_on_goes_in_without_its_decorator_lines(
     [result] = replayed(engine(), sid, original.id, changes)
     sent = json.dumps(story(server)[-1].messages)
     assert "The dragon sleeps under the mountain." in sent and "@@" not in sent
+    assert "Hero hears from " in sent and "{{" not in sent
     assert result.node is not None
     assert store.state(sid, result.node.id).active_lore_ids == ["valley:0", "valley:1", "valley:2"]
 
