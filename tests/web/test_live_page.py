@@ -139,3 +139,20 @@ def test_switching_away_and_back_during_a_retry_pause_leaves_one_stream(
     mine = [url for url in opened if f"/sessions/{sid}/events" in url]
     assert len(mine) == 1, opened
     assert page.evaluate("clotho.live.connected && clotho.live.sid") == sid
+
+
+def test_a_story_renamed_elsewhere_is_renamed_in_the_picker(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    sid = new_session("Before")
+    page = open_page(sid)
+    _live(page)
+    option = page.locator(f'#session-select option[value="{sid}"]')
+    expect(option).to_have_text("Before")
+    version = api.get(f"/api/sessions/{sid}").json()["version"]
+    answer = api.patch(
+        f"/api/sessions/{sid}", json={"title": "After"}, headers={"If-Match": f'"{version}"'}
+    )
+    assert answer.status_code == 200, answer.text
+    expect(option).to_have_text("After")
+    expect(page.locator(".toast.error")).to_have_count(0)

@@ -100,6 +100,15 @@ export class LiveSession {
     if (id != null && Number.isFinite(id)) this.last = id;
     if (kind === "reset") this.announce(payload.version, true);
     else if (kind === "ready" || kind === "change") this.announce(payload.version, false);
+    if (kind === "change" && payload.kind === "session" && "title" in payload) this.retitle(sid, payload.title);
+  }
+
+  /** The story renamed (here or elsewhere): its name in the picker. */
+  retitle(sid, title) {
+    const session = this.app.sessions?.find((s) => s.id === sid);
+    if (!session || session.title === title) return;
+    session.title = title;
+    this.app.stories.fillPicker();
   }
 
   /** The session is at `version` on the server: draw the view again once it settles,
