@@ -152,8 +152,9 @@ def create_app(
         try:
             yield
         finally:
+            loading_model = app.state.warmup.cancel()  # a stop while warming: at once
             await events.close_hub(app.state)  # the live streams end, their listener stops
-            await app.state.clotho.aclose()
+            await app.state.clotho.aclose(model_clients=not loading_model)
             if own_store:
                 opened.close()
 

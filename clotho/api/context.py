@@ -159,16 +159,18 @@ class ApiContext:
         or waits for it."""
         return self.turn_locks(session_id)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, model_clients: bool = True) -> None:
         """Wait for the tasks (30 s each at most) and the engines being built, close the
-        engines, then the model clients the engines shared (litellm's, of this loop)."""
+        engines, then the model clients the engines shared (litellm's, of this loop;
+        ``model_clients=False``: none was made, and litellm may be half imported)."""
         for task in list(self.tasks):
             await asyncio.wait([task], timeout=30)
         building = [task for _, task in self._building.values()]
         await asyncio.gather(*building, return_exceptions=True)  # then kept: closed below
         for engine in self._engines.clear():
             await engine.aclose()
-        if "litellm" in sys.modules:  # else no model client was ever made (nor imported)
+        # else no model client was ever made (nor litellm imported)
+        if model_clients and "litellm" in sys.modules:
             from orchestrator import Gateway
 
             await Gateway().aclose()

@@ -3,6 +3,7 @@ says what it is doing until the reply begins (a real server, a real model on loo
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,3 +55,16 @@ def test_a_turn_says_each_step_before_the_reply(server: Server) -> None:
         "waiting for the model",
     ]
     assert seen[-1][0] == "node"
+
+
+def test_a_server_stopped_while_it_warms_up_stops_without_finishing_it(
+    server: Server,
+) -> None:
+    with server.client() as api:
+        assert api.get("/api/health").json()["warm"] == "warming"  # litellm takes seconds
+    server.process.send_signal(signal.SIGTERM)  # Ctrl+C as the server starts
+    # uvicorn stops, then ends by the signal it was sent
+    assert server.process.wait(timeout=60) in (0, -signal.SIGTERM)
+    assert "the warm-up is left unfinished" in server.stderr
+    assert "ready for the first turn" not in server.stderr  # not waited for
+    assert "Traceback" not in server.stderr
