@@ -11,12 +11,12 @@ import pytest
 
 from tests._fixtures import SERAPHINA
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    return Run(database_url, tmp_path / "home")
+    return InProcess(database_url, tmp_path / "home")
 
 
 @pytest.fixture
