@@ -67,7 +67,9 @@ class InProcess(Run):
         return cls(f"sqlite:///{folder / 'cli.db'}", folder / "home")
 
     def __call__(self, *args: str, code: int = 0) -> Any:
-        env: dict[str, str | None] = {**self.env, "CLOTHO_SESSION": None}
+        # exactly :attr:`env`, as a process gets it: what it has not is unset here
+        env: dict[str, str | None] = {key: None for key in os.environ if key not in self.env}
+        env.update(self.env)
         done = self.runner.invoke(app, list(args), env=env, prog_name="clotho")
         assert done.exit_code == code, (args, done.exit_code, done.stdout, done.stderr)
         return done

@@ -23,7 +23,7 @@ from orchestrator.loopback import ModelServer, Reply
 from tests._fixtures import ELDORIA as BOOK
 
 from .terminal import Terminal
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 KEYWORDS_ONLY = "warning: lore is found by keywords only: "
 
@@ -42,7 +42,7 @@ def model() -> Iterator[ModelServer]:
 
 @pytest.fixture
 def run(tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'first.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'first.db'}", tmp_path / "home")
     for name in ("CLOTHO_MODEL", "CLOTHO_API_BASE", "CLOTHO_API_KEY", "GROQ_API_KEY"):
         run.env.pop(name, None)
     run("session", "new")
@@ -205,7 +205,7 @@ def test_a_memory_of_warnings_that_cannot_be_read_is_said_again(
 
 
 def test_an_error_on_a_terminal_is_wrapped_by_words(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'c.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'c.db'}", tmp_path / "home")
     run("session", "new")
     run("add", "user", "hello")
     piped = run.fails("checkout", "HEAD~9")  # to a pipe: one line, whole

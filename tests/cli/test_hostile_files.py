@@ -17,7 +17,7 @@ from clotho.formats.treefile import export_tree
 from mnemosyne import Store
 from tests import _hostile_files as h
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 COMMANDS = {
     "lorebook": ("import", "lorebook", "--name", "book"),
@@ -43,7 +43,7 @@ def snapshot(url: str) -> list[Any]:
 
 @pytest.fixture
 def hostile_run(tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     run.env["CLOTHO_VECTORS"] = "false"
     return run
 

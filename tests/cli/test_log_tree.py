@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from mnemosyne import NodeRecord, Store
 
 from .terminal import Terminal
-from .test_cli import CLOTHO, Run
+from .test_cli import CLOTHO, InProcess, Run
 
 MESSAGES = 40
 DISABLED = 5  # the number of the message stored disabled
@@ -51,7 +51,7 @@ def _story(url: str) -> str:
 
 @pytest.fixture
 def story(tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'story.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'story.db'}", tmp_path / "home")
     run.env["CLOTHO_SESSION"] = _story(run.url)
     for variable in ("PAGER", "CLOTHO_PAGER", "LESS", "COLUMNS", "LINES"):
         run.env.pop(variable, None)

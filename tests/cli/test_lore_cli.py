@@ -17,12 +17,12 @@ from tests._fixtures import ELDORIA as BOOK
 from tests._fixtures import REAL_BOOK_ZH
 from tests._fixtures import SERAPHINA as CARD
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def lore_run(tmp_path: Path) -> Run:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     run.env["CLOTHO_VECTORS"] = "false"  # keywords only: the model is tested in tests/planner
     return run
 

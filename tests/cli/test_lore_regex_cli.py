@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 TEXT = "A dragon lands. " + "a" * 60 + "!"
 """Unbounded, ``/(a|a)*$/`` would take longer than anyone waits on this."""
 
 
 def test_a_slow_regex_key_is_skipped_and_named(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     run.env["CLOTHO_VECTORS"] = "false"
     book = tmp_path / "bombs.json"
     entries = {

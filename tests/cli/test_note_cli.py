@@ -10,12 +10,12 @@ import pytest
 
 from orchestrator.loopback import ModelServer
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def run_sqlite(tmp_path: Path) -> Run:
-    return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    return InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
 
 
 def test_note_is_state_at_head(run_sqlite: Run) -> None:

@@ -15,17 +15,17 @@ from mnemosyne import Store
 from planner.cards import load_card
 from tests._fixtures import SERAPHINA
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    return Run(database_url, tmp_path / "home")
+    return InProcess(database_url, tmp_path / "home")
 
 
 @pytest.fixture
 def run_sqlite(tmp_path: Path) -> Run:
-    return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    return InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
 
 
 GREETINGS = ["*The inn is warm.* Welcome, {{user}}.", "*Rain.* You again?", "Sit down."]

@@ -15,7 +15,7 @@ import pytest
 from orchestrator.loopback import ModelServer
 from tests._fixtures import FIXTURES
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 from .test_play import campaign_session, script
 
 
@@ -48,7 +48,7 @@ def test_a_campaign_chat_exports_with_the_players_and_characters_names(
 
 
 def test_an_imported_chat_goes_on_with_its_own_names(model: ModelServer, tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'chat.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'chat.db'}", tmp_path / "home")
     run.env.update({"CLOTHO_MODEL": "openai/gm", "CLOTHO_API_BASE": model.url})
     run("import", "chat", str(FIXTURES / "chats" / "greeting_swipes.jsonl"))
     run("say", "I look around.")
@@ -65,7 +65,7 @@ def test_an_imported_chat_goes_on_with_its_own_names(model: ModelServer, tmp_pat
 
 
 def test_a_chat_and_a_lorebook_word_a_json_error_the_same_way(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'e.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'e.db'}", tmp_path / "home")
     run("session", "new", "--title", "errors")
     book, chat = tmp_path / "book.json", tmp_path / "chat.jsonl"
     book.write_text('{"entries": {\n  "0": {"key": ["a"],}\n}}\n')

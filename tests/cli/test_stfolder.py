@@ -24,7 +24,7 @@ from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 from tests._fixtures import ELDORIA, FIXTURES, SERAPHINA
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 USER = FIXTURES / "sillytavern_user"
 BRAM_CHAT = "chats/Bram/Bram - 2026-10-01@18h00m00s.jsonl"
@@ -51,7 +51,7 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    run = Run(database_url, tmp_path / "home")
+    run = InProcess(database_url, tmp_path / "home")
     run.env["CLOTHO_VECTORS"] = "false"
     return run
 

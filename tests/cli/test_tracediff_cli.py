@@ -12,12 +12,12 @@ from mnemosyne import Store
 from orchestrator.loopback import ModelServer
 from tests.orchestrator.test_tracediff import Moments, played_story
 
-from .test_cli import Run
+from .test_cli import InProcess, Run
 
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    return Run(database_url, tmp_path / "home")
+    return InProcess(database_url, tmp_path / "home")
 
 
 @pytest.fixture
@@ -82,9 +82,10 @@ def test_trace_diff_json_and_refusals(run: Run, moments: Moments) -> None:
 def test_removed_words_are_red_and_added_green_when_colour_is_on(
     run: Run, moments: Moments
 ) -> None:
-    run.env = {key: value for key, value in run.env.items() if key != "NO_COLOR"}
-    run.env["FORCE_COLOR"] = "1"
-    text = run("trace-diff", moments.first, moments.fork).stdout
+    terminal = Run(run.url, Path(run.env["HOME"]))  # a process: its console reads the colours
+    terminal.env = {key: value for key, value in run.env.items() if key != "NO_COLOR"}
+    terminal.env["FORCE_COLOR"] = "1"
+    text = terminal("trace-diff", moments.first, moments.fork).stdout
     assert "A \x1b[31;9m[-goblin-]\x1b[0m\x1b[32m{+dragon+}\x1b[0m attacks!" in text
     assert "\x1b[32m  + \x1b[0mvalley:2 (B only): " in text
 
