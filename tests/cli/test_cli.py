@@ -1,4 +1,5 @@
-"""The ``clotho`` command run as a subprocess: its JSON output and exit codes."""
+"""The ``clotho`` command, run as a subprocess (:class:`Run`) or in this process
+(:class:`InProcess`): its JSON output and exit codes."""
 
 from __future__ import annotations
 
@@ -77,23 +78,26 @@ class InProcess(Run):
 
 @pytest.fixture
 def run(database_url: str, tmp_path: Path) -> Run:
-    """``clotho`` in this process (a test of many commands); :func:`process` runs it as
-    a player does."""
+    """``clotho`` in this process (a test of many commands); :class:`Run` runs it as a
+    player does, a process per command."""
     return InProcess(database_url, tmp_path / "home")
 
 
 @pytest.fixture
-def process(database_url: str, tmp_path: Path) -> Run:
-    return Run(database_url, tmp_path / "home")
-
-
-@pytest.fixture
 def run_sqlite(tmp_path: Path) -> Run:
-    return Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    return InProcess.on_sqlite(tmp_path)
 
 
-def test_a_campaign_by_hand(process: Run) -> None:
-    run = process
+def test_a_campaign_by_hand(run: Run) -> None:
+    campaign_by_hand(run)
+
+
+def test_a_campaign_by_hand_one_process_per_command(tmp_path: Path) -> None:
+    """As a player runs it: each command its own process (SQLite; both databases above)."""
+    campaign_by_hand(Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home"))
+
+
+def campaign_by_hand(run: Run) -> None:
     session = run.json("session", "new", "--title", "Goblins")
     assert (session["title"], session["head_id"], session["version"]) == ("Goblins", None, 0)
     system = run.json("add", "system", "You narrate.")
@@ -231,7 +235,7 @@ def test_a_database_that_cannot_be_used_is_named(url: str, expected: str, tmp_pa
 def test_db_upgrade_and_status(
     backend: str, blank_database_url: Callable[[str], str], tmp_path: Path
 ) -> None:
-    run = Run(blank_database_url(backend), tmp_path / "home")
+    run = InProcess(blank_database_url(backend), tmp_path / "home")
     status = run.json("db", "status")
     assert (status["revision"], status["current"]) == (None, False)
     upgraded = run.json("db", "upgrade")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .test_cli import InProcess, Run
+from .test_cli import InProcess
 
 TEXT = "A dragon lands. " + "a" * 60 + "!"
 """Unbounded, ``/(a|a)*$/`` would take longer than anyone waits on this."""

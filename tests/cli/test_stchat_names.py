@@ -15,7 +15,7 @@ import pytest
 from orchestrator.loopback import ModelServer
 from tests._fixtures import FIXTURES
 
-from .test_cli import InProcess, Run
+from .test_cli import InProcess
 from .test_play import campaign_session, script
 
 
