@@ -17,10 +17,6 @@ line in the fixtures' README) fails ``test_every_fixture_has_a_case``; the folde
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +37,7 @@ from ._fixtures import (
     REAL_TAVERNAI_CHAT,
     SERAPHINA,
 )
-
-CLOTHO = shutil.which("clotho", path=str(Path(sys.executable).parent)) or "clotho"
+from .cli.test_cli import InProcess
 
 CHATS = [REAL_CHAT_ZH, REAL_GROUP_CHAT, REAL_TAVERNAI_CHAT, CHAT]
 
@@ -79,28 +74,17 @@ CARDS = [
 
 
 class Clotho:
-    """Runs ``clotho`` against one fresh SQLite database with a private home directory."""
+    """Runs ``clotho --json`` (in this process) against one fresh SQLite database with a
+    private home directory."""
 
     def __init__(self, tmp_path: Path) -> None:
-        home = tmp_path / "home"
-        self.env = {
-            **os.environ,
-            "CLOTHO_DATABASE_URL": f"sqlite:///{tmp_path / 'real.db'}",
-            "HOME": str(home),
-            "XDG_DATA_HOME": str(home / "data"),
-            "NO_COLOR": "1",
-            # keywords only: what is tested here is reading the files; lore by meaning
-            # has its own tests (tests/cli/test_lore_by_meaning.py, the Chroma server's)
-            "CLOTHO_VECTORS": "false",
-        }
-        self.env.pop("CLOTHO_SESSION", None)
+        self.run = InProcess(f"sqlite:///{tmp_path / 'real.db'}", tmp_path / "home")
+        # keywords only: what is tested here is reading the files; lore by meaning has
+        # its own tests (tests/cli/test_lore_by_meaning.py, the Chroma server's)
+        self.run.env["CLOTHO_VECTORS"] = "false"
 
     def __call__(self, *args: str) -> Any:
-        done = subprocess.run(
-            [CLOTHO, "--json", *args], env=self.env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-        return json.loads(done.stdout)
+        return self.run.json(*args)
 
 
 @pytest.fixture
