@@ -8,11 +8,11 @@ from pathlib import Path
 
 from tests.planner.test_chroma_server import FERRY, HOWLING, WOLVES
 
-from .test_cli import Run
+from .test_cli import InProcess
 
 
 def test_lore_test_finds_an_entry_by_meaning_offline(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     for name in ("CLOTHO_VECTORS", "CLOTHO_EMBEDDING_MODEL", "CLOTHO_CHROMA_URL"):
         run.env.pop(name, None)  # the defaults: the local model, a folder of the data dir
     book = tmp_path / "north.json"

@@ -12,7 +12,7 @@ from clotho.formats.stchat import ChatError, export_chat, import_chat
 from mnemosyne import Store
 from tests._fixtures import CHAT
 
-from .test_cli import Run
+from .test_cli import InProcess
 
 
 def lines(data: bytes) -> list[str]:
@@ -103,7 +103,7 @@ def test_a_broken_chat_is_refused_and_nothing_is_stored(
 
 
 def test_import_and_export_from_the_command_line(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     imported = run.json("import", "chat", str(CHAT))
     assert imported["nodes"] == 9
     target = tmp_path / "out.jsonl"

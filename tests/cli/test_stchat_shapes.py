@@ -18,7 +18,7 @@ from clotho.formats.stchat import ChatError, export_chat, import_chat, parse_cha
 from mnemosyne import SessionTransaction, Store
 from tests._fixtures import FIXTURES
 
-from .test_cli import Run
+from .test_cli import InProcess
 
 CHATS = FIXTURES / "chats"
 EVERY_CHAT = sorted(
@@ -90,7 +90,7 @@ def test_an_empty_group_chat_is_an_empty_session(store: Store, data: bytes) -> N
 
 
 def test_an_empty_group_chat_from_the_command_line(tmp_path: Path) -> None:
-    run = Run(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
+    run = InProcess(f"sqlite:///{tmp_path / 'cli.db'}", tmp_path / "home")
     out = run("import", "chat", str(CHATS / "group_empty.jsonl")).stdout
     assert "(0 nodes)" in out and "has no messages" in out
     assert "empty file" not in out

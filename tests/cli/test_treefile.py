@@ -27,7 +27,7 @@ from planner.lore import LorePlanner
 
 from ..orchestrator.test_lore_turn import BOOK
 from ..orchestrator.test_turn import HIT, NOTHING, Scripted, play
-from .test_cli import Run
+from .test_cli import InProcess
 
 SCHEMA = schema_from_mapping(
     {
@@ -345,7 +345,7 @@ def test_export_and_import_from_the_command_line(tmp_path: Path, serve: Any) -> 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     with Store.open(url, migrate=True) as store:
         sid = a_lived_in_session(store, serve(Scripted(["Cut.", "Miss.", "Coin."])))
-    run = Run(url, tmp_path / "home")
+    run = InProcess(url, tmp_path / "home")
     target = tmp_path / "valley.tree.json"
     written = run.json("--session", sid, "export", "tree", str(target))
     document = json.loads(target.read_text(encoding="utf-8"))
