@@ -1,4 +1,5 @@
-"""The playing commands as a subprocess, against a model server on loopback."""
+"""The playing commands against a model server on loopback: one-shot commands in this
+process, ``clotho play`` and a Ctrl+C as a subprocess."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from orchestrator.loopback import ModelServer, Reply
 
-from .test_cli import CLOTHO, Run
+from .test_cli import CLOTHO, InProcess, Run
 
 HIT = json.dumps({"operations": [{"op": "inc", "path": "hp", "value": -10}]})
 CAMPAIGN = """
@@ -53,8 +54,9 @@ def model() -> Iterator[ModelServer]:
 
 def campaign_session(model: ModelServer, tmp_path: Path, campaign: str = CAMPAIGN) -> Run:
     """A CLI on a new SQLite database, its model the one on loopback, with a session of
-    ``campaign`` (the cave's by default) made."""
-    run_sqlite = Run(f"sqlite:///{tmp_path / 'play.db'}", tmp_path / "home")
+    ``campaign`` (the cave's by default) made. One-shot commands run in this process;
+    ``clotho play`` and a Ctrl+C get a process of their own (its ``env``)."""
+    run_sqlite = InProcess(f"sqlite:///{tmp_path / 'play.db'}", tmp_path / "home")
     folder = tmp_path / "campaign"
     folder.mkdir()
     (folder / "campaign.toml").write_text(campaign)
