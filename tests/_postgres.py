@@ -36,6 +36,16 @@ def find_bindir() -> Path | None:
     return None
 
 
+def _memory_folder() -> str | None:
+    """``/dev/shm`` when it is there with room (4 GiB), else the usual temporary folder:
+    a database made from the template takes a third of the time in memory, and the
+    files of the session's databases go at once at the end."""
+    with contextlib.suppress(OSError):
+        if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free >= 4 << 30:
+            return "/dev/shm"
+    return None
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -54,7 +64,7 @@ def throwaway_server() -> Iterator[str]:
     bindir = find_bindir()
     if bindir is None:
         raise FileNotFoundError("no PostgreSQL binaries (initdb, pg_ctl) on this machine")
-    root = Path(tempfile.mkdtemp(prefix="clotho-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="clotho-pg-", dir=_memory_folder()))
     data, sockets = root / "data", root / "sock"
     sockets.mkdir()
     if os.geteuid() == 0:

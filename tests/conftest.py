@@ -85,9 +85,16 @@ def postgres_template(postgres_server: str) -> str:
     return name
 
 
+def _drop(base: str, name: str) -> None:
+    """A test's database dropped after it (what still holds it is cut off): the server
+    keeps only the databases of the tests running."""
+    _admin(base, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
-def blank_database_url(request: pytest.FixtureRequest, tmp_path) -> Callable[[str], str]:
+def blank_database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[Callable[[str], str]]:
     """A factory of URLs of new, empty databases of a backend (no schema yet)."""
+    made: list[tuple[str, str]] = []
 
     def make(backend: str) -> str:
         n = next(_counter)
@@ -96,9 +103,12 @@ def blank_database_url(request: pytest.FixtureRequest, tmp_path) -> Callable[[st
         base = request.getfixturevalue("postgres_server")
         name = f"clotho_blank_{os.getpid()}_{n}"
         _admin(base, f"CREATE DATABASE {name}")
+        made.append((base, name))
         return f"{base}/{name}"
 
-    return make
+    yield make
+    for base, name in made:
+        _drop(base, name)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -107,15 +117,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database_url(backend: str, request: pytest.FixtureRequest, tmp_path) -> str:
+def database_url(backend: str, request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     """The URL of a fresh database with the current schema, on ``backend``."""
     if backend == "sqlite":
-        return f"sqlite:///{tmp_path / 'clotho.db'}"
+        yield f"sqlite:///{tmp_path / 'clotho.db'}"
+        return
     base = request.getfixturevalue("postgres_server")
     template = request.getfixturevalue("postgres_template")
     name = f"clotho_test_{os.getpid()}_{next(_counter)}"
     _admin(base, f"CREATE DATABASE {name} TEMPLATE {template}")
-    return f"{base}/{name}"
+    yield f"{base}/{name}"
+    _drop(base, name)
 
 
 @pytest.fixture
