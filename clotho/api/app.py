@@ -204,11 +204,13 @@ def create_app(
         }
 
     @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
+    def docs(request: Request) -> HTMLResponse:
         """Swagger UI over /openapi.json, from the page's vendored files (it works
-        offline; see clotho/web/static/vendor/README.md)."""
+        offline; see clotho/web/static/vendor/README.md). The app is the request's:
+        FastAPI keeps its endpoints in a cache of thousands, which would keep an app
+        this function closed over alive (a test process makes hundreds)."""
         return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
+            openapi_url=request.app.openapi_url or "/openapi.json",
             title="Clotho API",
             swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
             swagger_css_url=f"{SWAGGER}/swagger-ui.css",
