@@ -156,3 +156,37 @@ def test_a_story_renamed_elsewhere_is_renamed_in_the_picker(
     assert answer.status_code == 200, answer.text
     expect(option).to_have_text("After")
     expect(page.locator(".toast.error")).to_have_count(0)
+
+
+def test_a_change_during_the_pages_first_read_is_drawn(
+    new_session: Callable[[str], str], open_page: Callable[..., Any], api: httpx.Client
+) -> None:
+    """The first read of the tree is answered before a write elsewhere and reaches the page
+    after the write's event: the page draws the change once the read is in (it dropped
+    it when it had no version yet)."""
+    sid = new_session("live first read")
+    held: list[Any] = []
+
+    def answered_then_held(route: Any) -> None:
+        if held:
+            route.continue_()
+            return
+        held.append((route, route.fetch()))  # the server answers now: no node yet
+
+    page = open_page(None, view="tree")
+    page.route("**/tree?*", answered_then_held)
+    page.evaluate(f"location.hash = '#view=tree&session={sid}'")
+    deadline = time.monotonic() + 20
+    while not held or not page.evaluate("clotho.live.connected === true"):
+        assert time.monotonic() < deadline, "the page never read its tree and its stream"
+        page.wait_for_timeout(50)
+    answer = api.post(f"/api/sessions/{sid}/messages", json={"role": "user", "content": "Hi."})
+    assert answer.status_code == 201, answer.text
+    version = answer.json()["session"]["version"]
+    deadline = time.monotonic() + 20
+    while page.evaluate("clotho.live.last") != version:  # the change has come
+        assert time.monotonic() < deadline, "the change never reached the page"
+        page.wait_for_timeout(50)
+    route, fetched = held[0]
+    route.fulfill(response=fetched)  # the first read, from before the change, arrives
+    expect(page.locator("#tree-svg")).to_have_attribute("data-total", "1")

@@ -112,10 +112,12 @@ export class LiveSession {
   }
 
   /** The session is at `version` on the server: draw the view again once it settles,
-   * unless the page has drawn that version already (its own write). */
+   * unless the page has drawn that version already (its own write). A change that comes
+   * while the page's first read is under way (no version shown yet) waits for it, and
+   * is drawn if that read came before the change. */
   announce(version, always) {
     const shown = this.app.version;
-    if (!always && (shown == null || version <= shown)) return;
+    if (!always && shown != null && version <= shown) return;
     this.pending = Math.max(this.pending ?? 0, version);
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.settle(), SETTLE_MS);
