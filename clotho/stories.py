@@ -33,6 +33,7 @@ from clotho.sessions import card_session
 from mnemosyne import StateSchema, UnknownSessionError, jsontext, schema_from_mapping
 
 if TYPE_CHECKING:
+    from clotho.formats.story import Book, StoryFormat
     from mnemosyne import Document, Node, Session, Store
     from planner.cards import Card
     from planner.lorebook import Lorebook
@@ -48,6 +49,7 @@ __all__ = [
     "new_story",
     "ready_schema",
     "session_avatar",
+    "session_book",
     "stored_book",
     "stored_card",
 ]
@@ -156,6 +158,33 @@ def cast_picture(store: Store, session_id: str) -> Callable[[str], bytes | None]
         return avatar.png if avatar else None
 
     return picture
+
+
+def session_book(
+    store: Store,
+    session_id: str,
+    head: str | None,
+    format: StoryFormat,
+    *,
+    state_every: int = 0,
+    state_at: Sequence[str] = (),
+    pictures: bool = False,
+) -> Book:
+    """The story as a book (:func:`clotho.formats.story.story_book`) for ``clotho export
+    story`` and the API: the session's names, and with ``pictures`` the cast's in an
+    HTML page (a Markdown book shows none: they are not read for it)."""
+    from clotho.formats.story import story_book
+    from clotho.sessions import session_names
+
+    return story_book(
+        store,
+        session_id,
+        head,
+        names=session_names(store, session_id),
+        state_every=state_every,
+        state_at=state_at,
+        picture=cast_picture(store, session_id) if pictures and format == "html" else None,
+    )
 
 
 def _kept_by(store: Store, session_ref: str) -> str:

@@ -14,10 +14,10 @@ from starlette.concurrency import run_in_threadpool
 
 from clotho import lore
 from clotho.formats.stchat import export_chat, import_chat
-from clotho.formats.story import StoryFormat, story_book
+from clotho.formats.story import StoryFormat
 from clotho.formats.treefile import TreeFile, export_tree
 from clotho.sessions import session_names
-from clotho.stories import cast_picture
+from clotho.stories import session_book
 from mnemosyne import Node, Session, Store
 from planner.cards import Card
 
@@ -161,14 +161,14 @@ def export_story_file(
     the branch is `invalid_story_export`. `pictures=true`: the cast's pictures beside
     their names in the HTML page (inline `data:` images; Markdown has none).
     `X-Clotho-Messages` counts the messages told."""
-    book = story_book(
+    book = session_book(
         store,
         session.id,
         head_id,
-        names=session_names(store, session.id),
+        format,
         state_every=state_every,
         state_at=state_at or (),
-        picture=cast_picture(store, session.id) if pictures and format == "html" else None,
+        pictures=pictures,
     )
     return Response(
         book.render(format),

@@ -10,11 +10,11 @@ from typing import Annotated
 import typer
 
 from clotho.formats.stchat import export_chat, import_chat
-from clotho.formats.story import StoryExportError, story_book, story_format
+from clotho.formats.story import StoryExportError, story_format
 from clotho.formats.treefile import export_tree, import_tree, tree_text
 from clotho.lore import read_upload
 from clotho.sessions import session_names
-from clotho.stories import cast_picture
+from clotho.stories import session_book
 
 from ._app import Cli, app, command, import_app
 from .style import out, paint
@@ -176,14 +176,14 @@ def export_story_command(
     if book_format is None and not to_stdout and suffix.lower() not in STORY_SUFFIXES:
         cli.fail(StoryExportError(f"{file}: not .md or .html; say --format md or html"))
     chosen = story_format(book_format or ("md" if to_stdout else suffix))
-    book = story_book(
+    book = session_book(
         cli.store,
         session_id,
         head,
-        names=session_names(cli.store, session_id),
+        chosen,
         state_every=state_every,
         state_at=state_at or (),
-        picture=cast_picture(cli.store, session_id) if pictures and chosen == "html" else None,
+        pictures=pictures,
     )
     text = book.render(chosen)
     if to_stdout:
