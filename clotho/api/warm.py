@@ -48,6 +48,7 @@ class Warmup:
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
         self.seconds: float | None = None
+        self._loading_model = False  # a thread of it imports litellm (see cancel)
 
     @property
     def state(self) -> WarmState:
@@ -73,8 +74,6 @@ class Warmup:
         self._task.cancel()
         log.info("the server stops while warming up: the warm-up is left unfinished")
         return self._loading_model
-
-    _loading_model = False
 
     async def _run(self, ctx: ApiContext) -> None:
         started = time.perf_counter()
@@ -107,8 +106,10 @@ class Warmup:
             model = engine.setup.model
             if model.model != "none":
                 self._loading_model = True
-                await _in_thread(_load_model_side, model)
-                self._loading_model = False
+                try:
+                    await _in_thread(_load_model_side, model)
+                finally:
+                    self._loading_model = False
                 # what is left: litellm's first (mock) call, on this loop, as a turn makes it
                 await engine.gateway.warm(model)
                 _say_if_no_key(model)
