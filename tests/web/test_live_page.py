@@ -173,11 +173,12 @@ def test_a_change_during_the_pages_first_read_is_drawn(
             return
         held.append((route, route.fetch()))  # the server answers now: no node yet
 
-    page = open_page(None, view="tree")
+    page = open_page(sid, view="tree")
+    _live(page)
     page.route("**/tree?*", answered_then_held)
-    page.evaluate(f"location.hash = '#view=tree&session={sid}'")
-    deadline = time.monotonic() + 20
-    while not held or not page.evaluate("clotho.live.connected === true"):
+    page.reload()  # the page starts again: its first read of the tree is held
+    deadline = time.monotonic() + 30
+    while not held or not page.evaluate("globalThis.clotho?.live?.connected === true"):
         assert time.monotonic() < deadline, "the page never read its tree and its stream"
         page.wait_for_timeout(50)
     answer = api.post(f"/api/sessions/{sid}/messages", json={"role": "user", "content": "Hi."})
